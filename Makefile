@@ -1,0 +1,35 @@
+# The two commands that matter: `make demo` and `make test`. Both set everything up themselves.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup java test lint demo bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+java:
+	@sh scripts/check_java.sh
+
+lint: $(STAMP)
+	$(PY) -m ruff check reactive_spark tests benchmarks examples
+	$(PY) -m ruff format --check reactive_spark tests benchmarks examples
+	$(PY) -m mypy
+
+test: $(STAMP) java lint
+	$(PY) -m pytest
+
+demo: $(STAMP) java
+	$(PY) -m reactive_spark demo
+
+bench: $(STAMP) java
+	$(PY) benchmarks/overhead.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,410 @@
+"""StreamingContext: owns the graph, the scheduler and the event sources' lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from pyspark import RDD, SparkContext
+
+from reactive_spark._callbacks import adapt_callback
+from reactive_spark.dependencies import EventDependency
+from reactive_spark.dstream.base import DStream
+from reactive_spark.errors import (
+    ContextStateError,
+    ForeignContextError,
+    InvalidArgumentError,
+    JobFailedError,
+)
+from reactive_spark.events import Event, EventSource, is_awaitable
+from reactive_spark.graph import DStreamGraph
+from reactive_spark.scheduler import JobInfo, JobScheduler, StreamingListener
+from reactive_spark.sources.timer import TimerEventSource
+from reactive_spark.time import (
+    Clock,
+    Duration,
+    SystemClock,
+    Time,
+    VirtualClock,
+    to_duration,
+    to_time,
+)
+
+__all__ = ["StreamingContext"]
+
+log = logging.getLogger(__name__)
+
+INITIALIZED, ACTIVE, STOPPED = "initialized", "active", "stopped"
+
+
+class StreamingContext:
+    """The entry point: event sources, input streams, and the loop that runs their jobs.
+
+    Args:
+        sparkContext: The SparkContext jobs run on (a SparkSession is accepted too).
+        batchDuration: Period of the default timer that drives unbound outputs, as in
+            pyspark.streaming (a Duration, timedelta or seconds); None if every output is bound.
+        clock: `SystemClock()` (default) or a `VirtualClock(start)` for simulation and tests.
+        checkpoint: Directory for checkpoints (RDD checkpoints of `DStream.checkpoint`).
+        maxConcurrentJobs: How many jobs of one event may run at once.
+
+    Example:
+        >>> # async with StreamingContext(sc, Seconds(1), clock=VirtualClock(t0)) as ssc:
+        >>> #     ssc.queueStream([[1, 2], [3]]).map(lambda x: x * 10).pprint()
+        >>> #     await ssc.start()
+        >>> #     await ssc.runUntil(t0 + Seconds(2))
+    """
+
+    def __init__(
+        self,
+        sparkContext: SparkContext | Any,
+        batchDuration: Duration | timedelta | float | None = None,
+        *,
+        clock: Clock | None = None,
+        checkpoint: str | None = None,
+        maxConcurrentJobs: int = 1,
+    ) -> None:
+        if not isinstance(sparkContext, SparkContext):
+            sparkContext = getattr(sparkContext, "sparkContext", sparkContext)
+        if not isinstance(sparkContext, SparkContext):
+            raise InvalidArgumentError(
+                f"sparkContext must be a SparkContext or SparkSession, got {sparkContext!r}",
+            )
+        if clock is not None and not isinstance(clock, Clock):
+            raise InvalidArgumentError(f"clock must be a Clock, got {clock!r}")
+        if (
+            isinstance(maxConcurrentJobs, bool)
+            or not isinstance(maxConcurrentJobs, int)
+            or maxConcurrentJobs < 1
+        ):
+            raise InvalidArgumentError(
+                f"maxConcurrentJobs must be a positive int, got {maxConcurrentJobs!r}",
+            )
+        if checkpoint is not None and (not isinstance(checkpoint, str) or not checkpoint):
+            raise InvalidArgumentError(
+                f"checkpoint must be a directory path, got {checkpoint!r}",
+            )
+        self._sc = sparkContext
+        self.batchDuration = (
+            None if batchDuration is None else to_duration(batchDuration, "batchDuration")
+        )
+        self.clock = clock or SystemClock()
+        self.checkpointDirectory = checkpoint
+        self._graph = DStreamGraph(self)
+        self._scheduler = JobScheduler(self, maxConcurrentJobs)
+        self._sources: list[EventSource] = []
+        self._state = INITIALIZED
+        self._zeroTime: Time | None = None
+        self.defaultTimer: TimerEventSource | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loopThread: int | None = None
+        self._terminated: asyncio.Event | None = None
+        self._crash: BaseException | None = None
+        self._advancing = False
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def sparkContext(self) -> SparkContext:
+        """The SparkContext jobs run on."""
+        return self._sc
+
+    @property
+    def state(self) -> str:
+        """`"initialized"`, `"active"` or `"stopped"`."""
+        return self._state
+
+    @property
+    def zeroTime(self) -> Time:
+        """When the context started (before start: the clock's current time)."""
+        return self._zeroTime if self._zeroTime is not None else self.clock.now()
+
+    @property
+    def graph(self) -> DStreamGraph:
+        """The lineage graph."""
+        return self._graph
+
+    @property
+    def sources(self) -> list[EventSource]:
+        """Every event source of this context, in creation order."""
+        return list(self._sources)
+
+    async def __aenter__(self) -> StreamingContext:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Stop the context (not the SparkContext it was given) on leaving the block."""
+        if self._state == ACTIVE:
+            await self.stop(stopSparkContext=False)
+
+    # -- definitions -------------------------------------------------------------------------
+    def _requireNotStarted(self, action: str) -> None:
+        if self._state != INITIALIZED:
+            raise ContextStateError(f"cannot {action}: the StreamingContext is {self._state}")
+
+    def _registerSource(self, source: EventSource) -> int:
+        if self._state != INITIALIZED:
+            raise ContextStateError(
+                f"cannot create event source {source.name!r}: the StreamingContext is "
+                f"{self._state}",
+            )
+        self._sources.append(source)
+        return len(self._sources) - 1
+
+    def timer(
+        self,
+        start: Time | datetime,
+        end: Time | datetime | None,
+        period: Duration | timedelta | float,
+        name: str,
+    ) -> TimerEventSource:
+        """A timer firing at `start + k * period` while `<= end` (`end=None`: forever).
+
+        Example:
+            >>> # daily = ssc.timer(datetime(2024, 1, 1, tzinfo=UTC), None, Days(1), "daily")
+        """
+        return TimerEventSource(self, start, end, period, name)
+
+    def queueStream(
+        self,
+        rdds: Iterable[RDD[Any] | Iterable[Any]],
+        oneAtATime: bool = True,
+        default: RDD[Any] | Iterable[Any] | None = None,
+    ) -> DStream[Any]:
+        """A stream of RDDs (or lists) from a queue, one per event or all at once.
+
+        Once the queue is empty each event gets `default`, or an empty RDD.
+
+        Example:
+            >>> # ssc.queueStream([[1, 2], [3]]).count().pprint()
+        """
+        from reactive_spark.dstream.inputs import QueueInputDStream
+
+        if isinstance(rdds, str | bytes) or not isinstance(rdds, Iterable):
+            raise InvalidArgumentError(f"rdds must be a sequence of RDDs or lists, got {rdds!r}")
+        return QueueInputDStream(self, rdds, oneAtATime, default)
+
+    def textFileStream(self, directory: str) -> DStream[str]:
+        """Lines of the files that appear in `directory`.
+
+        Bound to a file watcher it reads the event's files; otherwise the files modified
+        between the stream's previous event and this one.
+
+        Example:
+            >>> # ssc.textFileStream("logs").filter(lambda l: "ERROR" in l).pprint()
+        """
+        from reactive_spark.dstream.inputs import FileInputDStream
+
+        return FileInputDStream(self, directory)
+
+    def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
+        """The elements of all `dstreams`, for each event.
+
+        Example:
+            >>> # ssc.union(errors, warnings).pprint()
+        """
+        if not dstreams:
+            raise InvalidArgumentError("union needs at least one DStream, got none")
+        return self.transform(list(dstreams), lambda rdds: self._sc.union(list(rdds)))
+
+    def transform(self, dstreams: Sequence[DStream[Any]], transformFunc: Callable[..., Any]) -> DStream[Any]:
+        """A stream of `transformFunc(rdds)` over the RDDs of several streams.
+
+        `transformFunc` may take `(rdds)`, `(time, rdds)` or `(time, rdds, event)`; `rdds` is
+        in the order of `dstreams` (an empty RDD for a stream without one for the event).
+
+        Example:
+            >>> # ssc.transform([a, b], lambda rdds: rdds[0].subtract(rdds[1]))
+        """
+        from reactive_spark.dstream.transformed import TransformedDStream
+
+        streams = list(dstreams)
+        if not streams:
+            raise InvalidArgumentError("dstreams must hold at least one DStream, got none")
+        for stream in streams:
+            if not isinstance(stream, DStream):
+                raise InvalidArgumentError(f"dstreams must hold DStreams, got {stream!r}")
+            if stream.context() is not self:
+                raise ForeignContextError(f"{stream.name} belongs to another StreamingContext")
+        adapted = adapt_callback(transformFunc, 1, "transformFunc", "StreamingContext.transform")
+        return TransformedDStream(
+            self,
+            [EventDependency(stream) for stream in streams],
+            lambda time, rdds, event: adapted(time, (list(rdds),), event),
+            "transform",
+            transformFunc,
+        )
+
+    def remember(self, duration: Duration | timedelta | float) -> None:
+        """Keep every stream's RDDs for `duration` (for `slice`); may be set once.
+
+        Example:
+            >>> # ssc.remember(Minutes(5))
+        """
+        self._requireNotStarted("set the remember duration")
+        self._graph.remember(to_duration(duration, "duration"))
+
+    def addStreamingListener(self, listener: StreamingListener) -> None:
+        """Notify `listener` of fired events, batches and jobs.
+
+        Example:
+            >>> # ssc.addStreamingListener(MyListener())
+        """
+        if not isinstance(listener, StreamingListener):
+            raise InvalidArgumentError(
+                f"listener must be a StreamingListener, got {listener!r}",
+            )
+        self._scheduler.addListener(listener)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the sources and the scheduler; no stream may be created or bound after this.
+
+        Unbound outputs are bound to the default timer `timer(zeroTime + batchDuration, None,
+        batchDuration)`.
+        """
+        self._requireNotStarted("start")
+        loop = asyncio.get_running_loop()
+        self._graph.validate()
+        self.clock.attach(loop)
+        self._zeroTime = self.clock.now()
+        unbound = self._graph.unboundOutputs()
+        if unbound:
+            if self.batchDuration is None:
+                raise ContextStateError(
+                    f"outputs {[s.name for s in unbound]} are bound to no source and the "
+                    "context has no batchDuration for the default timer; bind them or pass one",
+                )
+            self.defaultTimer = TimerEventSource(
+                self, self._zeroTime + self.batchDuration, None, self.batchDuration, "DefaultTimer"
+            )
+            for stream in unbound:
+                stream._bound.append(self.defaultTimer)
+                self._graph.bind(stream, self.defaultTimer)
+        if self.checkpointDirectory is not None:
+            self._sc.setCheckpointDir(os.path.join(self.checkpointDirectory, "rdds"))
+        elif any(s._checkpointInterval or s._checkpointCount for s in self._graph.streams):
+            if self._sc.getCheckpointDir() is None:
+                raise ContextStateError(
+                    "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
+                    "nor the SparkContext has a checkpoint directory",
+                )
+        self._graph.start(self._zeroTime, self._sources)
+        self._loop = loop
+        self._loopThread = threading.get_ident()
+        self._terminated = asyncio.Event()
+        self._state = ACTIVE
+        self._scheduler.start(loop)
+        for source in self._sources:
+            result = source.start()
+            if is_awaitable(result):
+                await result  # type: ignore[misc]
+        log.info("StreamingContext started at %s", self._zeroTime)
+
+    async def stop(self, stopSparkContext: bool = True, stopGracefully: bool = False) -> None:
+        """Stop the sources and the scheduler, then (by default) the SparkContext.
+
+        With `stopGracefully` every accepted event is processed first; otherwise queued events
+        are dropped and running Spark jobs cancelled.
+        """
+        if self._state == STOPPED:
+            return
+        was_active = self._state == ACTIVE
+        self._state = STOPPED
+        if was_active:
+            for source in self._sources:
+                try:
+                    result = source.stop()
+                    if is_awaitable(result):
+                        await result  # type: ignore[misc]
+                except Exception:
+                    log.exception("event source %r failed to stop", source)
+            await self._scheduler.stop(graceful=stopGracefully)
+        if stopSparkContext:
+            self._sc.stop()
+        if self._terminated is not None:
+            self._terminated.set()
+        log.info("StreamingContext stopped")
+
+    def _onCrash(self, error: BaseException) -> None:
+        self._crash = error
+        if self._terminated is not None:
+            self._terminated.set()
+
+    async def awaitTermination(self, timeout: float | None = None) -> None:
+        """Wait until the context is stopped (or `timeout` seconds pass); re-raise a crash."""
+        await self.awaitTerminationOrTimeout(timeout)
+
+    async def awaitTerminationOrTimeout(self, timeout: float | None) -> bool:
+        """Wait up to `timeout` seconds for the context to stop; True if it stopped."""
+        if self._state == INITIALIZED or self._terminated is None:
+            raise ContextStateError("cannot await termination: the StreamingContext is not started")
+        try:
+            await asyncio.wait_for(self._terminated.wait(), timeout)
+        except TimeoutError:
+            return False
+        if self._crash is not None:
+            raise self._crash
+        return True
+
+    # -- events ------------------------------------------------------------------------------
+    def _postEvent(self, event: Event) -> None:
+        if self._state != ACTIVE or self._loop is None:
+            log.warning("dropping %r: the StreamingContext is %s", event, self._state)
+            return
+        if threading.get_ident() == self._loopThread:
+            self._scheduler.accept(event)
+        else:
+            self._loop.call_soon_threadsafe(self._scheduler.accept, event)
+
+    async def advanceTo(self, time: Time | datetime) -> list[JobInfo]:
+        """Move a virtual clock to `time`, firing every event due on the way, in order.
+
+        Each event's jobs run to completion before the next event fires. Returns the failed
+        jobs (later events still ran).
+
+        Example:
+            >>> # failures = await ssc.advanceTo(t0 + Days(7))
+        """
+        target = to_time(time, "time")
+        clock = self.clock
+        if not isinstance(clock, VirtualClock):
+            raise ContextStateError("advanceTo needs a StreamingContext with a VirtualClock")
+        if self._state != ACTIVE:
+            raise ContextStateError(f"cannot advance: the StreamingContext is {self._state}")
+        if target < clock.now():
+            raise InvalidArgumentError(
+                f"time must not be before the clock's current time {clock.now()}, got {target}",
+            )
+        if self._advancing:
+            raise ContextStateError("advanceTo is already running on this context")
+        self._advancing = True
+        failures = self._scheduler.collectFailures()
+        try:
+            await self._scheduler.idle()
+            while True:
+                due = clock.nextDue()
+                if due is None or due > target:
+                    break
+                clock.advanceTo(due)
+                await self._scheduler.idle()
+            clock.advanceTo(target)
+            await self._scheduler.idle()
+        finally:
+            self._advancing = False
+            self._scheduler.stopCollecting(failures)
+        return failures
+
+    async def runUntil(self, time: Time | datetime) -> None:
+        """`advanceTo(time)`, then raise `JobFailedError` with every failure, if any.
+
+        Example:
+            >>> # await ssc.runUntil(datetime(2024, 12, 31, tzinfo=UTC))
+        """
+        failures = await self.advanceTo(time)
+        if failures:
+            raise JobFailedError(failures)

@@ -1,0 +1,188 @@
+"""Dependencies: given an event, which parent RDDs a stream receives (DESIGN §7).
+
+* `EventDependency`: the parent's RDD for the same event, or none.
+* `TailDependency`: a window over the parent's last generated RDDs, counted in events.
+* `TimeWindowDependency`: a window over the parent's RDDs, bounded in time.
+
+Each dependency also says how much of the parent's history it needs (`retention`), so streams
+forget everything else after each event and memory stays flat.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.time import Duration, Time
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+    from reactive_spark.dstream.base import DStream, Generated
+    from reactive_spark.events import Event
+
+__all__ = [
+    "Dependency",
+    "EventDependency",
+    "Retention",
+    "TailDependency",
+    "TimeWindowDependency",
+]
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much generated history a stream must keep: the last `count` RDDs and the RDDs
+    whose events lie within `duration` of the latest event."""
+
+    count: int = 0
+    duration: Duration = Duration(0)
+
+    def merge(self, other: Retention) -> Retention:
+        """The retention that satisfies both."""
+        return Retention(max(self.count, other.count), max(self.duration, other.duration))
+
+
+class Dependency(ABC):
+    """How a stream reads its parent for an event."""
+
+    def __init__(self, parent: DStream[Any]) -> None:
+        self.parent = parent
+
+    @abstractmethod
+    def compute(self, event: Event) -> RDD[Any] | None:
+        """The parent RDD (or union of RDDs) this dependency passes for `event`, if any."""
+
+    def retention(self) -> Retention:
+        """What the parent must remember for this dependency (default: nothing past `event`)."""
+        return Retention()
+
+    def describe(self) -> str:
+        """A short description for graphs and logs."""
+        return type(self).__name__
+
+
+class EventDependency(Dependency):
+    """The parent's RDD for the same event, or none (every ordinary transformation)."""
+
+    def compute(self, event: Event) -> RDD[Any] | None:
+        """The parent's RDD for `event`."""
+        return self.parent.getOrCompute(event)
+
+
+def _union(parent: DStream[Any], window: list[Generated]) -> RDD[Any] | None:
+    if not window:
+        return None
+    if len(window) == 1:
+        return window[0].rdd
+    return parent.context().sparkContext.union([item.rdd for item in window])
+
+
+class TailDependency(Dependency):
+    """A window over the parent's last generated RDDs, counted in parent events.
+
+    The window is emitted once at least `slideLength` parent RDDs were generated since the last
+    window; it unites the last `windowLength` of the parent's generated RDDs after dropping the
+    latest `skipLength`.
+    """
+
+    def __init__(
+        self,
+        parent: DStream[Any],
+        windowLength: int,
+        slideLength: int = 1,
+        skipLength: int = 0,
+    ) -> None:
+        super().__init__(parent)
+        _require_int(windowLength, "windowLength", minimum=1)
+        _require_int(slideLength, "slideLength", minimum=1)
+        _require_int(skipLength, "skipLength", minimum=0)
+        self.windowLength = windowLength
+        self.slideLength = slideLength
+        self.skipLength = skipLength
+        self._emittedAt = 0
+
+    def compute(self, event: Event) -> RDD[Any] | None:
+        """The window due at `event`, if one is due and non-empty."""
+        if self.parent.reactsTo(event):
+            self.parent.getOrCompute(event)
+        generated = self.parent.generatedCount
+        if generated - self._emittedAt < self.slideLength:
+            return None
+        self._emittedAt = generated
+        history = self.parent.generatedUpTo(event.time)
+        kept = history[: len(history) - self.skipLength] if self.skipLength else history
+        return _union(self.parent, kept[-self.windowLength :])
+
+    def retention(self) -> Retention:
+        """The last `windowLength + skipLength` parent RDDs."""
+        return Retention(count=self.windowLength + self.skipLength)
+
+    def describe(self) -> str:
+        """`TailDependency(window, slide, skip)`."""
+        return f"TailDependency({self.windowLength}, {self.slideLength}, {self.skipLength})"
+
+
+class TimeWindowDependency(Dependency):
+    """A window `[end - windowDuration, end)` over the parent's RDDs, ends at `origin + k*slide`.
+
+    On each event, the candidate is the window that ends just after the latest parent event
+    before the last window end at or before the event; it is emitted once, unless empty.
+    """
+
+    def __init__(
+        self,
+        parent: DStream[Any],
+        windowDuration: Duration,
+        slideDuration: Duration,
+        origin: Time | None,
+    ) -> None:
+        super().__init__(parent)
+        self.windowDuration = windowDuration
+        self.slideDuration = slideDuration
+        self._origin = origin
+        self._lastEmittedEnd: Time | None = None
+
+    @property
+    def origin(self) -> Time:
+        """The instant window ends are aligned to (default: the context's zero time)."""
+        if self._origin is not None:
+            return self._origin
+        return self.parent.context().zeroTime
+
+    def compute(self, event: Event) -> RDD[Any] | None:
+        """The latest complete window not emitted yet, if any and non-empty."""
+        if self.parent.reactsTo(event):
+            self.parent.getOrCompute(event)
+        last_end = event.time.floor(self.slideDuration, self.origin)
+        before = [item for item in self.parent.generatedUpTo(event.time) if item.time < last_end]
+        if not before:
+            return None
+        latest = before[-1].time
+        end = latest.floor(self.slideDuration, self.origin) + self.slideDuration
+        if self._lastEmittedEnd is not None and end <= self._lastEmittedEnd:
+            return None
+        start = end - self.windowDuration
+        window = [item for item in before if start <= item.time < end]
+        if not window:
+            return None
+        self._lastEmittedEnd = end
+        return _union(self.parent, window)
+
+    def retention(self) -> Retention:
+        """The parent RDDs within one window and one slide of the latest event."""
+        return Retention(duration=self.windowDuration + self.slideDuration)
+
+    def describe(self) -> str:
+        """`TimeWindowDependency(window, slide)`."""
+        return (
+            f"TimeWindowDependency({self.windowDuration.milliseconds} ms, "
+            f"{self.slideDuration.milliseconds} ms)"
+        )
+
+
+def _require_int(value: object, name: str, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError(f"{name} must be an int >= {minimum}, got {value!r}")

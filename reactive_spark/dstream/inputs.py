@@ -1,0 +1,155 @@
+"""Input streams: where data enters the lineage. Each input says exactly what it read.
+
+`describeRead(event)` returns what the input consumed for an event (queue positions, file
+paths), so a batch can be planned, logged and re-created with the same inputs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pyspark import RDD
+
+from reactive_spark.dstream.base import DStream
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.events import Event, FileEvent
+from reactive_spark.time import Time
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+
+__all__ = ["FileInputDStream", "InputDStream", "QueueInputDStream"]
+
+
+class InputDStream(DStream[Any]):
+    """A stream with no parents; it reads data for each event it reacts to."""
+
+    def __init__(self, ssc: StreamingContext, operation: str) -> None:
+        super().__init__(ssc, [], operation)
+        self._reads: dict[int, dict[str, Any]] = {}
+        ssc._graph.addInput(self)
+
+    def _compute(self, event: Event) -> RDD[Any] | None:
+        rdd, read = self._read(event)
+        self._reads[id(event)] = read
+        return rdd
+
+    def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
+        raise NotImplementedError
+
+    def describeRead(self, event: Event) -> dict[str, Any] | None:
+        """What this input read for `event` (JSON-friendly), or None if it did not read."""
+        return self._reads.get(id(event))
+
+    def clearMetadata(self, event: Event) -> None:
+        """Forget the per-event reads along with the usual metadata."""
+        self._reads.clear()
+        super().clearMetadata(event)
+
+
+class QueueInputDStream(InputDStream):
+    """RDDs taken from a queue: one per event (`oneAtATime`) or all that wait, united.
+
+    Once the queue is empty every event gets `default` (if given) or an empty RDD, as Spark's
+    queueStream does.
+    """
+
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        rdds: Iterable[RDD[Any] | Iterable[Any]],
+        oneAtATime: bool = True,
+        default: RDD[Any] | Iterable[Any] | None = None,
+    ) -> None:
+        super().__init__(ssc, "queueStream")
+        sc = ssc.sparkContext
+        self._queue: deque[RDD[Any]] = deque(_as_rdd(sc, item, "rdds") for item in rdds)
+        self._oneAtATime = oneAtATime
+        self._default = None if default is None else _as_rdd(sc, default, "default")
+        self._taken = 0
+
+    def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
+        sc = self._ssc.sparkContext
+        first = self._taken
+        if self._queue:
+            if self._oneAtATime:
+                items = [self._queue.popleft()]
+            else:
+                items = list(self._queue)
+                self._queue.clear()
+            self._taken += len(items)
+            rdd = items[0] if len(items) == 1 else sc.union(items)
+            return rdd, {"queue": [first, self._taken]}
+        if self._default is not None:
+            return self._default, {"queue": [first, first], "default": True}
+        return sc.emptyRDD(), {"queue": [first, first]}
+
+
+def _as_rdd(sc: Any, item: RDD[Any] | Iterable[Any], argument: str) -> RDD[Any]:
+    if isinstance(item, RDD):
+        return item
+    if isinstance(item, str | bytes) or not isinstance(item, Iterable):
+        raise InvalidArgumentError(
+            f"{argument} must hold RDDs or lists of elements, got {item!r}",
+        )
+    return sc.parallelize(list(item))  # type: ignore[no-any-return]
+
+
+class FileInputDStream(InputDStream):
+    """Text lines of new files in a directory (`ssc.textFileStream`).
+
+    Bound to a file watcher, it reads exactly the files of the event. Otherwise it reads the
+    files whose modification time lies in (previous event of this stream, this event]; the
+    first event reads files modified after the context's zero time. Hidden files (`.` or `_`)
+    are ignored, as Hadoop does.
+    """
+
+    def __init__(self, ssc: StreamingContext, directory: str) -> None:
+        if not isinstance(directory, str) or not directory:
+            raise InvalidArgumentError(f"directory must be a non-empty str, got {directory!r}")
+        super().__init__(ssc, f"textFileStream({directory})")
+        self.directory = os.path.abspath(directory)
+        self._lastTime: Time | None = None
+
+    def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
+        if isinstance(event, FileEvent):
+            paths = sorted(
+                path for path in event.paths if _inside(path, self.directory) and os.path.isfile(path)
+            )
+        else:
+            since = self._ssc.zeroTime if self._lastTime is None else self._lastTime
+            paths = modified_between(self.directory, since, event.time)
+            self._lastTime = event.time
+        return _text_files(self._ssc.sparkContext, paths), {"files": paths}
+
+
+def modified_between(directory: str, after: Time, upTo: Time) -> list[str]:
+    """Visible files directly in `directory` whose mtime (ms) lies in `(after, upTo]`."""
+    found = []
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if entry.name.startswith((".", "_")) or not entry.is_file():
+            continue
+        modified = entry.stat().st_mtime_ns // 1_000_000
+        if after.milliseconds < modified <= upTo.milliseconds:
+            found.append(entry.path)
+    return sorted(found)
+
+
+def _inside(path: str, directory: str) -> bool:
+    name = os.path.basename(path)
+    return os.path.dirname(os.path.abspath(path)) == directory and not name.startswith((".", "_"))
+
+
+def _text_files(sc: Any, paths: list[str]) -> RDD[Any]:
+    if not paths:
+        return sc.emptyRDD()  # type: ignore[no-any-return]
+    if any("," in path for path in paths):
+        return sc.union([sc.textFile(path) for path in paths])  # type: ignore[no-any-return]
+    return sc.textFile(",".join(paths))  # type: ignore[no-any-return]

@@ -1,0 +1,120 @@
+"""Output operations: `foreachRDD`, `pprint`/`print`, `saveAsTextFiles`, `saveAsObjectFiles`.
+
+Every output operation returns a DStream that passes its parent's RDDs on unchanged, so jobs
+cascade: `x.saveAsTextFiles("daily").bind(daily).tailWindow(7, 7).saveAsTextFiles("weekly")`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pyspark import RDD
+
+from reactive_spark._callbacks import adapt_callback
+from reactive_spark.dstream.files import batch_path, save_atomically
+from reactive_spark.errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from reactive_spark.dstream.base import DStream
+
+__all__ = ["OutputOperations"]
+
+
+class OutputOperations:
+    """The output operations of DStream (a mixin)."""
+
+    def foreachRDD(self, func: Callable[..., Any]) -> DStream[Any]:
+        """Run `func` on every RDD of this stream; returns the output stream.
+
+        `func` may take `(rdd)`, `(time, rdd)` or `(time, rdd, event)`; `time` is a
+        timezone-aware UTC datetime.
+
+        Example:
+            >>> # counts.foreachRDD(lambda time, rdd: print(time, rdd.collect()))
+        """
+        adapted = adapt_callback(func, 1, "func", "foreachRDD")
+        return self._output(adapted, "foreachRDD", func)
+
+    def pprint(self, num: int = 10) -> DStream[Any]:
+        """Print the first `num` elements of every RDD under a `Time: <ms> ms` header.
+
+        Example:
+            >>> # words.countByValue().pprint()
+        """
+        if isinstance(num, bool) or not isinstance(num, int) or num < 0:
+            raise InvalidArgumentError(f"num must be a non-negative int, got {num!r}")
+
+        def take_and_print(time: Any, rdds: tuple[RDD[Any], ...], event: Any) -> None:
+            taken = rdds[0].take(num + 1)
+            lines = [
+                "-------------------------------------------",
+                f"Time: {event.time.milliseconds} ms",
+                "-------------------------------------------",
+                *(str(record) for record in taken[:num]),
+            ]
+            if len(taken) > num:
+                lines.append("...")
+            sys.stdout.write("\n".join(lines) + "\n\n")
+            sys.stdout.flush()
+
+        return self._output(take_and_print, "pprint")
+
+    def print(self, num: int = 10) -> DStream[Any]:
+        """Alias of `pprint`, as in Scala's DStream.
+
+        Example:
+            >>> # stream.print(5)
+        """
+        return self.pprint(num)
+
+    def saveAsTextFiles(self, prefix: str, suffix: str | None = None) -> DStream[Any]:
+        """Save every RDD as text under `prefix-<time ms>[.suffix]`, exactly once.
+
+        Each batch is written to a hidden temporary directory and renamed into place; a batch
+        directory that already exists is not written again.
+
+        Example:
+            >>> # errors.saveAsTextFiles("out/errors", "txt").bind(daily)
+        """
+        return self._save(prefix, suffix, "saveAsTextFiles", lambda rdd, path: rdd.saveAsTextFile(path))
+
+    def saveAsObjectFiles(self, prefix: str, suffix: str | None = None) -> DStream[Any]:
+        """Save every RDD as pickled objects (`RDD.saveAsPickleFile`), exactly once.
+
+        Read a batch back with `sc.pickleFile(path)`.
+
+        Example:
+            >>> # pairs.saveAsObjectFiles("out/pairs")
+        """
+        return self._save(
+            prefix, suffix, "saveAsObjectFiles", lambda rdd, path: rdd.saveAsPickleFile(path)
+        )
+
+    def _save(
+        self,
+        prefix: str,
+        suffix: str | None,
+        operation: str,
+        write: Callable[[RDD[Any], str], None],
+    ) -> DStream[Any]:
+        if not isinstance(prefix, str) or not prefix:
+            raise InvalidArgumentError(f"{operation}: prefix must be a non-empty str, got {prefix!r}")
+        if suffix is not None and not isinstance(suffix, str):
+            raise InvalidArgumentError(f"{operation}: suffix must be a str or None, got {suffix!r}")
+
+        def save(time: Any, rdds: tuple[RDD[Any], ...], event: Any) -> None:
+            save_atomically(rdds[0], batch_path(prefix, suffix, event.time), write)
+
+        return self._output(save, f"{operation}({prefix})")
+
+    def _output(
+        self,
+        adapted: Callable[[Any, tuple[RDD[Any], ...], Any], Any],
+        operation: str,
+        user: object = None,
+    ) -> DStream[Any]:
+        from reactive_spark.dstream.foreach import ForEachDStream
+
+        return ForEachDStream(self, adapted, operation, user)  # type: ignore[arg-type]

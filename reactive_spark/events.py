@@ -1,0 +1,361 @@
+"""Events, the event-source base class and event listeners.
+
+An event decides when a batch is generated. Every event has a `source`, an `index` counting the
+events of that source from 0, a `time`, and an `instanceId` unique and increasing across the
+context, assigned when the context accepts the event. Events order by `(time, instanceId)`.
+
+Example:
+    >>> from reactive_spark.time import Time
+    >>> a = Event(None, 0, Time(5), 1)
+    >>> b = Event(None, 0, Time(5), 2)
+    >>> a < b
+    True
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from functools import total_ordering
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import reactivex
+from reactivex import abc as rx_abc
+from reactivex.disposable import Disposable
+
+from reactive_spark.errors import InvalidArgumentError, InvalidCallbackError
+from reactive_spark.time import Time
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+
+__all__ = [
+    "Event",
+    "EventListener",
+    "EventSource",
+    "FileEvent",
+    "LogEvent",
+    "ObservableEvent",
+    "RestEvent",
+    "TimerEvent",
+]
+
+log = logging.getLogger(__name__)
+
+
+@total_ordering
+class Event:
+    """Something that happened at `time` on `source`, and makes bound streams generate a batch.
+
+    Args:
+        source: The event source that fired the event.
+        index: The position of the event among its source's events (from 0); `None` lets the
+            source assign the next index when the event is posted.
+        time: When the event happened (for a timer: the nominal tick time).
+        instanceId: Unique and increasing across the context; assigned on acceptance.
+
+    Example:
+        >>> from reactive_spark.time import Time
+        >>> Event(None, 3, Time(1_000)).datetime.isoformat()
+        '1970-01-01T00:00:01+00:00'
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        index: int | None,
+        time: Time,
+        instanceId: int | None = None,
+    ) -> None:
+        self.source: EventSource = source
+        self.index = index
+        self.time = time
+        self.instanceId = instanceId
+
+    @property
+    def datetime(self) -> datetime:
+        """The event time as a timezone-aware UTC datetime."""
+        return self.time.toDatetime()
+
+    def _key(self) -> tuple[int, int]:
+        return (self.time.milliseconds, -1 if self.instanceId is None else self.instanceId)
+
+    def __lt__(self, other: Event) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def describe(self) -> dict[str, Any]:
+        """The event as JSON-friendly fields (subclasses add theirs)."""
+        return {
+            "source": getattr(self.source, "name", None),
+            "index": self.index,
+            "time": self.time.milliseconds,
+            "instanceId": self.instanceId,
+        }
+
+    def __repr__(self) -> str:
+        name = getattr(self.source, "name", None)
+        return (
+            f"{type(self).__name__}(source={name!r}, index={self.index}, "
+            f"time={self.time.milliseconds}, instanceId={self.instanceId})"
+        )
+
+
+class TimerEvent(Event):
+    """A tick of a timer; `time` is the nominal tick time."""
+
+
+class FileEvent(Event):
+    """Files appeared or changed: `paths` (absolute) and the kind of `change`."""
+
+    def __init__(
+        self,
+        source: Any,
+        index: int | None,
+        time: Time,
+        paths: tuple[str, ...],
+        change: str = "added",
+        instanceId: int | None = None,
+    ) -> None:
+        super().__init__(source, index, time, instanceId)
+        self.paths = tuple(paths)
+        self.change = change
+
+    def describe(self) -> dict[str, Any]:
+        """The event as JSON-friendly fields."""
+        return {**super().describe(), "paths": list(self.paths), "change": self.change}
+
+
+class RestEvent(Event):
+    """An HTTP request: `method`, `path` (no query string), `query` dict and JSON `body`."""
+
+    def __init__(
+        self,
+        source: Any,
+        index: int | None,
+        time: Time,
+        method: str,
+        path: str,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        instanceId: int | None = None,
+    ) -> None:
+        super().__init__(source, index, time, instanceId)
+        self.method = method
+        self.path = path
+        self.query = dict(query or {})
+        self.body = body
+
+    def describe(self) -> dict[str, Any]:
+        """The event as JSON-friendly fields."""
+        return {
+            **super().describe(),
+            "method": self.method,
+            "path": self.path,
+            "query": self.query,
+            "body": self.body,
+        }
+
+
+class ObservableEvent(Event):
+    """A value emitted by an observable (or produced by `map` / `pipe`): `value`."""
+
+    def __init__(
+        self,
+        source: Any,
+        index: int | None,
+        time: Time,
+        value: Any = None,
+        instanceId: int | None = None,
+    ) -> None:
+        super().__init__(source, index, time, instanceId)
+        self.value = value
+
+    def describe(self) -> dict[str, Any]:
+        """The event as JSON-friendly fields (the value as its repr)."""
+        return {**super().describe(), "value": repr(self.value)}
+
+
+class LogEvent(Event):
+    """Enough records wait in a log: `backlog` is how many."""
+
+    def __init__(
+        self,
+        source: Any,
+        index: int | None,
+        time: Time,
+        backlog: int,
+        instanceId: int | None = None,
+    ) -> None:
+        super().__init__(source, index, time, instanceId)
+        self.backlog = backlog
+
+    def describe(self) -> dict[str, Any]:
+        """The event as JSON-friendly fields."""
+        return {**super().describe(), "backlog": self.backlog}
+
+
+@runtime_checkable
+class EventListener(Protocol):
+    """An object notified of every event a source fires."""
+
+    def onEvent(self, event: Event) -> None:
+        """Called with each event once the context has accepted it."""
+
+
+ListenerLike = EventListener | Callable[[Event], Any]
+
+
+class EventSource(ABC):
+    """Base class of event sources: timers, file watchers, REST triggers, observables, yours.
+
+    A source belongs to one StreamingContext and is created before the context starts. It fires
+    events by calling `post(event)` from any thread; the context accepts them in order (DESIGN
+    §6), assigns `instanceId`, notifies the listeners and generates the bound streams' jobs.
+
+    Subclasses implement `start`, `stop` and `toProduct`, and may override `restart` (called
+    instead of `start` when resuming from a checkpoint) and `between` (events the source would
+    have fired in a time range, to catch up after downtime). `start`, `restart` and `stop` run on
+    the context's event loop and may return an awaitable; events must come from callbacks or
+    threads of the source's own, not from inside `start`.
+
+    Example:
+        >>> from reactive_spark.time import Seconds
+        >>> class Heartbeat(EventSource):
+        ...     def start(self):
+        ...         self._tick = self.context.clock.scheduleAt(
+        ...             self.context.clock.now() + Seconds(1), lambda: self.fire()
+        ...         )
+        ...
+        ...     def stop(self):
+        ...         self._tick.dispose()
+        ...
+        ...     def toProduct(self):
+        ...         return (self.name,)
+    """
+
+    def __init__(self, context: StreamingContext, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
+        self._ssc = context
+        self.name = name
+        self._listeners: list[Callable[[Event], Any]] = []
+        self._index_lock = threading.Lock()
+        self._next_index = 0
+        self._order = context._registerSource(self)
+
+    @property
+    def context(self) -> StreamingContext:
+        """The StreamingContext this source belongs to."""
+        return self._ssc
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @abstractmethod
+    def start(self) -> Awaitable[None] | None:
+        """Begin firing events; called once when the context starts."""
+
+    def restart(self) -> Awaitable[None] | None:
+        """Resume firing events after a restart from a checkpoint (default: `start()`)."""
+        return self.start()
+
+    @abstractmethod
+    def stop(self) -> Awaitable[None] | None:
+        """Stop firing events; called once when the context stops."""
+
+    def between(self, start: Time, end: Time) -> list[Event]:
+        """The events this source would have fired in `[start, end]` (default: none)."""
+        return []
+
+    @abstractmethod
+    def toProduct(self) -> tuple[Any, ...]:
+        """The parameters that identify this source across restarts."""
+
+    # -- events ----------------------------------------------------------------------------
+    def addListener(self, listener: ListenerLike) -> ListenerLike:
+        """Notify `listener` (a callable or an object with `onEvent`) of every event.
+
+        Returns the listener, so it can be used as a decorator.
+        """
+        self._listeners.append(_listener_callable(listener))
+        return listener
+
+    def removeListener(self, listener: ListenerLike) -> None:
+        """Stop notifying `listener`."""
+        target = _listener_callable(listener)
+        self._listeners = [known for known in self._listeners if known != target]
+
+    def post(self, event: Event) -> None:
+        """Fire `event`: hand it to the context, which notifies listeners. Thread-safe."""
+        if event.source is not self:
+            raise InvalidArgumentError(
+                f"event must come from source {self.name!r}, got one of {event.source!r}",
+            )
+        if event.index is None:
+            event.index = self.nextIndex()
+        self._ssc._postEvent(event)
+
+    def fire(self, time: Time | None = None) -> Event:
+        """Post a plain `Event` stamped `time` (default: now on the context's clock)."""
+        event = Event(self, None, self._ssc.clock.now() if time is None else time)
+        self.post(event)
+        return event
+
+    def nextIndex(self) -> int:
+        """Reserve the next event index of this source."""
+        with self._index_lock:
+            index = self._next_index
+            self._next_index += 1
+            return index
+
+    def _notify(self, event: Event) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("listener %r of event source %r failed on %r", listener, self, event)
+
+    def toObservable(self) -> reactivex.Observable[Event]:
+        """The events of this source as a reactivex Observable (hot: subscribe before start).
+
+        Example:
+            >>> # received = []; source.toObservable().subscribe(received.append)
+        """
+
+        def subscribe(
+            observer: rx_abc.ObserverBase[Event],
+            scheduler: rx_abc.SchedulerBase | None = None,
+        ) -> rx_abc.DisposableBase:
+            self._listeners.append(observer.on_next)
+            return Disposable(lambda: self.removeListener(observer.on_next))
+
+        return reactivex.create(subscribe)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def _listener_callable(listener: ListenerLike) -> Callable[[Event], Any]:
+    on_event = getattr(listener, "onEvent", None)
+    if on_event is not None and callable(on_event):
+        return on_event  # type: ignore[no-any-return]
+    if callable(listener):
+        return listener
+    raise InvalidCallbackError(
+        f"listener must be callable or have an onEvent(event) method, got {listener!r}",
+    )
+
+
+def is_awaitable(value: object) -> bool:
+    """Whether a lifecycle method returned something to await."""
+    return inspect.isawaitable(value)

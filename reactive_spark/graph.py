@@ -1,0 +1,174 @@
+"""DStreamGraph: the streams, their bindings, zero time, job generation and metadata clearing.
+
+`generateJobs(event)` is the one place an event's batch is planned: every stream bound to the
+event's source is asked for its RDD (`getOrCompute`), each RDD becomes a job, and what every
+input read is recorded with the batch.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from typing import TYPE_CHECKING, Any
+
+from reactive_spark.dependencies import Retention
+from reactive_spark.errors import ContextStateError
+from reactive_spark.events import Event, EventSource
+from reactive_spark.scheduler import Batch, Job, materialize, plan_failure
+from reactive_spark.time import Duration, Time
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+    from reactive_spark.dstream.base import DStream
+    from reactive_spark.dstream.foreach import ForEachDStream
+    from reactive_spark.dstream.inputs import InputDStream
+
+__all__ = ["DStreamGraph"]
+
+log = logging.getLogger(__name__)
+
+
+class DStreamGraph:
+    """Inputs, outputs and bindings of one StreamingContext (seed 003, made event-driven)."""
+
+    def __init__(self, ssc: StreamingContext) -> None:
+        self._ssc = ssc
+        self.streams: list[DStream[Any]] = []
+        self.inputs: list[InputDStream] = []
+        self.outputs: list[ForEachDStream] = []
+        self._bindings: dict[EventSource, list[DStream[Any]]] = {}
+        self.zeroTime: Time | None = None
+        self.rememberDuration: Duration | None = None
+        self._rank: dict[EventSource, int] = {}
+
+    # -- building ----------------------------------------------------------------------------
+    def addStream(self, stream: DStream[Any]) -> int:
+        """Register a new stream; returns its id (its position in creation order)."""
+        self.streams.append(stream)
+        return len(self.streams) - 1
+
+    def addInput(self, stream: InputDStream) -> None:
+        """Register an input stream."""
+        self.inputs.append(stream)
+
+    def addOutput(self, stream: ForEachDStream) -> None:
+        """Register an output stream."""
+        self.outputs.append(stream)
+
+    def bind(self, stream: DStream[Any], source: EventSource) -> None:
+        """Record that `stream` generates a job on every event of `source`."""
+        self._bindings.setdefault(source, []).append(stream)
+
+    def boundStreams(self, source: EventSource) -> list[DStream[Any]]:
+        """The streams bound to `source`, in creation (lineage) order."""
+        return list(self._bindings.get(source, []))
+
+    def unboundOutputs(self) -> list[ForEachDStream]:
+        """Output streams bound to no source (they go on the default timer)."""
+        return [stream for stream in self.outputs if not stream.boundSources]
+
+    def remember(self, duration: Duration) -> None:
+        """Keep every stream's RDDs for `duration`; may be set once."""
+        if self.rememberDuration is not None:
+            raise ContextStateError(
+                f"remember duration already set as {self.rememberDuration.milliseconds} ms; "
+                "it cannot be set again",
+            )
+        self.rememberDuration = duration
+
+    # -- starting ----------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise unless there is an output operation or a bound stream."""
+        if not self.outputs and not self._bindings:
+            raise ContextStateError(
+                "no output operation and no bound stream: nothing would ever run; add an "
+                "output (foreachRDD, saveAsTextFiles, pprint) or bind a stream to a source",
+            )
+
+    def start(self, zeroTime: Time, sources: list[EventSource]) -> None:
+        """Fix zero time, the streams' memory needs and the order of simultaneous events."""
+        self.validate()
+        self.zeroTime = zeroTime
+        for streams in self._bindings.values():
+            streams.sort(key=lambda stream: stream._id)
+        remembered = Retention(duration=self.rememberDuration or Duration(0))
+        for stream in self.streams:
+            stream._requireRetention(remembered)
+            for dependency in stream.dependencies:
+                dependency.parent._requireRetention(dependency.retention())
+        self._rank = self._lineage_ranks(sources)
+
+    def _lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
+        """Rank sources so that a source whose bound streams feed another's goes first."""
+        ancestors: dict[int, set[int]] = {}
+        for stream in self.streams:  # parents are always created before their children
+            above: set[int] = set()
+            for parent in stream.parents:
+                above.add(parent._id)
+                above |= ancestors[parent._id]
+            ancestors[stream._id] = above
+        bound = {source: {s._id for s in self._bindings.get(source, [])} for source in sources}
+        upstream = {
+            source: set().union(*(ancestors[i] for i in ids)) if ids else set()
+            for source, ids in bound.items()
+        }
+        successors: dict[EventSource, list[EventSource]] = {source: [] for source in sources}
+        waiting = dict.fromkeys(sources, 0)
+        for first in sources:
+            for second in sources:
+                if first is not second and bound[first] & upstream[second]:
+                    successors[first].append(second)
+                    waiting[second] += 1
+        ready = [(source._order, source) for source in sources if waiting[source] == 0]
+        heapq.heapify(ready)
+        ranks: dict[EventSource, int] = {}
+        while ready or len(ranks) < len(sources):
+            if not ready:  # a cycle: fall back to creation order for what is left
+                rest = min((s for s in sources if s not in ranks), key=lambda s: s._order)
+                ready.append((rest._order, rest))
+            _, source = heapq.heappop(ready)
+            if source in ranks:
+                continue
+            ranks[source] = len(ranks)
+            for successor in successors[source]:
+                waiting[successor] -= 1
+                if waiting[successor] == 0 and successor not in ranks:
+                    heapq.heappush(ready, (successor._order, successor))
+        return ranks
+
+    def orderKey(self, event: Event) -> tuple[int, ...]:
+        """How simultaneous events are ordered: time, lineage rank, source creation, index."""
+        source = event.source
+        rank = self._rank.get(source, len(self._rank) + source._order)
+        return (event.time.milliseconds, rank, source._order, event.index or 0)
+
+    # -- per event ---------------------------------------------------------------------------
+    def generateJobs(self, event: Event) -> Batch:
+        """Plan the batch of `event`: one job per bound stream that has an RDD for it."""
+        log.debug("generating jobs for %r", event)
+        jobs: list[Job] = []
+        failures = []
+        for stream in self._bindings.get(event.source, []):
+            try:
+                rdd = stream.getOrCompute(event)
+            except Exception as exc:
+                failures.append(plan_failure(stream, event, exc))
+                continue
+            if rdd is None:
+                continue
+            if stream.isOutput:
+                action = stream.outputAction(event, rdd)  # type: ignore[attr-defined]
+                jobs.append(Job(stream, event, action, "output"))
+            else:
+                jobs.append(Job(stream, event, lambda rdd=rdd: materialize(rdd), "materialize"))
+        inputs = {}
+        for stream in self.inputs:
+            read = stream.describeRead(event)
+            if read is not None:
+                inputs[stream.name] = read
+        return Batch(event, jobs, inputs, failures)
+
+    def clearMetadata(self, event: Event) -> None:
+        """Let every stream forget what no window or `remember` needs after `event`."""
+        for stream in self.streams:
+            stream.clearMetadata(event)

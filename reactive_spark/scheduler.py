@@ -1,0 +1,370 @@
+"""The job scheduler: orders events, plans each event's batch, runs its jobs off the loop.
+
+Events are accepted in `(time, lineage rank, source order, index)` order and numbered
+(`instanceId`) as they are accepted; then, one event at a time, the batch is planned
+(`DStreamGraph.generateJobs`, in a worker thread since it calls into Spark), handed to the
+batch hooks (the place a write-ahead log goes), and its jobs run in anyio's thread pool, at
+most `maxConcurrentJobs` at once. This module is the one place that runs blocking work in
+threads: `run_blocking`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import time as _time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from reactive_spark.events import Event
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+    from reactive_spark.context import StreamingContext
+    from reactive_spark.dstream.base import DStream
+
+__all__ = [
+    "Batch",
+    "BatchInfo",
+    "Job",
+    "JobInfo",
+    "JobScheduler",
+    "StreamingListener",
+    "run_blocking",
+]
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+
+async def run_blocking(func: Callable[..., R], *args: Any, limiter: Any = None) -> R:
+    """Run blocking `func(*args)` in anyio's worker threads, never on the event loop.
+
+    Example:
+        >>> # count = await run_blocking(rdd.count)
+    """
+    return await anyio.to_thread.run_sync(func, *args, limiter=limiter)
+
+
+@dataclass
+class Job:
+    """One unit of work of a batch: a bound stream's output function or materialisation."""
+
+    stream: DStream[Any]
+    event: Event
+    action: Callable[[], Any]
+    kind: str = "output"
+
+    @property
+    def description(self) -> str:
+        """`<stream> on <source>#<index>`, shown in logs and in the Spark UI."""
+        return f"{self.stream.name} on {self.event.source.name}#{self.event.index}"
+
+
+@dataclass
+class JobInfo:
+    """What happened to a job: timing (epoch ms, float) and the error, if it failed.
+
+    `kind` is `"output"` (an output operation), `"materialize"` (a bound non-output stream) or
+    `"plan"` (computing the stream's RDD failed before any job could run).
+    """
+
+    streamName: str
+    event: Event
+    kind: str
+    submitTime: float
+    startTime: float | None = None
+    endTime: float | None = None
+    error: BaseException | None = None
+    traceback: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether the job raised."""
+        return self.error is not None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the job ran, once it ended."""
+        if self.startTime is None or self.endTime is None:
+            return None
+        return (self.endTime - self.startTime) / 1000
+
+    def describe(self) -> str:
+        """One line naming the stream, the event and the outcome."""
+        event = f"{self.event.source.name}#{self.event.index} at {self.event.time}"
+        if self.error is None:
+            return f"{self.kind} job of {self.streamName} on {event}: ok"
+        return f"{self.kind} job of {self.streamName} on {event} failed: {self.error!r}"
+
+
+@dataclass
+class Batch:
+    """An event's planned batch: its jobs, what each input read, and planning failures."""
+
+    event: Event
+    jobs: list[Job]
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    failures: list[JobInfo] = field(default_factory=list)
+
+
+@dataclass
+class BatchInfo:
+    """What happened to an event's batch; `jobs` fills in as jobs end."""
+
+    event: Event
+    inputs: dict[str, dict[str, Any]]
+    plannedTime: float
+    jobs: list[JobInfo] = field(default_factory=list)
+    completedTime: float | None = None
+
+    @property
+    def failures(self) -> list[JobInfo]:
+        """The failed jobs of this batch."""
+        return [job for job in self.jobs if job.failed]
+
+
+class StreamingListener:
+    """Receives scheduling events; override the methods you need (all default to no-ops).
+
+    Example:
+        >>> class Failures(StreamingListener):
+        ...     def __init__(self):
+        ...         self.failed = []
+        ...
+        ...     def onJobCompleted(self, job):
+        ...         if job.failed:
+        ...             self.failed.append(job)
+    """
+
+    def onEventFired(self, event: Event) -> None:
+        """An event was accepted (it has its `instanceId`)."""
+
+    def onBatchStarted(self, batch: BatchInfo) -> None:
+        """The event's batch was planned; its jobs are about to run."""
+
+    def onJobStarted(self, job: JobInfo) -> None:
+        """A job started running."""
+
+    def onJobCompleted(self, job: JobInfo) -> None:
+        """A job ended; `job.error` is set when it failed."""
+
+    def onBatchCompleted(self, batch: BatchInfo) -> None:
+        """Every job of the batch ended."""
+
+
+def _now_ms() -> float:
+    return _time.time() * 1000
+
+
+BatchHook = Callable[[Batch], Awaitable[None]]
+
+
+class JobScheduler:
+    """Accepts events in order and processes them one at a time (see module docs)."""
+
+    def __init__(self, ssc: StreamingContext, maxConcurrentJobs: int) -> None:
+        self._ssc = ssc
+        self._graph = ssc._graph
+        self.maxConcurrentJobs = maxConcurrentJobs
+        self._listeners: list[StreamingListener] = []
+        self._beforeJobs: list[BatchHook] = []
+        self._afterJobs: list[BatchHook] = []
+        self._pending: list[tuple[tuple[int, ...], int, Event]] = []
+        self._sequence = itertools.count()
+        self._instanceIds = itertools.count()
+        self._flushScheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue[Event] | None = None
+        self._processor: asyncio.Task[None] | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._collectors: list[list[JobInfo]] = []
+        self._jobGroup = f"reactive-spark-{id(self):x}"
+        self.processedEvents = 0
+        self.crash: BaseException | None = None
+
+    # -- listeners and hooks -----------------------------------------------------------------
+    def addListener(self, listener: StreamingListener) -> None:
+        """Notify `listener` of events, batches and jobs."""
+        self._listeners.append(listener)
+
+    def addBatchHooks(self, before: BatchHook | None = None, after: BatchHook | None = None) -> None:
+        """Run `before(batch)` once a batch is planned and before its jobs, `after` once done."""
+        if before is not None:
+            self._beforeJobs.append(before)
+        if after is not None:
+            self._afterJobs.append(after)
+
+    def _tell(self, method: str, argument: Any) -> None:
+        for listener in list(self._listeners):
+            try:
+                getattr(listener, method)(argument)
+            except Exception:
+                log.exception("streaming listener %r failed in %s", listener, method)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start processing events on `loop`."""
+        self._loop = loop
+        self._queue = asyncio.Queue()
+        self._limiter = anyio.CapacityLimiter(self.maxConcurrentJobs)
+        self._processor = loop.create_task(self._process_forever(), name="reactive-spark-jobs")
+
+    async def stop(self, graceful: bool) -> None:
+        """Stop processing: after the queued events (`graceful`), or after the running batch."""
+        if self._processor is None or self._queue is None:
+            return
+        if graceful:
+            await self.idle()
+        else:
+            self._pending.clear()
+            while not self._queue.empty():
+                self._queue.get_nowait()
+                self._queue.task_done()
+            self._ssc.sparkContext.cancelJobGroup(self._jobGroup)
+            await self._queue.join()
+        self._processor.cancel()
+        try:
+            await self._processor
+        except asyncio.CancelledError:
+            pass
+
+    # -- accepting events --------------------------------------------------------------------
+    def accept(self, event: Event) -> None:
+        """Queue `event` for ordering; must run on the loop (see `StreamingContext`)."""
+        key = self._graph.orderKey(event)
+        heapq.heappush(self._pending, (key, next(self._sequence), event))
+        if not self._flushScheduled and self._loop is not None:
+            self._flushScheduled = True
+            self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Number the pending events in order, notify listeners, and queue them."""
+        self._flushScheduled = False
+        assert self._queue is not None
+        while self._pending:
+            _, _, event = heapq.heappop(self._pending)
+            event.instanceId = next(self._instanceIds)
+            self._tell("onEventFired", event)
+            event.source._notify(event)
+            self._queue.put_nowait(event)
+
+    async def idle(self) -> None:
+        """Wait until every accepted event has been processed."""
+        if self._queue is None:
+            return
+        self.flush()
+        await self._queue.join()
+        if self.crash is not None:
+            raise self.crash
+
+    def collectFailures(self) -> list[JobInfo]:
+        """Start collecting failed jobs into the returned list (see `stopCollecting`)."""
+        collected: list[JobInfo] = []
+        self._collectors.append(collected)
+        return collected
+
+    def stopCollecting(self, collected: list[JobInfo]) -> None:
+        """Stop filling a list made by `collectFailures`."""
+        self._collectors.remove(collected)
+
+    # -- processing --------------------------------------------------------------------------
+    async def _process_forever(self) -> None:
+        assert self._queue is not None
+        while True:
+            event = await self._queue.get()
+            try:
+                await self._process(event)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                log.exception("reactive-spark scheduler failed on %r", event)
+                self.crash = exc
+                self._ssc._onCrash(exc)
+            finally:
+                self._queue.task_done()
+
+    async def _process(self, event: Event) -> None:
+        submitted = _now_ms()
+        batch = await run_blocking(self._graph.generateJobs, event)
+        info = BatchInfo(event, batch.inputs, submitted)
+        for failure in batch.failures:
+            self._report(info, failure)
+        for hook in self._beforeJobs:
+            await hook(batch)
+        self._tell("onBatchStarted", info)
+        if self.maxConcurrentJobs == 1 or len(batch.jobs) <= 1:
+            for job in batch.jobs:
+                await self._run(job, info, submitted)
+        else:
+            async with anyio.create_task_group() as group:
+                for job in batch.jobs:
+                    group.start_soon(self._run, job, info, submitted)
+        info.completedTime = _now_ms()
+        for hook in self._afterJobs:
+            await hook(batch)
+        self._tell("onBatchCompleted", info)
+        await run_blocking(self._graph.clearMetadata, event)
+        self.processedEvents += 1
+
+    async def _run(self, job: Job, batch: BatchInfo, submitted: float) -> None:
+        info = JobInfo(job.stream.name, job.event, job.kind, submitted)
+        await run_blocking(self._execute, job, info, limiter=self._limiter)
+        if info.error is None:
+            batch.jobs.append(info)
+            self._tell("onJobCompleted", info)
+        else:
+            self._report(batch, info)
+
+    def _execute(self, job: Job, info: JobInfo) -> None:
+        info.startTime = _now_ms()
+        self._tell("onJobStarted", info)
+        try:
+            self._ssc.sparkContext.setJobGroup(self._jobGroup, job.description)
+            job.action()
+        except Exception as exc:
+            info.error = exc
+            info.traceback = traceback.format_exc()
+        finally:
+            info.endTime = _now_ms()
+
+    def _report(self, batch: BatchInfo, info: JobInfo) -> None:
+        batch.jobs.append(info)
+        log.error("reactive-spark: %s\n%s", info.describe(), info.traceback or "")
+        for collected in self._collectors:
+            collected.append(info)
+        self._tell("onJobCompleted", info)
+
+
+def plan_failure(stream: DStream[Any], event: Event, error: BaseException) -> JobInfo:
+    """A `JobInfo` for a stream whose RDD could not be computed for `event`."""
+    now = _now_ms()
+    return JobInfo(
+        stream.name,
+        event,
+        "plan",
+        now,
+        now,
+        now,
+        error,
+        "".join(traceback.format_exception(error)),
+    )
+
+
+def materialize(rdd: RDD[Any]) -> None:
+    """Compute every partition of `rdd` (and cache it, if persisted), keeping nothing."""
+    rdd.foreachPartition(_drain)
+
+
+def _drain(iterator: Any) -> None:
+    for _ in iterator:
+        pass

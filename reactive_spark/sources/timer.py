@@ -1,0 +1,101 @@
+"""Timers: events at `start + k * period` while `<= end`, on the context's clock."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from reactivex import abc as rx_abc
+
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.events import EventSource, TimerEvent
+from reactive_spark.time import Duration, Time, to_duration, to_time
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+
+__all__ = ["TimerEventSource"]
+
+
+class TimerEventSource(EventSource):
+    """Fires a `TimerEvent` at `start + k * period` for k = 0, 1, ... while `<= end`.
+
+    Ticks before the context's zero time are not fired (they are caught up only after
+    downtime, from a checkpoint). `end=None` means forever. Create it with `ssc.timer(...)`.
+
+    Example:
+        >>> # daily = ssc.timer(datetime(2024, 1, 1, tzinfo=UTC), None, Days(1), "daily")
+    """
+
+    def __init__(
+        self,
+        context: StreamingContext,
+        start: Time | datetime,
+        end: Time | datetime | None,
+        period: Duration | timedelta | float,
+        name: str,
+    ) -> None:
+        self.startTime = to_time(start, "start")
+        self.endTime = None if end is None else to_time(end, "end")
+        self.period = to_duration(period, "period")
+        if self.endTime is not None and self.endTime < self.startTime:
+            raise InvalidArgumentError(
+                f"end must not be before start, got start={self.startTime!r}, end={self.endTime!r}",
+            )
+        super().__init__(context, name)
+        self._pending: rx_abc.DisposableBase | None = None
+        self._stopped = False
+
+    def tickAt(self, k: int) -> Time:
+        """The nominal time of tick `k`."""
+        return self.startTime + self.period * k
+
+    def _firstTickFrom(self, time: Time) -> int:
+        if time <= self.startTime:
+            return 0
+        return -((self.startTime - time) // self.period)
+
+    def start(self) -> None:
+        """Schedule the first tick at or after the context's zero time."""
+        self._stopped = False
+        self._schedule(self._firstTickFrom(self.context.zeroTime))
+
+    def restart(self) -> None:
+        """Resume with the first tick after now (missed ticks come from `between`)."""
+        self._stopped = False
+        self._schedule(self._firstTickFrom(self.context.clock.now()))
+
+    def stop(self) -> None:
+        """Cancel the pending tick."""
+        self._stopped = True
+        if self._pending is not None:
+            self._pending.dispose()
+            self._pending = None
+
+    def _schedule(self, k: int) -> None:
+        due = self.tickAt(k)
+        if self._stopped or (self.endTime is not None and due > self.endTime):
+            self._pending = None
+            return
+        self._pending = self.context.clock.scheduleAt(due, lambda: self._tick(k))
+
+    def _tick(self, k: int) -> None:
+        if self._stopped:
+            return
+        self.post(TimerEvent(self, None, self.tickAt(k)))
+        self._schedule(k + 1)
+
+    def between(self, start: Time, end: Time) -> list[TimerEvent]:  # type: ignore[override]
+        """The ticks in `[start, end]` (indexes are assigned when they are posted)."""
+        last = end if self.endTime is None else min(end, self.endTime)
+        k = self._firstTickFrom(start)
+        ticks = []
+        while self.tickAt(k) <= last:
+            ticks.append(TimerEvent(self, None, self.tickAt(k)))
+            k += 1
+        return ticks
+
+    def toProduct(self) -> tuple[Any, ...]:
+        """`(start, end, period, name)` in milliseconds."""
+        end = None if self.endTime is None else self.endTime.milliseconds
+        return (self.startTime.milliseconds, end, self.period.milliseconds, self.name)
