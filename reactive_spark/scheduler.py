@@ -362,9 +362,9 @@ def plan_failure(stream: DStream[Any], event: Event, error: BaseException) -> Jo
 
 def materialize(rdd: RDD[Any]) -> None:
     """Compute every partition of `rdd` (and cache it, if persisted), keeping nothing."""
-    rdd.foreachPartition(_drain)
 
+    def drain(iterator: Any) -> None:  # nested, so executors need not import reactive_spark
+        for _ in iterator:
+            pass
 
-def _drain(iterator: Any) -> None:
-    for _ in iterator:
-        pass
+    rdd.foreachPartition(drain)

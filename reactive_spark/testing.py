@@ -53,7 +53,7 @@ async def run_batches(
 ) -> list[list[Any]]:
     """Run `build(*streams)` over queue streams of `inputs` on a virtual clock; collect it.
 
-    Each input is a list of batches (lists of elements); batch k of every input is delivered
+    Each input is a list of batches (lists of elements, or RDDs); batch k of every input is delivered
     on the k-th tick of the default timer, as in pyspark's own streaming tests. Runs
     `numBatches` ticks (default: the longest input) and returns the collected batches, after
     raising `JobFailedError` if any job failed.
@@ -68,7 +68,7 @@ async def run_batches(
     origin = to_time(start, "start")
     ticks = numBatches if numBatches is not None else max(len(batches) for batches in inputs)
     ssc = StreamingContext(sc, period, clock=VirtualClock(origin))
-    streams = [ssc.queueStream([list(batch) for batch in batches]) for batches in inputs]
+    streams = [ssc.queueStream(_batches(batches)) for batches in inputs]
     results = collect(build(*streams), sort=sort)
     await ssc.start()
     try:
@@ -76,3 +76,7 @@ async def run_batches(
     finally:
         await ssc.stop(stopSparkContext=False)
     return results
+
+
+def _batches(batches: Iterable[Any]) -> list[Any]:
+    return [batch if isinstance(batch, RDD) else list(batch) for batch in batches]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -11,7 +12,7 @@ from pyspark import SparkConf, SparkContext
 
 @pytest.fixture(scope="session")
 def sc() -> Iterator[SparkContext]:
-    os.environ.setdefault("PYSPARK_PYTHON", os.path.realpath(os.sys.executable))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = (
         SparkConf()
         .setMaster("local[2]")

@@ -406,20 +406,19 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         )
 
     def count(self) -> DStream[int]:
-        """One element per RDD: its number of elements.
+        """One element per RDD: its number of elements (0 for an empty batch, as in Scala).
 
         Example:
             >>> # lines.count()
         """
-        return self._transformRDD(
-            lambda rdd: (
-                rdd.mapPartitions(lambda it: [sum(1 for _ in it)])
-                .map(lambda n: (None, n))
-                .reduceByKey(operator.add, 1)
-                .map(lambda kv: kv[1])
-            ),
-            "count",
-        )
+        sc = self._ssc.sparkContext
+
+        def count_rdd(rdd: RDD[Any]) -> RDD[Any]:
+            counts = rdd.mapPartitions(lambda it: [(None, sum(1 for _ in it))])
+            zero = sc.parallelize([(None, 0)], 1)
+            return counts.union(zero).reduceByKey(operator.add, 1).map(lambda kv: kv[1])
+
+        return self._transformRDD(count_rdd, "count")
 
     def countByValue(self) -> DStream[tuple[T, int]]:
         """`(value, count)` pairs for the distinct elements of every RDD.
