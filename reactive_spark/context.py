@@ -69,9 +69,8 @@ class StreamingContext:
         checkpoint: str | None = None,
         maxConcurrentJobs: int = 1,
     ) -> None:
-        if not isinstance(sparkContext, SparkContext):
-            sparkContext = getattr(sparkContext, "sparkContext", sparkContext)
-        if not isinstance(sparkContext, SparkContext):
+        spark = getattr(sparkContext, "sparkContext", sparkContext)
+        if not isinstance(spark, SparkContext):
             raise InvalidArgumentError(
                 f"sparkContext must be a SparkContext or SparkSession, got {sparkContext!r}",
             )
@@ -89,7 +88,7 @@ class StreamingContext:
             raise InvalidArgumentError(
                 f"checkpoint must be a directory path, got {checkpoint!r}",
             )
-        self._sc = sparkContext
+        self._sc = spark
         self.batchDuration = (
             None if batchDuration is None else to_duration(batchDuration, "batchDuration")
         )
@@ -211,7 +210,9 @@ class StreamingContext:
             raise InvalidArgumentError("union needs at least one DStream, got none")
         return self.transform(list(dstreams), lambda rdds: self._sc.union(list(rdds)))
 
-    def transform(self, dstreams: Sequence[DStream[Any]], transformFunc: Callable[..., Any]) -> DStream[Any]:
+    def transform(
+        self, dstreams: Sequence[DStream[Any]], transformFunc: Callable[..., Any]
+    ) -> DStream[Any]:
         """A stream of `transformFunc(rdds)` over the RDDs of several streams.
 
         `transformFunc` may take `(rdds)`, `(time, rdds)` or `(time, rdds, event)`; `rdds` is
@@ -287,12 +288,13 @@ class StreamingContext:
                 self._graph.bind(stream, self.defaultTimer)
         if self.checkpointDirectory is not None:
             self._sc.setCheckpointDir(os.path.join(self.checkpointDirectory, "rdds"))
-        elif any(s._checkpointInterval or s._checkpointCount for s in self._graph.streams):
-            if self._sc.getCheckpointDir() is None:
-                raise ContextStateError(
-                    "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
-                    "nor the SparkContext has a checkpoint directory",
-                )
+        elif self._sc.getCheckpointDir() is None and any(
+            s._checkpointInterval or s._checkpointCount for s in self._graph.streams
+        ):
+            raise ContextStateError(
+                "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
+                "nor the SparkContext has a checkpoint directory",
+            )
         self._graph.start(self._zeroTime, self._sources)
         self._loop = loop
         self._loopThread = threading.get_ident()

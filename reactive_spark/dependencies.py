@@ -11,7 +11,7 @@ forget everything else after each event and memory stays flat.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.errors import InvalidArgumentError
@@ -34,11 +34,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Retention:
-    """How much generated history a stream must keep: the last `count` RDDs and the RDDs
-    whose events lie within `duration` of the latest event."""
+    """How much generated history a stream must keep.
+
+    The last `count` RDDs, and the RDDs whose events lie within `duration` of the latest event.
+    """
 
     count: int = 0
-    duration: Duration = Duration(0)
+    duration: Duration = field(default_factory=lambda: Duration(0))
 
     def merge(self, other: Retention) -> Retention:
         """The retention that satisfies both."""

@@ -7,6 +7,7 @@ input read is recorded with the batch.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 from typing import TYPE_CHECKING, Any
@@ -160,7 +161,7 @@ class DStreamGraph:
                 action = stream.outputAction(event, rdd)  # type: ignore[attr-defined]
                 jobs.append(Job(stream, event, action, "output"))
             else:
-                jobs.append(Job(stream, event, lambda rdd=rdd: materialize(rdd), "materialize"))
+                jobs.append(Job(stream, event, functools.partial(materialize, rdd), "materialize"))
         inputs = {}
         for stream in self.inputs:
             read = stream.describeRead(event)

@@ -11,6 +11,7 @@ threads: `run_blocking`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import logging
@@ -197,7 +198,9 @@ class JobScheduler:
         """Notify `listener` of events, batches and jobs."""
         self._listeners.append(listener)
 
-    def addBatchHooks(self, before: BatchHook | None = None, after: BatchHook | None = None) -> None:
+    def addBatchHooks(
+        self, before: BatchHook | None = None, after: BatchHook | None = None
+    ) -> None:
         """Run `before(batch)` once a batch is planned and before its jobs, `after` once done."""
         if before is not None:
             self._beforeJobs.append(before)
@@ -233,10 +236,8 @@ class JobScheduler:
             self._ssc.sparkContext.cancelJobGroup(self._jobGroup)
             await self._queue.join()
         self._processor.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await self._processor
-        except asyncio.CancelledError:
-            pass
 
     # -- accepting events --------------------------------------------------------------------
     def accept(self, event: Event) -> None:

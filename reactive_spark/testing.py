@@ -17,9 +17,11 @@ from pyspark import RDD, SparkContext
 from reactive_spark.context import StreamingContext
 from reactive_spark.dstream.base import DStream
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.time import Duration, Seconds, Time, VirtualClock, to_duration, to_time
+from reactive_spark.time import Duration, Time, VirtualClock, to_duration, to_time
 
 __all__ = ["collect", "run_batches"]
+
+EPOCH = Time(0)
 
 
 def collect(stream: DStream[Any], *, sort: bool = False) -> list[list[Any]]:
@@ -47,14 +49,14 @@ async def run_batches(
     build: Callable[..., DStream[Any]],
     *inputs: Sequence[Iterable[Any]],
     numBatches: int | None = None,
-    batchDuration: Duration | timedelta | float = Seconds(1),
-    start: Time | datetime = Time(0),
+    batchDuration: Duration | timedelta | float = 1,
+    start: Time | datetime = EPOCH,
     sort: bool = False,
 ) -> list[list[Any]]:
     """Run `build(*streams)` over queue streams of `inputs` on a virtual clock; collect it.
 
-    Each input is a list of batches (lists of elements, or RDDs); batch k of every input is delivered
-    on the k-th tick of the default timer, as in pyspark's own streaming tests. Runs
+    Each input is a list of batches (lists of elements, or RDDs); batch k of every input is
+    delivered on the k-th tick of the default timer, as in pyspark's own streaming tests. Runs
     `numBatches` ticks (default: the longest input) and returns the collected batches, after
     raising `JobFailedError` if any job failed.
 

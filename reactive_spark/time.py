@@ -393,8 +393,9 @@ class VirtualClock(Clock):
         2024
     """
 
-    def __init__(self, start: Time | datetime = Time(0)) -> None:
-        self._scheduler = _VirtualScheduler(to_time(start, "start").toDatetime())
+    def __init__(self, start: Time | datetime | None = None) -> None:
+        origin = Time(0) if start is None else to_time(start, "start")
+        self._scheduler = _VirtualScheduler(origin.toDatetime())
 
     def now(self) -> Time:
         """The simulated instant."""
@@ -444,10 +445,10 @@ class _VirtualScheduler(HistoricalScheduler):
                     if not self._queue or self._queue.peek().duetime > until:
                         break
                     item = self._queue.dequeue()
-                    if item.duetime > self._clock:
+                    if item.duetime > self.now:
                         self._clock = item.duetime
                 if not item.is_cancelled():
                     item.invoke()
             with self._lock:
-                if until > self._clock:
+                if until > self.now:
                     self._clock = until

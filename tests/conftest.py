@@ -13,6 +13,7 @@ from pyspark import SparkConf, SparkContext
 @pytest.fixture(scope="session")
 def sc() -> Iterator[SparkContext]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf = (
         SparkConf()
         .setMaster("local[2]")

@@ -1,0 +1,1 @@
+"""DStream lineage: the base node, transformations, windows, outputs, pair functions, inputs."""

@@ -288,16 +288,15 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
 
     # -- transformations ---------------------------------------------------------------------
     def transform(self, func: Callable[..., RDD[U]]) -> DStream[U]:
-        """A stream of `func(rdd)` for every RDD; `func` may take `(rdd)`, `(time, rdd)` or
-        `(time, rdd, event)`.
+        """A stream of `func(rdd)` for every RDD.
+
+        `func` may take `(rdd)`, `(time, rdd)` or `(time, rdd, event)`.
 
         Example:
             >>> # stream.transform(lambda rdd: rdd.sortBy(lambda x: x))
         """
         adapted = adapt_callback(func, 1, "func", "transform")
-        return self._derive(
-            lambda time, rdds, event: adapted(time, rdds, event), "transform", func
-        )
+        return self._derive(lambda time, rdds, event: adapted(time, rdds, event), "transform", func)
 
     def transformWith(
         self,
@@ -474,4 +473,3 @@ def _require_same_context(ssc: StreamingContext, stream: object, argument: str) 
 def _require_positive_int(value: object, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
-

@@ -37,7 +37,7 @@ def save_atomically(rdd: RDD[Any], path: str, write: Callable[[RDD[Any], str], N
     jvm: Any = sc._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path
     final = hadoop_path(path)
-    fs = final.getFileSystem(sc._jsc.hadoopConfiguration())  # type: ignore[union-attr]
+    fs = final.getFileSystem(sc._jsc.hadoopConfiguration())
     if fs.exists(final):
         return False
     temporary = hadoop_path(final.getParent(), f"_temporary-{final.getName()}-{uuid.uuid4().hex}")

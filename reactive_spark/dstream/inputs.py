@@ -117,7 +117,9 @@ class FileInputDStream(InputDStream):
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
         if isinstance(event, FileEvent):
             paths = sorted(
-                path for path in event.paths if _inside(path, self.directory) and os.path.isfile(path)
+                path
+                for path in event.paths
+                if _inside(path, self.directory) and os.path.isfile(path)
             )
         else:
             since = self._ssc.zeroTime if self._lastTime is None else self._lastTime

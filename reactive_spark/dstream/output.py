@@ -78,7 +78,9 @@ class OutputOperations:
         Example:
             >>> # errors.saveAsTextFiles("out/errors", "txt").bind(daily)
         """
-        return self._save(prefix, suffix, "saveAsTextFiles", lambda rdd, path: rdd.saveAsTextFile(path))
+        return self._save(
+            prefix, suffix, "saveAsTextFiles", lambda rdd, path: rdd.saveAsTextFile(path)
+        )
 
     def saveAsObjectFiles(self, prefix: str, suffix: str | None = None) -> DStream[Any]:
         """Save every RDD as pickled objects (`RDD.saveAsPickleFile`), exactly once.
@@ -100,7 +102,9 @@ class OutputOperations:
         write: Callable[[RDD[Any], str], None],
     ) -> DStream[Any]:
         if not isinstance(prefix, str) or not prefix:
-            raise InvalidArgumentError(f"{operation}: prefix must be a non-empty str, got {prefix!r}")
+            raise InvalidArgumentError(
+                f"{operation}: prefix must be a non-empty str, got {prefix!r}"
+            )
         if suffix is not None and not isinstance(suffix, str):
             raise InvalidArgumentError(f"{operation}: suffix must be a str or None, got {suffix!r}")
 

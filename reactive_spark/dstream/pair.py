@@ -6,7 +6,7 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD
-from pyspark.rdd import portable_hash
+from pyspark.core.rdd import portable_hash
 
 from reactive_spark._callbacks import require_callable
 
@@ -38,7 +38,11 @@ class PairOperations:
     def _partitions(self, numPartitions: int | None) -> int:
         if numPartitions is None:
             return self._ssc.sparkContext.defaultParallelism
-        if isinstance(numPartitions, bool) or not isinstance(numPartitions, int) or numPartitions <= 0:
+        if (
+            isinstance(numPartitions, bool)
+            or not isinstance(numPartitions, int)
+            or numPartitions <= 0
+        ):
             from reactive_spark.errors import InvalidArgumentError
 
             raise InvalidArgumentError(
@@ -129,9 +133,7 @@ class PairOperations:
             >>> # a.cogroup(b).mapValues(lambda vs: (list(vs[0]), list(vs[1])))
         """
         partitions = self._partitions(numPartitions)
-        return self._transformRDDWith(
-            lambda a, b: a.cogroup(b, partitions), other, "cogroup"
-        )
+        return self._transformRDDWith(lambda a, b: a.cogroup(b, partitions), other, "cogroup")
 
     def join(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Inner join by key with `other`.
@@ -142,9 +144,7 @@ class PairOperations:
         partitions = self._partitions(numPartitions)
         return self._transformRDDWith(lambda a, b: a.join(b, partitions), other, "join")
 
-    def leftOuterJoin(
-        self, other: DStream[Any], numPartitions: int | None = None
-    ) -> DStream[Any]:
+    def leftOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Left outer join by key with `other` (missing right values are None).
 
         Example:
@@ -155,9 +155,7 @@ class PairOperations:
             lambda a, b: a.leftOuterJoin(b, partitions), other, "leftOuterJoin"
         )
 
-    def rightOuterJoin(
-        self, other: DStream[Any], numPartitions: int | None = None
-    ) -> DStream[Any]:
+    def rightOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Right outer join by key with `other` (missing left values are None).
 
         Example:
@@ -168,9 +166,7 @@ class PairOperations:
             lambda a, b: a.rightOuterJoin(b, partitions), other, "rightOuterJoin"
         )
 
-    def fullOuterJoin(
-        self, other: DStream[Any], numPartitions: int | None = None
-    ) -> DStream[Any]:
+    def fullOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Full outer join by key with `other` (missing values on either side are None).
 
         Example:

@@ -53,7 +53,8 @@ class TimerEventSource(EventSource):
     def _firstTickFrom(self, time: Time) -> int:
         if time <= self.startTime:
             return 0
-        return -((self.startTime - time) // self.period)
+        ahead: int = (self.startTime - time) // self.period
+        return -ahead
 
     def start(self) -> None:
         """Schedule the first tick at or after the context's zero time."""

@@ -1,0 +1,54 @@
+"""Input streams: queueStream semantics and textFileStream's modification-time windows."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pyspark import SparkContext
+
+from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
+
+from .helpers import Recorder, gather
+
+T0 = Time(1_700_000_000_000)
+
+
+def write(path: Path, lines: list[str], modified: Time) -> None:
+    path.write_text("".join(line + "\n" for line in lines))
+    nanoseconds = modified.milliseconds * 1_000_000
+    os.utime(path, ns=(nanoseconds, nanoseconds))
+
+
+async def test_textFileStream_reads_files_modified_since_previous_event(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    write(tmp_path / "old.log", ["before start"], T0 - Seconds(1))
+    write(tmp_path / "a.log", ["a1", "a2"], T0 + Seconds(0.5))
+    write(tmp_path / "b.log", ["b1"], T0 + Seconds(1))  # exactly on the first event: included
+    write(tmp_path / "c.log", ["c1"], T0 + Seconds(1.001))
+    write(tmp_path / ".hidden", ["hidden"], T0 + Seconds(0.5))
+    write(tmp_path / "d.log", ["d1"], T0 + Seconds(3))
+    ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
+    _out, seen = gather(ssc.textFileStream(str(tmp_path)))
+    recorder = Recorder()
+    ssc.addStreamingListener(recorder)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(3))
+    await ssc.stop(stopSparkContext=False)
+    assert [sorted(items) for _, items in seen] == [["a1", "a2", "b1"], ["c1"], ["d1"]]
+    reads = [batch.inputs for batch in recorder.batches]
+    name = next(iter(reads[0]))
+    assert reads[0][name]["files"] == [str(tmp_path / "a.log"), str(tmp_path / "b.log")]
+    assert reads[1][name]["files"] == [str(tmp_path / "c.log")]
+
+
+async def test_queueStream_all_at_once_and_default(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
+    _, all_at_once = gather(ssc.queueStream([[1], [2], [3]], oneAtATime=False))
+    _, with_default = gather(ssc.queueStream([[1]], default=sc.parallelize([0])))
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(3))
+    await ssc.stop(stopSparkContext=False)
+    assert [sorted(items) for _, items in all_at_once] == [[1, 2, 3], [], []]
+    assert [items for _, items in with_default] == [[1], [0], [0]]

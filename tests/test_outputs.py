@@ -1,0 +1,116 @@
+"""Output operations: files written exactly once, pprint's header, callback shapes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
+
+T0 = Time(5_000)
+
+
+def virtual(sc: SparkContext) -> StreamingContext:
+    return StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
+
+
+def read_text_dir(path: Path) -> list[str]:
+    lines: list[str] = []
+    for part in sorted(path.glob("part-*")):
+        lines += part.read_text().splitlines()
+    return lines
+
+
+async def test_saveAsTextFiles_writes_one_directory_per_batch(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    ssc = virtual(sc)
+    prefix = str(tmp_path / "out")
+    returned = ssc.queueStream([["a", "b"], ["c"]]).saveAsTextFiles(prefix, "txt")
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(2))
+    await ssc.stop(stopSparkContext=False)
+    assert sorted(os.listdir(tmp_path)) == ["out-6000.txt", "out-7000.txt"]
+    assert read_text_dir(tmp_path / "out-6000.txt") == ["a", "b"]
+    assert read_text_dir(tmp_path / "out-7000.txt") == ["c"]
+    assert (tmp_path / "out-6000.txt" / "_SUCCESS").exists()
+    assert returned.isOutput
+
+
+async def test_existing_batch_directory_is_not_written_again(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    committed = tmp_path / "out-6000"
+    committed.mkdir()
+    (committed / "part-00000").write_text("already\n")
+    ssc = virtual(sc)
+    ssc.queueStream([["new"], ["second"]]).saveAsTextFiles(str(tmp_path / "out"))
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(2))
+    await ssc.stop(stopSparkContext=False)
+    assert read_text_dir(committed) == ["already"]
+    assert read_text_dir(tmp_path / "out-7000") == ["second"]
+    assert sorted(os.listdir(tmp_path)) == ["out-6000", "out-7000"]
+
+
+async def test_failed_write_leaves_nothing_behind(sc: SparkContext, tmp_path: Path) -> None:
+    ssc = virtual(sc)
+    ssc.queueStream([[1, 0]]).map(lambda x: str(1 // x)).saveAsTextFiles(str(tmp_path / "o"))
+    await ssc.start()
+    failures = await ssc.advanceTo(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    assert len(failures) == 1
+    assert os.listdir(tmp_path) == []
+
+
+async def test_saveAsObjectFiles_round_trips(sc: SparkContext, tmp_path: Path) -> None:
+    ssc = virtual(sc)
+    ssc.queueStream([[("a", 1), ("b", [2, 3])]]).saveAsObjectFiles(str(tmp_path / "obj"))
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    assert sorted(sc.pickleFile(str(tmp_path / "obj-6000")).collect()) == [
+        ("a", 1),
+        ("b", [2, 3]),
+    ]
+
+
+async def test_pprint_and_print(sc: SparkContext, capsys: pytest.CaptureFixture[str]) -> None:
+    ssc = virtual(sc)
+    stream = ssc.queueStream([list(range(12))])
+    stream.pprint()
+    stream.print(2)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    out = capsys.readouterr().out
+    header = "-------------------------------------------\nTime: 6000 ms\n"
+    header += "-------------------------------------------\n"
+    expected_full = header + "\n".join(str(i) for i in range(10)) + "\n...\n\n"
+    expected_short = header + "0\n1\n...\n\n"
+    assert out == expected_full + expected_short
+
+
+async def test_foreachRDD_callback_shapes(sc: SparkContext) -> None:
+    import functools
+
+    ssc = virtual(sc)
+    calls: list[tuple[str, object]] = []
+    stream = ssc.queueStream([[1]])
+    stream.foreachRDD(lambda rdd: calls.append(("rdd", rdd.collect())))
+    stream.foreachRDD(lambda time, rdd: calls.append(("time", time.timestamp())))
+    stream.foreachRDD(lambda time, rdd, event: calls.append(("event", event.index)))
+    stream.foreachRDD(functools.partial(lambda tag, rdd: calls.append((tag, rdd.count())), "p"))
+
+    class Sink:
+        def __call__(self, time, rdd):  # type: ignore[no-untyped-def]
+            calls.append(("callable", time.tzinfo is not None))
+
+    stream.foreachRDD(Sink())
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    assert calls == [("rdd", [1]), ("time", 6.0), ("event", 0), ("p", 1), ("callable", True)]

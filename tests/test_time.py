@@ -1,0 +1,85 @@
+"""Time, Duration and their conversions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from reactive_spark import (
+    Days,
+    Duration,
+    Hours,
+    InvalidArgumentError,
+    Milliseconds,
+    Minutes,
+    Seconds,
+    Time,
+    VirtualClock,
+)
+from reactive_spark.time import to_duration, to_time
+
+
+def test_durations_compare_across_units() -> None:
+    assert Minutes(1) == Seconds(60) == Milliseconds(60_000)
+    assert Days(7) == Hours(168)
+    assert Seconds(0.5) == Milliseconds(500)
+    assert Seconds(1) == timedelta(seconds=1)
+    assert hash(Minutes(1)) == hash(Seconds(60))
+    assert Seconds(1) < Minutes(1)
+    assert Seconds(3) // Seconds(1) == 3
+    assert Seconds(3) / Seconds(2) == 1.5
+    assert Seconds(3) * 2 == 2 * Seconds(3) == Seconds(6)
+    assert Seconds(3).isMultipleOf(Seconds(1.5))
+    assert not Seconds(3).isMultipleOf(Seconds(2))
+    assert Seconds(90).toTimedelta() == timedelta(minutes=1, seconds=30)
+
+
+def test_time_arithmetic_and_datetimes() -> None:
+    moment = datetime(2024, 3, 1, 12, 30, tzinfo=UTC)
+    time = Time.fromDatetime(moment)
+    assert time.milliseconds == int(moment.timestamp() * 1000)
+    assert time.toDatetime() == moment
+    assert time.toDatetime().tzinfo is not None
+    assert Time.fromDatetime(datetime(1970, 1, 1)) == Time(0)
+    assert time + Days(1) - time == Days(1)
+    assert time - Days(1) < time
+    assert Time(2500).floor(Seconds(1)) == Time(2000)
+    assert Time(2500).floor(Seconds(1), origin=Time(700)) == Time(1700)
+    assert Time(-1).floor(Seconds(1)) == Time(-1000)
+
+
+def test_conversions_name_the_argument() -> None:
+    assert to_time(datetime(1970, 1, 1, 0, 0, 2, tzinfo=UTC), "start") == Time(2000)
+    assert to_duration(timedelta(minutes=2), "period") == Minutes(2)
+    assert to_duration(1.5, "period") == Seconds(1.5)
+    with pytest.raises(InvalidArgumentError, match="start must be a Time or a datetime, got 5"):
+        to_time(5, "start")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="period must be positive"):
+        to_duration(-1, "period")
+    with pytest.raises(InvalidArgumentError, match="whole number of milliseconds"):
+        to_duration(0.0001, "period")
+    with pytest.raises(InvalidArgumentError, match="milliseconds must be an int"):
+        Duration(1.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        to_duration(True, "period")
+
+
+def test_virtual_clock_runs_actions_in_order_including_now() -> None:
+    clock = VirtualClock(Time(1000))
+    fired: list[int] = []
+    clock.scheduleAt(Time(3000), lambda: fired.append(3))
+    clock.scheduleAt(Time(1000), lambda: fired.append(1))
+    clock.scheduleAt(Time(2000), lambda: fired.append(2))
+    assert clock.nextDue() == Time(1000)
+    clock.advanceTo(Time(1000))
+    assert fired == [1]
+    clock.advanceTo(Time(2500))
+    assert fired == [1, 2]
+    assert clock.now() == Time(2500)
+    cancelled = clock.scheduleAt(Time(2600), lambda: fired.append(99))
+    cancelled.dispose()
+    assert clock.nextDue() == Time(3000)
+    clock.advanceTo(Time(5000))
+    assert fired == [1, 2, 3]
+    assert clock.nextDue() is None
