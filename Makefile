@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+BENCHMARKS := benchmarks/overhead.py
 
 .PHONY: setup java test lint demo bench clean
 
@@ -26,10 +27,10 @@ test: $(STAMP) java lint
 	$(PY) -m pytest
 
 demo: $(STAMP) java
-	$(PY) -m reactive_spark demo
+	$(PY) examples/daily_weekly_logs.py
 
 bench: $(STAMP) java
-	$(PY) benchmarks/overhead.py
+	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time as _time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ from functools import total_ordering
 from typing import Any
 
 from reactivex import abc as rx_abc
+from reactivex.disposable import Disposable
 from reactivex.scheduler import HistoricalScheduler
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
@@ -88,10 +90,20 @@ class Duration:
             return NotImplemented
         return Duration(self._ms + other._ms)
 
+    def __radd__(self, other: datetime) -> datetime:
+        if not isinstance(other, datetime):
+            return NotImplemented
+        return other + self.toTimedelta()
+
     def __sub__(self, other: Duration) -> Duration:
         if not isinstance(other, Duration):
             return NotImplemented
         return Duration(self._ms - other._ms)
+
+    def __rsub__(self, other: datetime) -> datetime:
+        if not isinstance(other, datetime):
+            return NotImplemented
+        return other - self.toTimedelta()
 
     def __mul__(self, factor: int) -> Duration:
         if isinstance(factor, bool) or not isinstance(factor, int):
@@ -199,6 +211,10 @@ def _whole(ms: float, unit: str) -> int:
             f"{unit} must be a whole number of milliseconds, got {ms!r} ms",
         )
     return int(rounded)
+
+
+def _wall_seconds() -> float:
+    return _time.time()
 
 
 def _timedelta_ms(delta: timedelta) -> int:
@@ -361,16 +377,53 @@ class SystemClock(Clock):
         True
     """
 
+    #: asyncio's selector rounds its timeout up to whole milliseconds, so a timed action is
+    #: woken this much early and yields to the loop until it is due.
+    PRECISION = 0.002
+
     def __init__(self) -> None:
         self._scheduler: AsyncIOScheduler | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def now(self) -> Time:
         """The current wall-clock instant."""
-        return Time.fromDatetime(datetime.now(UTC))
+        return Time(_time.time_ns() // 1_000_000)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Schedule timed actions on `loop`."""
+        self._loop = loop
         self._scheduler = AsyncIOScheduler(loop)
+
+    def scheduleAt(self, time: Time, action: Callable[[], None]) -> rx_abc.DisposableBase:
+        """Run `action` on the loop at `time`, within a fraction of a millisecond."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the system clock is attached to an event loop at start()")
+        due = time.milliseconds / 1000
+        handle: asyncio.Handle | None = None
+
+        def arm() -> None:
+            nonlocal handle
+            remaining = due - _wall_seconds()
+            if remaining > self.PRECISION:
+                handle = loop.call_later(remaining - self.PRECISION, check)
+            else:
+                handle = loop.call_soon(check)
+
+        def check() -> None:
+            nonlocal handle
+            if _wall_seconds() >= due:
+                handle = None
+                action()
+            else:
+                arm()
+
+        def cancel() -> None:
+            if handle is not None:
+                handle.cancel()
+
+        arm()
+        return Disposable(cancel)
 
     @property
     def scheduler(self) -> rx_abc.SchedulerBase:

@@ -33,6 +33,9 @@ def test_durations_compare_across_units() -> None:
     assert Seconds(3).isMultipleOf(Seconds(1.5))
     assert not Seconds(3).isMultipleOf(Seconds(2))
     assert Seconds(90).toTimedelta() == timedelta(minutes=1, seconds=30)
+    moment = datetime(2024, 1, 1, tzinfo=UTC)
+    assert moment + Days(1) == datetime(2024, 1, 2, tzinfo=UTC)
+    assert moment - Hours(1) == datetime(2023, 12, 31, 23, tzinfo=UTC)
 
 
 def test_time_arithmetic_and_datetimes() -> None:

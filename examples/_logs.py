@@ -1,0 +1,61 @@
+"""Shared by the examples: generated log files and a local SparkContext."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from pyspark import SparkConf, SparkContext
+
+from reactive_spark import Days, Hours, Time
+
+LEVELS = ["DEBUG", "INFO", "INFO", "INFO", "WARN", "ERROR"]
+COMPONENTS = ["api", "db", "cache", "auth", "billing"]
+
+
+def generate_logs(directory: Path, start: datetime, days: int, files_per_day: int = 3) -> int:
+    """Write `files_per_day` log files per simulated day, each stamped (mtime) inside its day.
+
+    Returns the number of lines written. The same arguments always give the same files.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(42)
+    origin = Time.fromDatetime(start)
+    lines_written = 0
+    for day in range(days):
+        for part in range(files_per_day):
+            stamp = origin + Days(day) + Hours(1 + part * 7)
+            moment = stamp.toDatetime().isoformat()
+            lines = [
+                f"{moment} {rng.choice(LEVELS)} {rng.choice(COMPONENTS)}: request {i} handled"
+                for i in range(rng.randint(150, 250))
+            ]
+            path = directory / f"app-day{day:03d}-{part}.log"
+            path.write_text("\n".join(lines) + "\n")
+            nanoseconds = stamp.milliseconds * 1_000_000
+            os.utime(path, ns=(nanoseconds, nanoseconds))
+            lines_written += len(lines)
+    return lines_written
+
+
+def local_spark(app_name: str) -> SparkContext:
+    """A quiet local[2] SparkContext whose workers use this interpreter."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = (
+        SparkConf()
+        .setMaster(os.environ.get("REACTIVE_SPARK_MASTER", "local[2]"))
+        .setAppName(app_name)
+        .set("spark.ui.showConsoleProgress", "false")
+    )
+    sc = SparkContext.getOrCreate(conf)
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+def count_lines(directory: Path) -> int:
+    """Lines in the part files of a saved text directory."""
+    return sum(len(part.read_text().splitlines()) for part in directory.glob("part-*"))

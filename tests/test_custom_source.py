@@ -1,0 +1,43 @@
+"""The worked example of docs/custom-sources.md, run on virtual time."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pyspark import SparkContext
+
+from reactive_spark import Days, Hours, StreamingContext, Time, VirtualClock
+
+from .helpers import gather
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "custom-sources.md"
+
+
+def load_example() -> Any:
+    code = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(DOC), "exec"), namespace)
+    return namespace["BusinessHours"]
+
+
+async def test_business_hours_source(sc: SparkContext) -> None:
+    business_hours = load_example()
+    t0 = Time(0) + Days(100)
+    ssc = StreamingContext(sc, None, clock=VirtualClock(t0 + Hours(12)))
+    hours = business_hours(ssc)
+    out, seen = gather(ssc.queueStream([], default=[1]).count())
+    out.bind(hours)
+    await ssc.start()
+    await ssc.runUntil(t0 + Days(2))
+    await ssc.stop(stopSparkContext=False)
+    assert [event.time for event, _ in seen] == [
+        t0 + Hours(17),
+        t0 + Days(1) + Hours(9),
+        t0 + Days(1) + Hours(17),
+    ]
+    assert [event.index for event, _ in seen] == [0, 1, 2]
+    assert [items for _, items in seen] == [[1], [1], [1]]
+    assert [e.time for e in hours.between(t0, t0 + Days(1))] == [t0 + Hours(9), t0 + Hours(17)]
+    assert hours.toProduct() == ("business-hours", (9 * 3_600_000, 17 * 3_600_000))
