@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 
     from reactive_spark.dstream.base import DStream, Generated
     from reactive_spark.events import Event
+    from reactive_spark.graph import DStreamGraph
 
 __all__ = [
     "Dependency",
     "EventDependency",
+    "LegacyWindowDependency",
     "Retention",
     "TailDependency",
     "TimeWindowDependency",
@@ -60,6 +62,9 @@ class Dependency(ABC):
     def retention(self) -> Retention:
         """What the parent must remember for this dependency (default: nothing past `event`)."""
         return Retention()
+
+    def prepare(self, graph: DStreamGraph) -> None:  # noqa: B027
+        """Finish configuration once the whole graph is known (at start; default: nothing)."""
 
     def describe(self) -> str:
         """A short description for graphs and logs."""
@@ -125,6 +130,63 @@ class TailDependency(Dependency):
     def describe(self) -> str:
         """`TailDependency(window, slide, skip)`."""
         return f"TailDependency({self.windowLength}, {self.slideLength}, {self.skipLength})"
+
+
+class LegacyWindowDependency(TailDependency):
+    """The legacy `window(windowDuration, slideDuration)`: a tail window in parent batches.
+
+    It equals `tailWindow(windowDuration / parentSlide, slideDuration / parentSlide)`.
+
+    `parentSlide` is the period of the timer driving the parent (times the slides of legacy
+    windows in between). It is estimated when the window is defined, so bad durations raise at
+    once, and settled when the context starts and every binding is known.
+    """
+
+    def __init__(
+        self,
+        parent: DStream[Any],
+        windowDuration: Duration,
+        slideDuration: Duration,
+        estimatedParentSlide: Duration | None,
+    ) -> None:
+        super().__init__(parent, 1, 1, 0)
+        self.windowDuration = windowDuration
+        self.slideDuration = slideDuration
+        if estimatedParentSlide is not None:
+            self.resolve(estimatedParentSlide)
+
+    def resolve(self, parentSlide: Duration) -> None:
+        """Turn the durations into counts of parent batches."""
+        for name, duration in (
+            ("windowDuration", self.windowDuration),
+            ("slideDuration", self.slideDuration),
+        ):
+            if not duration.isMultipleOf(parentSlide):
+                raise InvalidArgumentError(
+                    f"{name} must be a multiple of the parent stream's slide duration "
+                    f"({parentSlide.milliseconds} ms), got {duration.milliseconds} ms",
+                )
+        self.windowLength = self.windowDuration // parentSlide
+        self.slideLength = self.slideDuration // parentSlide
+
+    def prepare(self, graph: DStreamGraph) -> None:
+        """Settle the counts from the timer that really drives the parent."""
+        parent_slide = graph.slideDuration(self.parent)
+        if parent_slide is None:
+            raise InvalidArgumentError(
+                f"window({self.windowDuration.milliseconds} ms, "
+                f"{self.slideDuration.milliseconds} ms) needs a parent driven by one regular "
+                f"timer, but {self.parent.name} is not; use tailWindow (counts events) or "
+                "timeWindow (any events) instead",
+            )
+        self.resolve(parent_slide)
+
+    def describe(self) -> str:
+        """`LegacyWindowDependency(window, slide)`."""
+        return (
+            f"LegacyWindowDependency({self.windowDuration.milliseconds} ms, "
+            f"{self.slideDuration.milliseconds} ms)"
+        )
 
 
 class TimeWindowDependency(Dependency):

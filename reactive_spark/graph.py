@@ -41,6 +41,7 @@ class DStreamGraph:
         self.zeroTime: Time | None = None
         self.rememberDuration: Duration | None = None
         self._rank: dict[EventSource, int] = {}
+        self._reaching: dict[int, set[EventSource]] = {}
 
     # -- building ----------------------------------------------------------------------------
     def addStream(self, stream: DStream[Any]) -> int:
@@ -92,12 +93,84 @@ class DStreamGraph:
         self.zeroTime = zeroTime
         for streams in self._bindings.values():
             streams.sort(key=lambda stream: stream._id)
+        self._reaching = self._reaching_sources()
+        for stream in self.streams:
+            for dependency in stream.dependencies:
+                dependency.prepare(self)
         remembered = Retention(duration=self.rememberDuration or Duration(0))
         for stream in self.streams:
             stream._requireRetention(remembered)
             for dependency in stream.dependencies:
                 dependency.parent._requireRetention(dependency.retention())
         self._rank = self._lineage_ranks(sources)
+
+    def _reaching_sources(self) -> dict[int, set[EventSource]]:
+        """For each stream, the sources whose events make it compute an RDD.
+
+        Events start at the streams bound to their source and travel up while streams react.
+        """
+        children: dict[int, list[DStream[Any]]] = {stream._id: [] for stream in self.streams}
+        for stream in self.streams:
+            for parent in stream.parents:
+                children[parent._id].append(stream)
+        reaching: dict[int, set[EventSource]] = {}
+        for stream in reversed(self.streams):  # children are created after their parents
+            sources = set(stream.boundSources)
+            for child in children[stream._id]:
+                sources |= reaching[child._id]
+            if stream.boundSources:
+                sources &= set(stream.boundSources)
+            reaching[stream._id] = sources
+        return reaching
+
+    def slideDuration(self, stream: DStream[Any]) -> Duration | None:
+        """How often `stream` produces an RDD, when that is regular (legacy window semantics).
+
+        The slide of the nearest legacy window upstream, else the period shared by every timer
+        whose events reach the stream; None when irregular. Before start, bindings made later
+        are not known yet: unbound streams are assumed to run on the default timer.
+        """
+        from reactive_spark.dependencies import LegacyWindowDependency
+        from reactive_spark.sources.timer import TimerEventSource
+
+        for dependency in stream.dependencies:
+            if isinstance(dependency, LegacyWindowDependency):
+                return dependency.slideDuration
+        for parent in stream.parents:
+            inherited = self._windowSlide(parent)
+            if inherited is not None:
+                return inherited
+        if self.zeroTime is not None:
+            sources = self._reaching.get(stream._id, set())
+        else:
+            sources = set(self._nearestBound(stream))
+            if not sources and self._ssc.batchDuration is not None:
+                return self._ssc.batchDuration
+        periods = {s.period for s in sources if isinstance(s, TimerEventSource)}
+        if len(periods) == 1 and all(isinstance(s, TimerEventSource) for s in sources):
+            return periods.pop()
+        return None
+
+    def _windowSlide(self, stream: DStream[Any]) -> Duration | None:
+        from reactive_spark.dependencies import LegacyWindowDependency
+
+        for dependency in stream.dependencies:
+            if isinstance(dependency, LegacyWindowDependency):
+                return dependency.slideDuration
+        for parent in stream.parents:
+            found = self._windowSlide(parent)
+            if found is not None:
+                return found
+        return None
+
+    def _nearestBound(self, stream: DStream[Any]) -> list[EventSource]:
+        if stream.boundSources:
+            return stream.boundSources
+        for parent in stream.parents:
+            found = self._nearestBound(parent)
+            if found:
+                return found
+        return []
 
     def _lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
         """Rank sources so that a source whose bound streams feed another's goes first."""
@@ -170,6 +243,14 @@ class DStreamGraph:
         return Batch(event, jobs, inputs, failures)
 
     def clearMetadata(self, event: Event) -> None:
-        """Let every stream forget what no window or `remember` needs after `event`."""
-        for stream in self.streams:
-            stream.clearMetadata(event)
+        """Let every stream forget what no window or `remember` needs after `event`.
+
+        Forgotten RDDs that no stream remembers any more are unpersisted.
+        """
+        forgotten = [rdd for stream in self.streams for rdd in stream.clearMetadata(event)]
+        if not forgotten:
+            return
+        remembered = {id(item.rdd) for stream in self.streams for item in stream._generated}
+        for rdd in {id(rdd): rdd for rdd in forgotten}.values():
+            if id(rdd) not in remembered and rdd.is_cached:
+                rdd.unpersist(blocking=False)

@@ -191,17 +191,21 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
     def _requireRetention(self, retention: Retention) -> None:
         self._retention = self._retention.merge(retention)
 
-    def clearMetadata(self, event: Event) -> None:
-        """Forget per-event state and the RDDs no dependency or `remember` needs any more."""
+    def clearMetadata(self, event: Event) -> list[RDD[Any]]:
+        """Forget per-event state and the RDDs no dependency or `remember` needs any more.
+
+        Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
+        """
         self._memo.clear()
         horizon = event.time - self._retention.duration
+        forgotten = []
         while self._generated and len(self._generated) > self._retention.count:
             oldest = self._generated[0]
             if oldest.time >= horizon:
                 break
             self._generated.popleft()
-            if oldest.rdd.is_cached:
-                oldest.rdd.unpersist(blocking=False)
+            forgotten.append(oldest.rdd)
+        return forgotten
 
     # -- storage -----------------------------------------------------------------------------
     def persist(self, storageLevel: StorageLevel) -> DStream[T]:

@@ -44,10 +44,10 @@ class InputDStream(DStream[Any]):
         """What this input read for `event` (JSON-friendly), or None if it did not read."""
         return self._reads.get(id(event))
 
-    def clearMetadata(self, event: Event) -> None:
+    def clearMetadata(self, event: Event) -> list[RDD[Any]]:
         """Forget the per-event reads along with the usual metadata."""
         self._reads.clear()
-        super().clearMetadata(event)
+        return super().clearMetadata(event)
 
 
 class QueueInputDStream(InputDStream):

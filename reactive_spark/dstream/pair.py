@@ -126,6 +126,33 @@ class PairOperations:
             lambda rdd: rdd.partitionBy(partitions, partitionFunc), "partitionBy"
         )
 
+    def updateStateByKey(
+        self,
+        updateFunc: Callable[[list[Any], Any], Any],
+        numPartitions: int | None = None,
+        initialRDD: RDD[Any] | Iterable[Any] | None = None,
+    ) -> DStream[Any]:
+        """A per-key state: `updateFunc(newValues, previousState)` on every event.
+
+        Returning None removes the key. `initialRDD` (pairs) seeds the state.
+
+        Example:
+            >>> # counts = words.map(lambda w: (w, 1)).updateStateByKey(
+            >>> #     lambda new, total: sum(new) + (total or 0))
+        """
+        from reactive_spark.dstream.state import StateDStream
+
+        require_callable(updateFunc, "updateFunc", "updateStateByKey")
+        partitions = self._partitions(numPartitions)
+        initial: RDD[Any] | None = None
+        if initialRDD is not None:
+            initial = (
+                initialRDD
+                if isinstance(initialRDD, RDD)
+                else self._ssc.sparkContext.parallelize(list(initialRDD))
+            )
+        return StateDStream(self, updateFunc, partitions, initial)  # type: ignore[arg-type]
+
     def cogroup(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """For each key in either stream, the iterables of its values on both sides.
 

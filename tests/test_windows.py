@@ -1,0 +1,361 @@
+"""Windows and cascaded jobs across time (DESIGN §7), and the legacy window family against the
+expected outputs of pyspark's own test_dstream.py window tests."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import (
+    Days,
+    InvalidArgumentError,
+    Seconds,
+    StreamingContext,
+    Time,
+    VirtualClock,
+)
+from reactive_spark.testing import run_batches
+
+from .helpers import gather
+
+T0 = Time(0)
+
+
+def virtual(sc: SparkContext, batch: Seconds | None = None) -> StreamingContext:
+    return StreamingContext(sc, batch, clock=VirtualClock(T0))
+
+
+async def test_tail_window_design_example(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    timer = ssc.timer(T0 + Seconds(1), T0 + Seconds(9), Seconds(1), "events")
+    numbered = ssc.queueStream([[k] for k in range(1, 10)])
+    out, seen = gather(numbered.tailWindow(4, 3, 2))
+    out.bind(timer)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(9))
+    await ssc.stop(stopSparkContext=False)
+    assert [(e.index + 1, sorted(items)) for e, items in seen] == [
+        (3, [1]),
+        (6, [1, 2, 3, 4]),
+        (9, [4, 5, 6, 7]),
+    ]
+
+
+async def test_tail_window_arguments(sc: SparkContext) -> None:
+    stream = virtual(sc).queueStream([[1]])
+    with pytest.raises(InvalidArgumentError, match="windowLength must be an int >= 1, got 0"):
+        stream.tailWindow(0)
+    with pytest.raises(InvalidArgumentError, match="slideLength must be an int >= 1, got -1"):
+        stream.tailWindow(3, -1)
+    with pytest.raises(InvalidArgumentError, match="skipLength must be an int >= 0, got -2"):
+        stream.tailWindow(3, 1, -2)
+    with pytest.raises(InvalidArgumentError, match="windowLength"):
+        stream.tailWindow(2.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="windowDuration must be positive"):
+        stream.timeWindow(Seconds(0))
+    with pytest.raises(InvalidArgumentError, match="slideDuration must be positive"):
+        stream.timeWindow(Seconds(2), -1)
+    with pytest.raises(InvalidArgumentError, match="origin must be a Time"):
+        stream.timeWindow(Seconds(2), origin=3)  # type: ignore[arg-type]
+
+
+async def test_time_window_with_regular_events(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    timer = ssc.timer(T0 + Seconds(1), T0 + Seconds(6), Seconds(1), "tick")
+    numbered = ssc.queueStream([[k] for k in range(1, 7)])
+    out, seen = gather(numbered.timeWindow(Seconds(2)))
+    out.bind(timer)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(6))
+    await ssc.stop(stopSparkContext=False)
+    assert [(e.time, sorted(items)) for e, items in seen] == [
+        (T0 + Seconds(2), [1]),
+        (T0 + Seconds(4), [2, 3]),
+        (T0 + Seconds(6), [4, 5]),
+    ]
+
+
+async def test_time_window_with_sparse_events_emits_latest_complete_window_once(
+    sc: SparkContext,
+) -> None:
+    ssc = virtual(sc)
+    fast = ssc.timer(T0 + Seconds(1), None, Seconds(1), "fast")
+    slow = ssc.timer(T0 + Seconds(5), None, Seconds(5), "slow")
+    produced = ssc.queueStream([[k] for k in range(1, 20)]).foreachRDD(lambda rdd: None)
+    produced.bind(fast)
+    out, seen = gather(produced.timeWindow(Seconds(2), Seconds(2)))
+    out.bind(slow)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(11))
+    await ssc.stop(stopSparkContext=False)
+    assert [(e.time, sorted(items)) for e, items in seen] == [
+        (T0 + Seconds(5), [2, 3]),
+        (T0 + Seconds(10), [8, 9]),
+    ]
+
+
+async def test_sliding_time_window_with_origin(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    timer = ssc.timer(T0 + Seconds(1), T0 + Seconds(6), Seconds(1), "tick")
+    numbered = ssc.queueStream([[k] for k in range(1, 7)])
+    out, seen = gather(numbered.timeWindow(Seconds(3), Seconds(2), origin=T0 + Seconds(1)))
+    out.bind(timer)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(6))
+    await ssc.stop(stopSparkContext=False)
+    # ends at 1, 3, 5 (+k*2); windows [end-3, end)
+    assert [(e.time, sorted(items)) for e, items in seen] == [
+        (T0 + Seconds(3), [1, 2]),
+        (T0 + Seconds(5), [2, 3, 4]),
+    ]
+
+
+@pytest.mark.parametrize("weekly_first", [True, False])
+async def test_daily_weekly_cascade(sc: SparkContext, weekly_first: bool) -> None:
+    days = 21
+    logs = [[f"day{d} INFO a", f"day{d} ERROR b", f"day{d} WARN c"] for d in range(1, days + 1)]
+    ssc = virtual(sc)
+    if weekly_first:
+        weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
+        daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    else:
+        daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+        weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
+    daily_out, daily_seen = gather(
+        ssc.queueStream(logs).filter(lambda line: "WARN" in line or "ERROR" in line)
+    )
+    daily_out.bind(daily)
+    weekly_out, weekly_seen = gather(
+        daily_out.tailWindow(7, 7, 0).filter(lambda line: "ERROR" in line)
+    )
+    weekly_out.bind(weekly)
+    await ssc.start()
+    await ssc.runUntil(T0 + Days(days))
+    await ssc.stop(stopSparkContext=False)
+    assert len(daily_seen) == days
+    assert [e.time for e, _ in weekly_seen] == [T0 + Days(7 * w) for w in (1, 2, 3)]
+    for week, (_, items) in enumerate(weekly_seen):
+        first = 7 * week + 1
+        expected = [f"day{d} ERROR b" for d in range(first, first + 7)]
+        assert sorted(items) == sorted(expected)
+
+
+async def test_daily_weekly_example(sc: SparkContext, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    sys.path.insert(0, str(examples))
+    try:
+        import daily_weekly_logs
+    finally:
+        sys.path.remove(str(examples))
+    summary = await daily_weekly_logs.run(tmp_path, weeks=2)
+    assert summary["days processed"] == 14
+    assert summary["weekly files"] == 2
+    logs = sorted((tmp_path / "logs").glob("*.log"))
+    lines = [line for path in logs for line in path.read_text().splitlines()]
+    kept = [line for line in lines if "WARN" in line or "ERROR" in line]
+    assert summary["lines kept daily"] == len(kept)
+    assert summary["weekly errors"] == len([line for line in kept if "ERROR" in line])
+
+
+# -- the legacy window family, batch duration 0.5 s as in pyspark's WindowFunctionTests ----------
+
+
+async def legacy(sc: SparkContext, build, batches, expected, sort=False, ticks=None):  # type: ignore[no-untyped-def]
+    ticks = len(expected) if ticks is None else ticks
+    out = await run_batches(sc, build, batches, numBatches=ticks, batchDuration=0.5, sort=sort)
+    assert out == expected
+
+
+async def test_window(sc: SparkContext) -> None:
+    await legacy(
+        sc,
+        lambda s: s.window(1.5, 0.5).count(),
+        [list(range(n)) for n in (1, 2, 3, 4, 5)],
+        [[1], [3], [6], [9], [12], [9], [5]],
+    )
+
+
+async def test_window_with_slide(sc: SparkContext) -> None:
+    await legacy(
+        sc,
+        lambda s: s.window(1.5, 1.0),
+        [[k] for k in range(1, 7)],
+        [[1, 2], [2, 3, 4], [4, 5, 6]],
+        sort=True,
+        ticks=6,
+    )
+
+
+async def test_count_by_window(sc: SparkContext) -> None:
+    await legacy(
+        sc,
+        lambda s: s.countByWindow(1.5, 0.5),
+        [list(range(n)) for n in (1, 2, 3, 4, 5)],
+        [[1], [3], [6], [9], [12], [9], [5]],
+    )
+
+
+async def test_count_by_window_large(sc: SparkContext) -> None:
+    await legacy(
+        sc,
+        lambda s: s.countByWindow(2.5, 0.5),
+        [list(range(n)) for n in (1, 2, 3, 4, 5, 6)],
+        [[1], [3], [6], [10], [15], [20], [18], [15], [11], [6]],
+    )
+
+
+async def test_count_by_value_and_window(sc: SparkContext) -> None:
+    await legacy(
+        sc,
+        lambda s: s.countByValueAndWindow(2.5, 0.5),
+        [list(range(n)) for n in (1, 2, 3, 4, 5, 6)],
+        [
+            [(0, 1)],
+            [(0, 2), (1, 1)],
+            [(0, 3), (1, 2), (2, 1)],
+            [(0, 4), (1, 3), (2, 2), (3, 1)],
+            [(0, 5), (1, 4), (2, 3), (3, 2), (4, 1)],
+            [(0, 5), (1, 5), (2, 4), (3, 3), (4, 2), (5, 1)],
+            [(0, 4), (1, 4), (2, 4), (3, 3), (4, 2), (5, 1)],
+            [(0, 3), (1, 3), (2, 3), (3, 3), (4, 2), (5, 1)],
+            [(0, 2), (1, 2), (2, 2), (3, 2), (4, 2), (5, 1)],
+            [(0, 1), (1, 1), (2, 1), (3, 1), (4, 1), (5, 1)],
+        ],
+        sort=True,
+    )
+
+
+async def test_group_by_key_and_window(sc: SparkContext) -> None:
+    await legacy(
+        sc,
+        lambda s: s.groupByKeyAndWindow(1.5, 0.5).mapValues(sorted),
+        [[("a", i)] for i in range(5)],
+        [
+            [("a", [0])],
+            [("a", [0, 1])],
+            [("a", [0, 1, 2])],
+            [("a", [1, 2, 3])],
+            [("a", [2, 3, 4])],
+            [("a", [3, 4])],
+            [("a", [4])],
+        ],
+    )
+
+
+async def test_reduce_by_key_and_window_with_inverse(sc: SparkContext) -> None:
+    await legacy(
+        sc,
+        lambda s: s.reduceByKeyAndWindow(operator.add, operator.sub, 1.5, 0.5),
+        [[("a", i)] for i in range(5)],
+        [[("a", 0)], [("a", 1)], [("a", 3)], [("a", 6)], [("a", 9)], [("a", 7)], [("a", 4)]],
+    )
+
+
+async def test_reduce_by_key_and_window_drops_keys_that_left(sc: SparkContext) -> None:
+    batches = [[("a", 1)], [("b", 2)], [("a", 3)], [], []]
+    direct = [[("a", 1)], [("a", 1), ("b", 2)], [("a", 3), ("b", 2)], [("a", 3)], []]
+    await legacy(
+        sc,
+        lambda s: s.reduceByKeyAndWindow(operator.add, operator.sub, 1.0, 0.5),
+        batches,
+        direct,
+        sort=True,
+    )
+    await legacy(
+        sc,
+        lambda s: s.reduceByKeyAndWindow(operator.add, None, 1.0, 0.5, 2, lambda kv: kv[1] > 1),
+        batches,
+        [[], [("b", 2)], [("a", 3), ("b", 2)], [("a", 3)], []],
+        sort=True,
+    )
+
+
+async def test_reduce_by_window(sc: SparkContext) -> None:
+    await legacy(
+        sc,
+        lambda s: s.reduceByWindow(operator.add, operator.sub, 1.0, 0.5),
+        [[1, 2], [3], [4, 5]],
+        [[3], [6], [12], [9]],
+    )
+
+
+async def test_legacy_window_durations_must_be_multiples(sc: SparkContext) -> None:
+    ssc = virtual(sc, Seconds(0.5))
+    stream = ssc.queueStream([[1]])
+    with pytest.raises(ValueError, match=r"windowDuration must be a multiple .* \(500 ms\)"):
+        stream.window(1.2, 0.5)
+    with pytest.raises(ValueError, match=r"slideDuration must be a multiple .* \(500 ms\)"):
+        stream.window(1.5, 0.7)
+    with pytest.raises(ValueError, match="slideDuration must be a multiple"):
+        stream.window(2, 1).window(4, 1.5)
+
+
+async def test_legacy_window_over_a_daily_timer(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
+    produced = ssc.queueStream([[d] for d in range(1, 15)]).foreachRDD(lambda rdd: None)
+    produced.bind(daily)
+    with pytest.raises(
+        ValueError, match=r"multiple of the parent stream's slide duration \(86400000 ms\)"
+    ):
+        produced.window(Days(1.5))
+    out, seen = gather(produced.window(Days(7), Days(7)))
+    out.bind(weekly)
+    await ssc.start()
+    await ssc.runUntil(T0 + Days(14))
+    await ssc.stop(stopSparkContext=False)
+    assert [sorted(items) for _, items in seen] == [list(range(1, 8)), list(range(8, 15))]
+
+
+async def test_legacy_window_without_a_regular_period_fails_at_start(sc: SparkContext) -> None:
+    ssc = virtual(sc, Seconds(1))
+    fast = ssc.timer(T0, None, Seconds(1), "fast")
+    odd = ssc.timer(T0, None, Seconds(3), "odd")
+    ssc.queueStream([[1]]).window(3, 1).foreachRDD(lambda rdd: None).bind(fast).bind(odd)
+    with pytest.raises(ValueError, match="use tailWindow .* or timeWindow"):
+        await ssc.start()
+
+
+async def test_update_state_by_key(sc: SparkContext) -> None:
+    def updater(values, state):  # type: ignore[no-untyped-def]
+        return (state or []) + values
+
+    out = await run_batches(
+        sc, lambda s: s.updateStateByKey(updater), [[("k", i)] for i in range(5)]
+    )
+    assert out == [[("k", list(range(i + 1)))] for i in range(5)]
+
+
+async def test_update_state_by_key_initial_rdd_and_removal(sc: SparkContext) -> None:
+    initial = sc.parallelize([("k", [0, 1]), ("gone", [9])])
+
+    def updater(values, state):  # type: ignore[no-untyped-def]
+        if state == [9]:
+            return None
+        return state + values
+
+    out = await run_batches(
+        sc,
+        lambda s: s.updateStateByKey(updater, initialRDD=initial),
+        [[("k", i)] for i in range(2, 5)],
+    )
+    assert out == [[("k", [0, 1, 2])], [("k", [0, 1, 2, 3])], [("k", [0, 1, 2, 3, 4])]]
+
+
+async def test_update_state_by_key_over_many_events_keeps_counting(sc: SparkContext) -> None:
+    batches = [[("a", 1)] if k % 2 else [("b", 1), ("a", 1)] for k in range(25)]
+    out = await run_batches(
+        sc,
+        lambda s: s.updateStateByKey(lambda values, total: sum(values) + (total or 0)),
+        batches,
+        numBatches=27,
+        sort=True,
+    )
+    assert out[-1] == [("a", 25), ("b", 13)]
+    assert out[-3] == out[-2] == out[-1]
