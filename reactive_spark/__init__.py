@@ -8,6 +8,7 @@ Example:
     >>> from reactive_spark import StreamingContext, Days, VirtualClock
 """
 
+from reactive_spark import operators
 from reactive_spark.context import StreamingContext
 from reactive_spark.dstream.base import DStream
 from reactive_spark.errors import (
@@ -74,6 +75,7 @@ __all__ = [
     "TimerEvent",
     "TimerEventSource",
     "VirtualClock",
+    "operators",
 ]
 
 __version__ = "0.1.0"

@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD, SparkContext
 
@@ -34,6 +34,11 @@ from reactive_spark.time import (
     to_duration,
     to_time,
 )
+
+if TYPE_CHECKING:
+    from reactive_spark.sources.file_watcher import FileWatcherEventSource
+    from reactive_spark.sources.observable import ObservableEventSource
+    from reactive_spark.sources.rest import RestEventSource
 
 __all__ = ["StreamingContext"]
 
@@ -167,6 +172,55 @@ class StreamingContext:
             >>> # daily = ssc.timer(datetime(2024, 1, 1, tzinfo=UTC), None, Days(1), "daily")
         """
         return TimerEventSource(self, start, end, period, name)
+
+    def fileWatcher(
+        self,
+        path: str,
+        name: str,
+        *,
+        pattern: str | None = None,
+        recursive: bool = True,
+        settle: Duration | timedelta | float = 0.05,
+        maxDelay: Duration | timedelta | float = 1.6,
+    ) -> FileWatcherEventSource:
+        """A source firing `FileEvent`s for files that appear or change under `path`.
+
+        Example:
+            >>> # uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
+        """
+        from reactive_spark.sources.file_watcher import FileWatcherEventSource
+
+        return FileWatcherEventSource(
+            self, path, name, pattern=pattern, recursive=recursive, settle=settle, maxDelay=maxDelay
+        )
+
+    def restServer(
+        self,
+        host: str | None = "127.0.0.1",
+        port: int = 4140,
+        name: str = "rest",
+        *,
+        token: str | None = None,
+        maxBodySize: int = 1024 * 1024,
+    ) -> RestEventSource:
+        """A source firing `RestEvent`s for HTTP requests on its routes (`.get` / `.post`).
+
+        Example:
+            >>> # rest = ssc.restServer(port=4140, name="triggers").post("/jobs/report")
+        """
+        from reactive_spark.sources.rest import RestEventSource
+
+        return RestEventSource(self, host, port, name, token=token, maxBodySize=maxBodySize)
+
+    def rxEventSource(self, observable: Any, name: str) -> ObservableEventSource:
+        """A source firing an `ObservableEvent` for every value `observable` emits.
+
+        Example:
+            >>> # source = ssc.rxEventSource(reactivex.interval(60.0), "minutely")
+        """
+        from reactive_spark.sources.observable import ObservableEventSource
+
+        return ObservableEventSource(self, observable, name)
 
     def queueStream(
         self,

@@ -5,7 +5,7 @@ events of that source from 0, a `time`, and an `instanceId` unique and increasin
 context, assigned when the context accepts the event. Events order by `(time, instanceId)`.
 
 Example:
-    >>> from reactive_spark.time import Time
+    >>> from reactive_spark.time import Duration, Time
     >>> a = Event(None, 0, Time(5), 1)
     >>> b = Event(None, 0, Time(5), 2)
     >>> a < b
@@ -19,7 +19,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import total_ordering
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -28,7 +28,7 @@ from reactivex import abc as rx_abc
 from reactivex.disposable import Disposable
 
 from reactive_spark.errors import InvalidArgumentError, InvalidCallbackError
-from reactive_spark.time import Time
+from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -54,12 +54,12 @@ class Event:
     Args:
         source: The event source that fired the event.
         index: The position of the event among its source's events (from 0); `None` lets the
-            source assign the next index when the event is posted.
+            context assign the next index when it accepts the event.
         time: When the event happened (for a timer: the nominal tick time).
         instanceId: Unique and increasing across the context; assigned on acceptance.
 
     Example:
-        >>> from reactive_spark.time import Time
+        >>> from reactive_spark.time import Duration, Time
         >>> Event(None, 3, Time(1_000)).datetime.isoformat()
         '1970-01-01T00:00:01+00:00'
     """
@@ -75,6 +75,7 @@ class Event:
         self.index = index
         self.time = time
         self.instanceId = instanceId
+        self.tiebreak = 0
 
     @property
     def datetime(self) -> datetime:
@@ -295,14 +296,17 @@ class EventSource(ABC):
         target = _listener_callable(listener)
         self._listeners = [known for known in self._listeners if known != target]
 
+    @property
+    def parents(self) -> list[EventSource]:
+        """The sources this one is derived from (none for a primary source)."""
+        return []
+
     def post(self, event: Event) -> None:
         """Fire `event`: hand it to the context, which notifies listeners. Thread-safe."""
         if event.source is not self:
             raise InvalidArgumentError(
                 f"event must come from source {self.name!r}, got one of {event.source!r}",
             )
-        if event.index is None:
-            event.index = self.nextIndex()
         self._ssc._postEvent(event)
 
     def fire(self, time: Time | None = None) -> Event:
@@ -324,6 +328,70 @@ class EventSource(ABC):
                 listener(event)
             except Exception:
                 log.exception("listener %r of event source %r failed on %r", listener, self, event)
+
+    # -- operators (see `reactive_spark.operators`) ---------------------------------------
+    def map(self, f: Callable[[Event], Any], name: str | None = None) -> EventSource:
+        """A derived source with every event of this one, carrying `f(event)` as `value`.
+
+        Example:
+            >>> # sizes = uploads.map(lambda e: len(e.paths))
+        """
+        from reactive_spark import operators
+
+        return operators.map(f, name)(self)
+
+    def filter(self, predicate: Callable[[Event], bool], name: str | None = None) -> EventSource:
+        """A derived source with the events of this one for which `predicate` is true.
+
+        Example:
+            >>> # job1 = rest.filter(lambda e: e.path == "/job1")
+        """
+        from reactive_spark import operators
+
+        return operators.filter(predicate, name)(self)
+
+    def delay(self, duration: Duration | timedelta | float, name: str | None = None) -> EventSource:
+        """A derived source firing every event of this one `duration` later.
+
+        Example:
+            >>> # settled = uploads.delay(Minutes(5))
+        """
+        from reactive_spark import operators
+
+        return operators.delay(duration, name)(self)
+
+    def merge(self, *others: EventSource, name: str | None = None) -> EventSource:
+        """A derived source with every event of this one and of `others`.
+
+        Example:
+            >>> # anything = daily.merge(rest, uploads)
+        """
+        from reactive_spark import operators
+
+        return operators.merge(*others, name=name)(self)
+
+    def join(
+        self, other: EventSource, within: Duration | timedelta | float, name: str | None = None
+    ) -> EventSource:
+        """A derived source firing a pair event when this and `other` fire within `within`.
+
+        Example:
+            >>> # both = uploads.join(approvals, Minutes(10))
+        """
+        from reactive_spark import operators
+
+        return operators.join(other, within, name)(self)
+
+    def pipe(self, *rx_operators: Callable[[Any], Any], name: str | None = None) -> EventSource:
+        """A derived source firing what RxPY operators make of this source's events.
+
+        Example:
+            >>> # import reactivex.operators as ops
+            >>> # batches = uploads.pipe(ops.buffer_with_count(10))
+        """
+        from reactive_spark import operators
+
+        return operators.pipe(*rx_operators, name=name)(self)
 
     def toObservable(self) -> reactivex.Observable[Event]:
         """The events of this source as a reactivex Observable (hot: subscribe before start).

@@ -190,7 +190,8 @@ class DStreamGraph:
         waiting = dict.fromkeys(sources, 0)
         for first in sources:
             for second in sources:
-                if first is not second and bound[first] & upstream[second]:
+                derived = first in second.parents
+                if first is not second and (derived or bound[first] & upstream[second]):
                     successors[first].append(second)
                     waiting[second] += 1
         ready = [(source._order, source) for source in sources if waiting[source] == 0]
@@ -211,10 +212,13 @@ class DStreamGraph:
         return ranks
 
     def orderKey(self, event: Event) -> tuple[int, ...]:
-        """How simultaneous events are ordered: time, lineage rank, source creation, index."""
+        """How simultaneous events are ordered: time, lineage rank, source creation, tiebreak.
+
+        Events that stay tied keep the order they were posted in.
+        """
         source = event.source
         rank = self._rank.get(source, len(self._rank) + source._order)
-        return (event.time.milliseconds, rank, source._order, event.index or 0)
+        return (event.time.milliseconds, rank, source._order, event.tiebreak)
 
     # -- per event ---------------------------------------------------------------------------
     def generateJobs(self, event: Event) -> Batch:

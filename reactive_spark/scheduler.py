@@ -254,6 +254,8 @@ class JobScheduler:
         assert self._queue is not None
         while self._pending:
             _, _, event = heapq.heappop(self._pending)
+            if event.index is None:
+                event.index = event.source.nextIndex()
             event.instanceId = next(self._instanceIds)
             self._tell("onEventFired", event)
             event.source._notify(event)

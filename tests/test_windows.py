@@ -318,7 +318,7 @@ async def test_legacy_window_without_a_regular_period_fails_at_start(sc: SparkCo
     fast = ssc.timer(T0, None, Seconds(1), "fast")
     odd = ssc.timer(T0, None, Seconds(3), "odd")
     ssc.queueStream([[1]]).window(3, 1).foreachRDD(lambda rdd: None).bind(fast).bind(odd)
-    with pytest.raises(ValueError, match="use tailWindow .* or timeWindow"):
+    with pytest.raises(ValueError, match=r"use tailWindow .* or timeWindow"):
         await ssc.start()
 
 

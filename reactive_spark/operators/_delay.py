@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from reactivex import abc as rx_abc
+
+from reactive_spark.events import Event, EventSource
+from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
+from reactive_spark.time import Duration, Time, to_duration
+
+
+class DelayedEventSource(DerivedEventSource):
+    """Every parent event, fired and stamped `duration` later (exact on a virtual clock)."""
+
+    def __init__(self, parent: EventSource, duration: Duration, name: str) -> None:
+        super().__init__([parent], name)
+        self.duration = duration
+        self._pending: dict[int, rx_abc.DisposableBase] = {}
+
+    def receive(self, position: int, event: Event) -> None:
+        """Schedule the delayed event on the context's clock."""
+        due = event.time + self.duration
+        key = id(event)
+
+        def fire() -> None:
+            self._pending.pop(key, None)
+            self.post(DerivedEvent(self, None, due, event))
+
+        self._pending[key] = self.context.clock.scheduleAt(due, fire)
+
+    def stop(self) -> None:
+        """Cancel the delayed events not fired yet."""
+        for pending in self._pending.values():
+            pending.dispose()
+        self._pending.clear()
+
+    def between(self, start: Time, end: Time) -> list[Event]:
+        """The parent's events of `[start - duration, end - duration]`, shifted."""
+        return [
+            DerivedEvent(self, None, event.time + self.duration, event)
+            for event in self._parents[0].between(start - self.duration, end - self.duration)
+        ]
+
+
+def delay(
+    duration: Duration | timedelta | float, name: str | None = None
+) -> Callable[[EventSource], EventSource]:
+    """A source firing every parent event `duration` later, stamped with the later time.
+
+    Example:
+        >>> # settled = operators.delay(Minutes(5))(uploads)
+    """
+    span = to_duration(duration, "duration")
+
+    def apply(source: EventSource) -> EventSource:
+        label = name or f"{source.name}.delay({span.milliseconds} ms)"
+        return DelayedEventSource(source, span, label)
+
+    return apply

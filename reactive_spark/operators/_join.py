@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from datetime import timedelta
+
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.events import Event, EventSource
+from reactive_spark.sources.derived import DerivedEventSource, JoinEvent
+from reactive_spark.time import Duration, Time, to_duration
+
+
+class _Pairing:
+    """Finds the pairs within `within` as events of the two sides arrive in time order."""
+
+    def __init__(self, within: Duration) -> None:
+        self.within = within
+        self._recent: tuple[deque[Event], deque[Event]] = (deque(), deque())
+
+    def add(self, position: int, event: Event) -> list[tuple[Event, Event]]:
+        mine, theirs = self._recent[position], self._recent[1 - position]
+        horizon = event.time - self.within
+        for side in (mine, theirs):
+            while side and side[0].time < horizon:
+                side.popleft()
+        mine.append(event)
+        return [(event, other) if position == 0 else (other, event) for other in theirs]
+
+
+class JoinedEventSource(DerivedEventSource):
+    """A `JoinEvent(left, right)` for every pair of events within `within` (edges inclusive).
+
+    Each pair fires once, when the later of the two fires, stamped with the later time.
+    """
+
+    def __init__(self, left: EventSource, right: EventSource, within: Duration, name: str):
+        if left is right:
+            raise InvalidArgumentError(f"join needs two different sources, got {left.name!r} twice")
+        super().__init__([left, right], name)
+        self.within = within
+        self._pairing = _Pairing(within)
+
+    def _event(self, left: Event, right: Event) -> JoinEvent:
+        return JoinEvent(self, None, max(left.time, right.time), left, right)
+
+    def receive(self, position: int, event: Event) -> None:
+        """Post a pair for every recent event of the other side."""
+        for left, right in self._pairing.add(position, event):
+            self.post(self._event(left, right))
+
+    def between(self, start: Time, end: Time) -> list[Event]:
+        """The pairs whose later event lies in the range, as they would have fired."""
+        left, right = self._parents
+        tagged = [(e.time, 0, e) for e in left.between(start - self.within, end)]
+        tagged += [(e.time, 1, e) for e in right.between(start - self.within, end)]
+        replay = _Pairing(self.within)
+        pairs: list[Event] = []
+        for _, position, event in sorted(tagged, key=lambda item: (item[0], item[1])):
+            for first, second in replay.add(position, event):
+                pair = self._event(first, second)
+                if start <= pair.time <= end:
+                    pairs.append(pair)
+        return pairs
+
+
+def join(
+    other: EventSource, within: Duration | timedelta | float, name: str | None = None
+) -> Callable[[EventSource], EventSource]:
+    """A source firing a pair event when the source and `other` fire within `within`.
+
+    Example:
+        >>> # both = operators.join(upload, Minutes(10))(approval)
+    """
+    span = to_duration(within, "within")
+
+    def apply(source: EventSource) -> EventSource:
+        label = name or f"join({source.name}, {other.name})"
+        return JoinedEventSource(source, other, span, label)
+
+    return apply

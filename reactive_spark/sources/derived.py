@@ -1,0 +1,116 @@
+"""Derived sources: event sources computed from other sources' events (`map`, `merge`, ...).
+
+A derived source is a source of its own: bindable, with its own index sequence. It receives
+its parents' events as the context accepts them, and derives `between` from its parents'
+`between`, so catching up after downtime works through operators.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import abstractmethod
+from typing import Any
+
+from reactive_spark.errors import ForeignContextError, InvalidArgumentError
+from reactive_spark.events import Event, EventSource
+from reactive_spark.time import Time
+
+__all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent"]
+
+_MISSING: Any = object()
+
+
+class DerivedEvent(Event):
+    """An event of a derived source; unknown attributes are read from the `parent` event.
+
+    So `rest.filter(lambda e: e.path == "/job")` yields events that still have `.path`.
+    `value` is the mapped (or piped) value where there is one, else the parent's.
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        index: int | None,
+        time: Time,
+        parent: Event | None,
+        value: Any = _MISSING,
+    ) -> None:
+        super().__init__(source, index, time)
+        self.parent = parent
+        if value is not _MISSING:
+            self.value = value
+
+    def __getattr__(self, name: str) -> Any:
+        parent = self.__dict__.get("parent")
+        if parent is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(parent, name)
+
+    def describe(self) -> dict[str, Any]:
+        """The event as JSON-friendly fields, with its parent's."""
+        fields = super().describe()
+        if "value" in self.__dict__:
+            fields["value"] = repr(self.value)
+        if self.parent is not None:
+            fields["parent"] = self.parent.describe()
+        return fields
+
+
+class JoinEvent(Event):
+    """Two events, `left` and `right`, that fired within the join's `within` of each other."""
+
+    def __init__(self, source: Any, index: int | None, time: Time, left: Event, right: Event):
+        super().__init__(source, index, time)
+        self.left = left
+        self.right = right
+
+    def describe(self) -> dict[str, Any]:
+        """The event as JSON-friendly fields, with both sides."""
+        return {
+            **super().describe(),
+            "left": self.left.describe(),
+            "right": self.right.describe(),
+        }
+
+
+class DerivedEventSource(EventSource):
+    """Base class of operator results: listens to its parents, posts its own events."""
+
+    def __init__(self, parents: list[EventSource], name: str) -> None:
+        if not parents:
+            raise InvalidArgumentError("a derived source needs at least one parent source")
+        for parent in parents:
+            if not isinstance(parent, EventSource):
+                raise InvalidArgumentError(f"sources must be EventSources, got {parent!r}")
+            if parent.context is not parents[0].context:
+                raise ForeignContextError(
+                    f"source {parent.name!r} belongs to another StreamingContext than "
+                    f"{parents[0].name!r}",
+                )
+        super().__init__(parents[0].context, name)
+        self._parents = list(parents)
+        for position, parent in enumerate(self._parents):
+            parent.addListener(functools.partial(self._fromParent, position))
+
+    @property
+    def parents(self) -> list[EventSource]:
+        """The sources this one is derived from."""
+        return list(self._parents)
+
+    def _fromParent(self, position: int, event: Event) -> None:
+        if self.context.state == "active":
+            self.receive(position, event)
+
+    @abstractmethod
+    def receive(self, position: int, event: Event) -> None:
+        """Handle an accepted event of parent number `position`."""
+
+    def start(self) -> None:
+        """Nothing to start: the parents drive a derived source."""
+
+    def stop(self) -> None:
+        """Nothing to stop by default."""
+
+    def toProduct(self) -> tuple[Any, ...]:
+        """The operator's name and its parents' products."""
+        return (type(self).__name__, self.name, *(p.toProduct() for p in self._parents))

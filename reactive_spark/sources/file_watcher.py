@@ -1,0 +1,167 @@
+"""File-system watcher (watchfiles): a `FileEvent` for the files that appear or change."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import os
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import watchfiles
+
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.events import Event, EventSource, FileEvent
+from reactive_spark.time import Duration, Time, to_duration
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+
+__all__ = ["FileWatcherEventSource", "is_partial_file"]
+
+log = logging.getLogger(__name__)
+
+#: How often the watcher wakes without changes (it reports readiness on the first wake).
+READY_POLL_MS = 200
+
+#: Names of files still being written by common tools; never reported.
+PARTIAL_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".swp", ".swx", "~", ".filepart")
+
+
+def is_partial_file(path: str) -> bool:
+    """Whether `path` names a hidden, temporary or partially written file.
+
+    Example:
+        >>> is_partial_file("/in/._COPYING_") and is_partial_file("/in/a.csv.part")
+        True
+        >>> is_partial_file("/in/a.csv")
+        False
+    """
+    name = os.path.basename(path)
+    return name.startswith((".", "_")) or name.endswith(PARTIAL_SUFFIXES)
+
+
+class FileWatcherEventSource(EventSource):
+    """Watches `path` and fires `FileEvent(paths, change)` for files that appear or change.
+
+    A burst of changes is coalesced into one event once it has been quiet for `settle`
+    (at most `maxDelay` after its first change). Hidden, temporary and partial files are
+    ignored, and so are names not matching `pattern` (a glob, e.g. `"*.csv"`). `change` is
+    `"added"`, `"modified"` or `"mixed"`. Deletions fire nothing.
+
+    Example:
+        >>> # uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
+        >>> # ssc.textFileStream("incoming").count().pprint().bind(uploads)
+    """
+
+    def __init__(
+        self,
+        context: StreamingContext,
+        path: str,
+        name: str,
+        *,
+        pattern: str | None = None,
+        recursive: bool = True,
+        settle: Duration | timedelta | float = 0.05,
+        maxDelay: Duration | timedelta | float = 1.6,
+    ) -> None:
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError(f"path must be a non-empty str, got {path!r}")
+        if pattern is not None and (not isinstance(pattern, str) or not pattern):
+            raise InvalidArgumentError(f"pattern must be a non-empty glob or None, got {pattern!r}")
+        self.path = os.path.abspath(path)
+        self.pattern = pattern
+        self.recursive = recursive
+        self.settle = to_duration(settle, "settle")
+        self.maxDelay = to_duration(maxDelay, "maxDelay")
+        if self.maxDelay < self.settle:
+            raise InvalidArgumentError(
+                f"maxDelay must not be shorter than settle ({self.settle.milliseconds} ms), "
+                f"got {self.maxDelay.milliseconds} ms",
+            )
+        super().__init__(context, name)
+        self._stopping: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+
+    def accepts(self, path: str) -> bool:
+        """Whether a change of `path` is reported (not partial, matching `pattern`)."""
+        if is_partial_file(path):
+            return False
+        return self.pattern is None or fnmatch.fnmatch(os.path.basename(path), self.pattern)
+
+    def start(self) -> None:
+        """Start watching (the directory is created if missing)."""
+        os.makedirs(self.path, exist_ok=True)
+        self._stopping = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(
+            self._watch(self._stopping), name=f"reactive-spark-watch-{self.name}"
+        )
+
+    async def _watch(self, stopping: asyncio.Event) -> None:
+        try:
+            async for changes in watchfiles.awatch(
+                self.path,
+                watch_filter=lambda change, path: self.accepts(path),
+                debounce=self.maxDelay.milliseconds,
+                step=self.settle.milliseconds,
+                stop_event=stopping,
+                recursive=self.recursive,
+                rust_timeout=READY_POLL_MS,
+                yield_on_timeout=True,
+            ):
+                self._ready.set()
+                if changes:
+                    self._fire(changes)
+        except Exception:
+            log.exception(
+                "file watcher %r on %s failed and fires no more events", self.name, self.path
+            )
+
+    async def ready(self) -> None:
+        """Wait until the watcher is watching (changes from then on are seen)."""
+        await self._ready.wait()
+
+    def _fire(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
+        kinds: dict[str, str] = {}
+        for change, path in changes:
+            if change is not watchfiles.Change.deleted and os.path.isfile(path):
+                kinds[os.path.abspath(path)] = change.name
+        if not kinds:
+            return
+        distinct = set(kinds.values())
+        kind = distinct.pop() if len(distinct) == 1 else "mixed"
+        paths = tuple(sorted(kinds))
+        self.post(FileEvent(self, None, self.context.clock.now(), paths, kind))
+
+    async def stop(self) -> None:
+        """Stop watching."""
+        if self._stopping is not None:
+            self._stopping.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    def between(self, start: Time, end: Time) -> list[Event]:
+        """One event per file whose modification time lies in `[start, end]`, in time order."""
+        found: list[tuple[int, str]] = []
+        for root, directories, files in os.walk(self.path):
+            if not self.recursive:
+                directories.clear()
+            directories[:] = [d for d in directories if not d.startswith((".", "_"))]
+            for name in files:
+                path = os.path.join(root, name)
+                if not self.accepts(path):
+                    continue
+                modified = os.stat(path).st_mtime_ns // 1_000_000
+                if start.milliseconds <= modified <= end.milliseconds:
+                    found.append((modified, path))
+        return [
+            FileEvent(self, None, Time(modified), (path,), "added")
+            for modified, path in sorted(found)
+        ]
+
+    def toProduct(self) -> tuple[Any, ...]:
+        """`(path, pattern, recursive, name)`."""
+        return (self.path, self.pattern, self.recursive, self.name)

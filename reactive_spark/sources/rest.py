@@ -1,0 +1,214 @@
+"""REST triggers: every accepted HTTP request fires a `RestEvent(method, path, query, body)`.
+
+The source owns an aiohttp application (`source.app`). It serves it on its own port
+(`host`/`port`), or, with `host=None`, only as a sub-application that a service mounts:
+`service.add_subapp("/triggers", source.app)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.events import Event, EventSource, RestEvent
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+
+__all__ = ["SOURCE_KEY", "RestEventSource"]
+
+log = logging.getLogger(__name__)
+
+SOURCE_KEY: web.AppKey[RestEventSource] = web.AppKey("reactive_spark_rest_source")
+DEFAULT_MAX_BODY = 1024 * 1024
+
+
+class RestEventSource(EventSource):
+    """An HTTP trigger: every accepted request fires on this one source.
+
+    `.get(path)` / `.post(path)` add routes (chainable). An accepted request is answered `202`
+    with `{"source", "index", "time", "instanceId"}`.
+
+    Bad requests fire nothing and get a JSON `{"error": ...}`: 401 without the right
+    `Authorization: Bearer <token>` (when a token is set), 404 for an unknown path, 405 for a
+    method the path does not take, 413 for a body over `maxBodySize`, 400 for invalid JSON.
+
+    Example:
+        >>> # rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
+        >>> # report = rest.filter(lambda e: e.path == "/jobs/report")
+        >>> # ssc.queueStream([], default=[1]).count().pprint().bind(report)
+    """
+
+    def __init__(
+        self,
+        context: StreamingContext,
+        host: str | None = "127.0.0.1",
+        port: int = 4140,
+        name: str = "rest",
+        *,
+        token: str | None = None,
+        maxBodySize: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        if host is not None and (not isinstance(host, str) or not host):
+            raise InvalidArgumentError(f"host must be a non-empty str or None, got {host!r}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise InvalidArgumentError(f"port must be an int from 0 to 65535, got {port!r}")
+        if token is not None and (not isinstance(token, str) or not token):
+            raise InvalidArgumentError("token must be a non-empty str or None")
+        if isinstance(maxBodySize, bool) or not isinstance(maxBodySize, int) or maxBodySize <= 0:
+            raise InvalidArgumentError(f"maxBodySize must be a positive int, got {maxBodySize!r}")
+        super().__init__(context, name)
+        self.host = host
+        self.port = port
+        self._token = token
+        self.maxBodySize = maxBodySize
+        self._routes: dict[str, set[str]] = {}
+        self._accepted: dict[int, asyncio.Future[Event]] = {}
+        self._runner: web.AppRunner | None = None
+        self.app = web.Application(middlewares=[_json_errors])
+        self.app[SOURCE_KEY] = self
+        self.app.router.add_route("*", "/{tail:.*}", self._handle)
+
+    # -- routes ------------------------------------------------------------------------------
+    def _route(self, method: str, path: str) -> RestEventSource:
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise InvalidArgumentError(f"path must be a str starting with '/', got {path!r}")
+        self.context._requireNotStarted(f"add route {method} {path}")
+        self._routes.setdefault(path, set()).add(method)
+        return self
+
+    def get(self, path: str) -> RestEventSource:
+        """Accept `GET path`; returns the source."""
+        return self._route("GET", path)
+
+    def post(self, pathOrEvent: str | Event) -> Any:
+        """With a path: accept `POST path` and return the source. With an event: fire it."""
+        if isinstance(pathOrEvent, Event):
+            EventSource.post(self, pathOrEvent)
+            return None
+        return self._route("POST", pathOrEvent)
+
+    @property
+    def routes(self) -> dict[str, set[str]]:
+        """Accepted methods per path."""
+        return {path: set(methods) for path, methods in self._routes.items()}
+
+    # -- serving -----------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.Response:
+        if self._token is not None:
+            given = request.headers.get("Authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self._token}".encode()):
+                raise _error(web.HTTPUnauthorized, "missing or wrong bearer token")
+        path = "/" + request.match_info["tail"]
+        methods = self._routes.get(path)
+        if methods is None:
+            raise _error(web.HTTPNotFound, f"no trigger at {path}")
+        if request.method not in methods:
+            raise web.HTTPMethodNotAllowed(
+                request.method,
+                sorted(methods),
+                text=json.dumps({"error": f"{path} takes {', '.join(sorted(methods))}"}),
+                content_type="application/json",
+            )
+        body = await self._body(request)
+        if self.context.state != "active":
+            raise _error(
+                web.HTTPServiceUnavailable, f"the StreamingContext is {self.context.state}"
+            )
+        event = RestEvent(
+            self, None, self.context.clock.now(), request.method, path, dict(request.query), body
+        )
+        accepted = asyncio.get_running_loop().create_future()
+        self._accepted[id(event)] = accepted
+        EventSource.post(self, event)
+        try:
+            await accepted
+        finally:
+            self._accepted.pop(id(event), None)
+        fields = {key: event.describe()[key] for key in ("source", "index", "time", "instanceId")}
+        return web.json_response(fields, status=202)
+
+    async def _body(self, request: web.Request) -> Any:
+        if request.content_length is not None and request.content_length > self.maxBodySize:
+            raise _too_large(self.maxBodySize)
+        chunks, size = [], 0
+        async for chunk in request.content.iter_chunked(64 * 1024):
+            size += len(chunk)
+            if size > self.maxBodySize:
+                raise _too_large(self.maxBodySize)
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise _error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
+
+    def _notify(self, event: Event) -> None:
+        accepted = self._accepted.get(id(event))
+        if accepted is not None and not accepted.done():
+            accepted.set_result(event)
+        super()._notify(event)
+
+    async def start(self) -> None:
+        """Serve on `host:port` (unless `host` is None: then only mounted in another app)."""
+        if self.host is None:
+            return
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = getattr(site, "_server", None)
+        if server is not None and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+        log.info("REST triggers of %r on http://%s:%d", self.name, self.host, self.port)
+
+    async def stop(self) -> None:
+        """Stop serving; requests waiting for acceptance get 503."""
+        for accepted in self._accepted.values():
+            if not accepted.done():
+                accepted.set_exception(
+                    _error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
+                )
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def toProduct(self) -> tuple[Any, ...]:
+        """`(host, port, name)`."""
+        return (self.host, self.port, self.name)
+
+
+def _error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
+    return kind(text=json.dumps({"error": message}), content_type="application/json")
+
+
+def _too_large(limit: int) -> web.HTTPException:
+    return web.HTTPRequestEntityTooLarge(
+        max_size=limit,
+        actual_size=limit + 1,
+        text=json.dumps({"error": f"body is larger than {limit} bytes"}),
+        content_type="application/json",
+    )
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn aiohttp's own HTTP errors into JSON `{"error": ...}` answers."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.content_type == "application/json":
+            raise
+        return web.json_response({"error": exc.reason}, status=exc.status)
