@@ -46,6 +46,11 @@ log = logging.getLogger(__name__)
 
 INITIALIZED, ACTIVE, STOPPED = "initialized", "active", "stopped"
 
+#: advanceTo lets the loop run other tasks every this many virtual instants, and waits for the
+#: scheduler when this many accepted events are waiting.
+YIELD_EVERY = 64
+MAX_BACKLOG = 10_000
+
 
 class StreamingContext:
     """The entry point: event sources, input streams, and the loop that runs their jobs.
@@ -420,8 +425,9 @@ class StreamingContext:
     async def advanceTo(self, time: Time | datetime) -> list[JobInfo]:
         """Move a virtual clock to `time`, firing every event due on the way, in order.
 
-        Each event's jobs run to completion before the next event fires. Returns the failed
-        jobs (later events still ran).
+        Events are accepted instant by instant and their batches processed in that order;
+        when it returns every job has completed. Returns the failed jobs (later events still
+        ran).
 
         Example:
             >>> # failures = await ssc.advanceTo(t0 + Days(7))
@@ -442,12 +448,20 @@ class StreamingContext:
         failures = self._scheduler.collectFailures()
         try:
             await self._scheduler.idle()
+            steps = 0
             while True:
                 due = clock.nextDue()
                 if due is None or due > target:
                     break
                 clock.advanceTo(due)
-                await self._scheduler.idle()
+                # accepting each instant's events before moving on keeps them in time order;
+                # their batches are processed meanwhile, in that order, by the scheduler
+                self._scheduler.flush()
+                steps += 1
+                if self._scheduler.backlog > MAX_BACKLOG:
+                    await self._scheduler.idle()
+                elif steps % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
             clock.advanceTo(target)
             await self._scheduler.idle()
         finally:

@@ -61,6 +61,10 @@ class DStreamGraph:
         """Record that `stream` generates a job on every event of `source`."""
         self._bindings.setdefault(source, []).append(stream)
 
+    def hasBindings(self, source: EventSource) -> bool:
+        """Whether any stream is bound to `source`."""
+        return source in self._bindings
+
     def boundStreams(self, source: EventSource) -> list[DStream[Any]]:
         """The streams bound to `source`, in creation (lineage) order."""
         return list(self._bindings.get(source, []))

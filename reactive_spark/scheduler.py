@@ -1,11 +1,12 @@
 """The job scheduler: orders events, plans each event's batch, runs its jobs off the loop.
 
-Events are accepted in `(time, lineage rank, source order, index)` order and numbered
-(`instanceId`) as they are accepted; then, one event at a time, the batch is planned
-(`DStreamGraph.generateJobs`, in a worker thread since it calls into Spark), handed to the
-batch hooks (the place a write-ahead log goes), and its jobs run in anyio's thread pool, at
-most `maxConcurrentJobs` at once. This module is the one place that runs blocking work in
-threads: `run_blocking`.
+On the event loop, events are accepted in `(time, lineage rank, source order)` order and
+numbered (`instanceId`, `index`) as they are accepted. Then, in a worker thread and one event
+at a time, each batch is planned (`DStreamGraph.generateJobs`, which calls into Spark), handed
+to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
+`maxConcurrentJobs` at once; the queued events are handed to the worker thread in runs, so the
+loop is never blocked and pays one thread handoff per run, not per event. This module is the
+one place that runs blocking work in threads.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import itertools
 import logging
 import time as _time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
 import anyio.to_thread
 
 from reactive_spark.events import Event
@@ -137,6 +138,10 @@ class BatchInfo:
 class StreamingListener:
     """Receives scheduling events; override the methods you need (all default to no-ops).
 
+    `onEventFired` is called on the event loop; the others in the scheduler's worker
+    threads, so a listener that shares state with the loop must hand it over safely
+    (`loop.call_soon_threadsafe`).
+
     Example:
         >>> class Failures(StreamingListener):
         ...     def __init__(self):
@@ -167,7 +172,10 @@ def _now_ms() -> float:
     return _time.time() * 1000
 
 
-BatchHook = Callable[[Batch], Awaitable[None]]
+BatchHook = Callable[[Batch], None]
+
+#: The most queued events one worker thread processes before yielding back to the loop.
+MAX_EVENTS_PER_HANDOFF = 256
 
 
 class JobScheduler:
@@ -187,7 +195,8 @@ class JobScheduler:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: asyncio.Queue[Event] | None = None
         self._processor: asyncio.Task[None] | None = None
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._jobThreads: ThreadPoolExecutor | None = None
+        self._dropping = False
         self._collectors: list[list[JobInfo]] = []
         self._jobGroup = f"reactive-spark-{id(self):x}"
         self.processedEvents = 0
@@ -201,7 +210,10 @@ class JobScheduler:
     def addBatchHooks(
         self, before: BatchHook | None = None, after: BatchHook | None = None
     ) -> None:
-        """Run `before(batch)` once a batch is planned and before its jobs, `after` once done."""
+        """Call `before(batch)` once a batch is planned and before its jobs, `after` once done.
+
+        Hooks run in the scheduler's worker thread, like planning and jobs.
+        """
         if before is not None:
             self._beforeJobs.append(before)
         if after is not None:
@@ -219,7 +231,10 @@ class JobScheduler:
         """Start processing events on `loop`."""
         self._loop = loop
         self._queue = asyncio.Queue()
-        self._limiter = anyio.CapacityLimiter(self.maxConcurrentJobs)
+        if self.maxConcurrentJobs > 1:
+            self._jobThreads = ThreadPoolExecutor(
+                self.maxConcurrentJobs, thread_name_prefix="reactive-spark-job"
+            )
         self._processor = loop.create_task(self._process_forever(), name="reactive-spark-jobs")
 
     async def stop(self, graceful: bool) -> None:
@@ -230,14 +245,14 @@ class JobScheduler:
             await self.idle()
         else:
             self._pending.clear()
-            while not self._queue.empty():
-                self._queue.get_nowait()
-                self._queue.task_done()
+            self._dropping = True
             self._ssc.sparkContext.cancelJobGroup(self._jobGroup)
             await self._queue.join()
         self._processor.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._processor
+        if self._jobThreads is not None:
+            self._jobThreads.shutdown(wait=True)
 
     # -- accepting events --------------------------------------------------------------------
     def accept(self, event: Event) -> None:
@@ -249,7 +264,10 @@ class JobScheduler:
             self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
-        """Number the pending events in order, notify listeners, and queue them."""
+        """Number the pending events in order, notify listeners, and queue them for processing.
+
+        An event no stream is bound to has no batch: it is only numbered and announced.
+        """
         self._flushScheduled = False
         assert self._queue is not None
         while self._pending:
@@ -259,7 +277,10 @@ class JobScheduler:
             event.instanceId = next(self._instanceIds)
             self._tell("onEventFired", event)
             event.source._notify(event)
-            self._queue.put_nowait(event)
+            if self._graph.hasBindings(event.source):
+                self._queue.put_nowait(event)
+            else:
+                self.processedEvents += 1
 
     async def idle(self) -> None:
         """Wait until every accepted event has been processed."""
@@ -269,6 +290,11 @@ class JobScheduler:
         await self._queue.join()
         if self.crash is not None:
             raise self.crash
+
+    @property
+    def backlog(self) -> int:
+        """Accepted events waiting to be processed."""
+        return 0 if self._queue is None else self._queue.qsize()
 
     def collectFailures(self) -> list[JobInfo]:
         """Start collecting failed jobs into the returned list (see `stopCollecting`)."""
@@ -282,51 +308,66 @@ class JobScheduler:
 
     # -- processing --------------------------------------------------------------------------
     async def _process_forever(self) -> None:
+        """Hand the queued events, in order, to one worker thread at a time."""
         assert self._queue is not None
         while True:
-            event = await self._queue.get()
+            events = [await self._queue.get()]
+            while not self._queue.empty() and len(events) < MAX_EVENTS_PER_HANDOFF:
+                events.append(self._queue.get_nowait())
             try:
-                await self._process(event)
-            except asyncio.CancelledError:
-                raise
+                await run_blocking(self._process_run, events)
             except BaseException as exc:
-                log.exception("reactive-spark scheduler failed on %r", event)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                log.exception("reactive-spark scheduler failed on %r", events)
                 self.crash = exc
                 self._ssc._onCrash(exc)
             finally:
-                self._queue.task_done()
+                for _ in events:
+                    self._queue.task_done()
 
-    async def _process(self, event: Event) -> None:
+    def _process_run(self, events: list[Event]) -> None:
+        for event in events:
+            if self._dropping:
+                return
+            self._process(event)
+
+    def _process(self, event: Event) -> None:
+        """Plan the event's batch, run its hooks and jobs, then clear metadata (worker thread)."""
         submitted = _now_ms()
-        batch = await run_blocking(self._graph.generateJobs, event)
+        batch = self._graph.generateJobs(event)
         info = BatchInfo(event, batch.inputs, submitted)
         for failure in batch.failures:
             self._report(info, failure)
         for hook in self._beforeJobs:
-            await hook(batch)
-        self._tell("onBatchStarted", info)
-        if self.maxConcurrentJobs == 1 or len(batch.jobs) <= 1:
-            for job in batch.jobs:
-                await self._run(job, info, submitted)
+            hook(batch)
+        if batch.jobs:
+            self._tell("onBatchStarted", info)
+            infos = [JobInfo(job.stream.name, event, job.kind, submitted) for job in batch.jobs]
+            if self._jobThreads is None or len(batch.jobs) == 1:
+                for job, job_info in zip(batch.jobs, infos, strict=True):
+                    self._execute(job, job_info)
+            else:
+                running = [
+                    self._jobThreads.submit(self._execute, job, job_info)
+                    for job, job_info in zip(batch.jobs, infos, strict=True)
+                ]
+                wait(running)
+            for job_info in infos:
+                if job_info.failed:
+                    self._report(info, job_info)
+                else:
+                    info.jobs.append(job_info)
+                    self._tell("onJobCompleted", job_info)
+            info.completedTime = _now_ms()
+            for hook in self._afterJobs:
+                hook(batch)
+            self._tell("onBatchCompleted", info)
         else:
-            async with anyio.create_task_group() as group:
-                for job in batch.jobs:
-                    group.start_soon(self._run, job, info, submitted)
-        info.completedTime = _now_ms()
-        for hook in self._afterJobs:
-            await hook(batch)
-        self._tell("onBatchCompleted", info)
-        await run_blocking(self._graph.clearMetadata, event)
+            for hook in self._afterJobs:
+                hook(batch)
+        self._graph.clearMetadata(event)
         self.processedEvents += 1
-
-    async def _run(self, job: Job, batch: BatchInfo, submitted: float) -> None:
-        info = JobInfo(job.stream.name, job.event, job.kind, submitted)
-        await run_blocking(self._execute, job, info, limiter=self._limiter)
-        if info.error is None:
-            batch.jobs.append(info)
-            self._tell("onJobCompleted", info)
-        else:
-            self._report(batch, info)
 
     def _execute(self, job: Job, info: JobInfo) -> None:
         info.startTime = _now_ms()

@@ -22,11 +22,12 @@ async def test_timer_on_the_system_clock_runs_real_jobs(sc: SparkContext) -> Non
     )
     recorder = Recorder()
     done = asyncio.Event()
+    loop = asyncio.get_running_loop()
 
     class Done(Recorder):
         def onBatchCompleted(self, batch):  # type: ignore[no-untyped-def]
-            if batch.event.index == 4:
-                asyncio.get_running_loop().call_soon(done.set)
+            if batch.event.index == 4:  # called in the scheduler's worker thread
+                loop.call_soon_threadsafe(done.set)
 
     ssc.addStreamingListener(recorder)
     ssc.addStreamingListener(Done())

@@ -1,0 +1,135 @@
+"""REST triggers over real HTTP: the standalone server and a source mounted in a host app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from pyspark import SparkContext
+
+from reactive_spark import ContextStateError, RestEvent, StreamingContext, Time, VirtualClock
+from reactive_spark.sources.rest import SOURCE_KEY
+
+from .helpers import gather
+
+T0 = Time(1_000_000)
+
+
+@pytest.fixture
+async def standalone(sc: SparkContext) -> AsyncIterator[tuple[StreamingContext, str, list]]:  # type: ignore[type-arg]
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer("127.0.0.1", 0, "triggers", token="s3cret", maxBodySize=64)
+    rest.post("/jobs/report").get("/jobs/status").post("/jobs/other")
+    report = rest.filter(lambda e: e.path == "/jobs/report")
+    out, seen = gather(ssc.queueStream([], default=[1, 2, 3]).count())
+    out.bind(report)
+    await ssc.start()
+    yield ssc, f"http://127.0.0.1:{rest.port}", seen
+    await ssc.stop(stopSparkContext=False)
+
+
+AUTH = {"Authorization": "Bearer s3cret"}
+
+
+async def test_post_fires_an_event_and_answers_202(standalone) -> None:  # type: ignore[no-untyped-def]
+    ssc, base, seen = standalone
+    async with aiohttp.ClientSession() as http:
+        async with http.post(
+            f"{base}/jobs/report?day=2024-01-01&x=1", json={"force": True}, headers=AUTH
+        ) as response:
+            assert response.status == 202
+            answer = await response.json()
+        async with http.get(f"{base}/jobs/status", headers=AUTH) as response:
+            assert response.status == 202
+            second = await response.json()
+    assert answer == {"source": "triggers", "index": 0, "time": T0.milliseconds, "instanceId": 0}
+    assert second["index"] == 1 and second["instanceId"] > answer["instanceId"]
+    await ssc.advanceTo(T0)
+    assert len(seen) == 1
+    event, counted = seen[0]
+    assert counted == [3]
+    parent = event.parent
+    assert isinstance(parent, RestEvent)
+    assert (parent.method, parent.path, parent.query, parent.body) == (
+        "POST",
+        "/jobs/report",
+        {"day": "2024-01-01", "x": "1"},
+        {"force": True},
+    )
+    assert event.path == "/jobs/report"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "body", "status", "message"),
+    [
+        ("POST", "/jobs/report", {}, None, 401, "bearer token"),
+        ("POST", "/jobs/report", {"Authorization": "Bearer wrong"}, None, 401, "bearer token"),
+        ("POST", "/nope", AUTH, None, 404, "no trigger at /nope"),
+        ("GET", "/jobs/report", AUTH, None, 405, "/jobs/report takes POST"),
+        ("POST", "/jobs/report", AUTH, b"{not json", 400, "not valid JSON"),
+        ("POST", "/jobs/report", AUTH, b"[" + b"1," * 40 + b"1]", 413, "larger than 64 bytes"),
+    ],
+)
+async def test_bad_requests_get_json_errors_and_fire_nothing(  # type: ignore[no-untyped-def]
+    standalone, method, path, headers, body, status, message
+) -> None:
+    ssc, base, seen = standalone
+    fired: list[object] = []
+    for source in ssc.sources:
+        source.addListener(fired.append)
+    async with aiohttp.ClientSession() as http:
+        async with http.request(method, f"{base}{path}", data=body, headers=headers) as response:
+            assert response.status == status
+            assert response.content_type == "application/json"
+            assert message in (await response.json())["error"]
+    await ssc.advanceTo(T0)
+    assert fired == []
+    assert seen == []
+
+
+async def test_source_mounted_in_a_host_application(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="embedded").post("/run")
+    out, seen = gather(ssc.queueStream([], default=["x"]))
+    out.bind(rest)
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    host = web.Application()
+    host.router.add_get("/health", health)
+    host.add_subapp("/triggers", rest.app)
+    assert rest.app[SOURCE_KEY] is rest
+    await ssc.start()
+    async with TestClient(TestServer(host)) as client:
+        assert (await (await client.get("/health")).json()) == {"ok": True}
+        response = await client.post("/triggers/run", json={"n": 1})
+        assert response.status == 202
+        assert (await response.json())["source"] == "embedded"
+        missing = await client.post("/triggers/absent")
+        assert missing.status == 404
+        assert (await missing.json())["error"] == "no trigger at /absent"
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    assert [(event.body, items) for event, items in seen] == [({"n": 1}, ["x"])]
+    assert rest.toProduct() == (None, 4140, "embedded")
+
+
+async def test_rest_arguments(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    with pytest.raises(ValueError, match="port must be an int from 0 to 65535"):
+        ssc.restServer(port=70000)
+    with pytest.raises(ValueError, match="maxBodySize must be a positive int"):
+        ssc.restServer(port=0, maxBodySize=0)
+    rest = ssc.restServer(port=0, name="r")
+    with pytest.raises(ValueError, match="path must be a str starting with '/'"):
+        rest.post("jobs")
+    rest.post("/ok")
+    ssc.queueStream([]).bind(rest)
+    await ssc.start()
+    with pytest.raises(ContextStateError, match="cannot add route GET /late"):
+        rest.get("/late")
+    await ssc.stop(stopSparkContext=False)
