@@ -18,9 +18,9 @@ from _spark import local_spark
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 
-from _logs import generate_logs  # noqa: E402
+from _logs import generate_logs
 
-from reactive_spark import (  # noqa: E402
+from reactive_spark import (
     Days,
     JobInfo,
     StreamingContext,
@@ -71,7 +71,9 @@ async def main() -> None:
     await ssc.stop()
     daily_dirs = len(list((workdir / "out").glob("daily-*")))
     weekly_dirs = len(list((workdir / "out").glob("weekly-*")))
-    print(f"simulated year: {daily_dirs} daily + {weekly_dirs} weekly outputs, {job_time.jobs} jobs")
+    print(
+        f"simulated year: {daily_dirs} daily + {weekly_dirs} weekly outputs, {job_time.jobs} jobs"
+    )
     print(f"  wall time {wall:.1f} s, summed Spark job time {job_time.seconds:.1f} s")
     print(f"  ratio wall/jobs {wall / job_time.seconds:.3f}  (target <= 1.10)")
     if job_time.failed:

@@ -12,6 +12,7 @@ to /jobs/report prints how many files and lines have been seen so far. Ctrl-C st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
@@ -58,7 +59,5 @@ async def main(workdir: Path, port: int = 4140) -> None:
 
 if __name__ == "__main__":
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp("-uploads"))
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main(folder))
-    except KeyboardInterrupt:
-        pass

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import RDD, SparkContext
 
 from reactive_spark._callbacks import adapt_callback
+from reactive_spark._validation import require_int
 from reactive_spark.dependencies import EventDependency
 from reactive_spark.dstream.base import DStream
 from reactive_spark.errors import (
@@ -86,14 +87,7 @@ class StreamingContext:
             )
         if clock is not None and not isinstance(clock, Clock):
             raise InvalidArgumentError(f"clock must be a Clock, got {clock!r}")
-        if (
-            isinstance(maxConcurrentJobs, bool)
-            or not isinstance(maxConcurrentJobs, int)
-            or maxConcurrentJobs < 1
-        ):
-            raise InvalidArgumentError(
-                f"maxConcurrentJobs must be a positive int, got {maxConcurrentJobs!r}",
-            )
+        require_int(maxConcurrentJobs, "maxConcurrentJobs")
         if checkpoint is not None and (not isinstance(checkpoint, str) or not checkpoint):
             raise InvalidArgumentError(
                 f"checkpoint must be a directory path, got {checkpoint!r}",

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reactive_spark._validation import require_int
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.time import Duration, Time
 
@@ -103,9 +104,9 @@ class TailDependency(Dependency):
         skipLength: int = 0,
     ) -> None:
         super().__init__(parent)
-        _require_int(windowLength, "windowLength", minimum=1)
-        _require_int(slideLength, "slideLength", minimum=1)
-        _require_int(skipLength, "skipLength", minimum=0)
+        require_int(windowLength, "windowLength")
+        require_int(slideLength, "slideLength")
+        require_int(skipLength, "skipLength", minimum=0)
         self.windowLength = windowLength
         self.slideLength = slideLength
         self.skipLength = skipLength
@@ -245,8 +246,3 @@ class TimeWindowDependency(Dependency):
             f"TimeWindowDependency({self.windowDuration.milliseconds} ms, "
             f"{self.slideDuration.milliseconds} ms)"
         )
-
-
-def _require_int(value: object, name: str, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(f"{name} must be an int >= {minimum}, got {value!r}")

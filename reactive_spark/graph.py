@@ -42,6 +42,7 @@ class DStreamGraph:
         self.rememberDuration: Duration | None = None
         self._rank: dict[EventSource, int] = {}
         self._reaching: dict[int, set[EventSource]] = {}
+        self.touched: set[DStream[Any]] = set()
 
     # -- building ----------------------------------------------------------------------------
     def addStream(self, stream: DStream[Any]) -> int:
@@ -134,16 +135,11 @@ class DStreamGraph:
         whose events reach the stream; None when irregular. Before start, bindings made later
         are not known yet: unbound streams are assumed to run on the default timer.
         """
-        from reactive_spark.dependencies import LegacyWindowDependency
         from reactive_spark.sources.timer import TimerEventSource
 
-        for dependency in stream.dependencies:
-            if isinstance(dependency, LegacyWindowDependency):
-                return dependency.slideDuration
-        for parent in stream.parents:
-            inherited = self._windowSlide(parent)
-            if inherited is not None:
-                return inherited
+        inherited = self._windowSlide(stream)
+        if inherited is not None:
+            return inherited
         if self.zeroTime is not None:
             sources = self._reaching.get(stream._id, set())
         else:
@@ -251,11 +247,13 @@ class DStreamGraph:
         return Batch(event, jobs, inputs, failures)
 
     def clearMetadata(self, event: Event) -> None:
-        """Let every stream forget what no window or `remember` needs after `event`.
+        """Let the streams asked for `event` forget what no window or `remember` needs.
 
-        Forgotten RDDs that no stream remembers any more are unpersisted.
+        Forgotten RDDs that no stream remembers any more are unpersisted. Streams not asked
+        generated nothing new, so what they remember is still bounded.
         """
-        forgotten = [rdd for stream in self.streams for rdd in stream.clearMetadata(event)]
+        touched, self.touched = self.touched, set()
+        forgotten = [rdd for stream in touched for rdd in stream.clearMetadata(event)]
         if not forgotten:
             return
         remembered = {id(item.rdd) for stream in self.streams for item in stream._generated}

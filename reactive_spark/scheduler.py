@@ -48,13 +48,13 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
-async def run_blocking(func: Callable[..., R], *args: Any, limiter: Any = None) -> R:
+async def run_blocking(func: Callable[..., R], *args: Any) -> R:
     """Run blocking `func(*args)` in anyio's worker threads, never on the event loop.
 
     Example:
         >>> # count = await run_blocking(rdd.count)
     """
-    return await anyio.to_thread.run_sync(func, *args, limiter=limiter)
+    return await anyio.to_thread.run_sync(func, *args)
 
 
 @dataclass

@@ -115,7 +115,9 @@ async def test_join_pairs_within_inclusive_once(sc: SparkContext) -> None:
     both = left.join(right, Seconds(1))
     seen = record(both)
     await run(ssc, T0 + Seconds(12), left)
-    pairs = [(e.left.time.milliseconds, e.right.time.milliseconds, e.time.milliseconds) for e in seen]
+    pairs = [
+        (e.left.time.milliseconds, e.right.time.milliseconds, e.time.milliseconds) for e in seen
+    ]
     assert pairs == [
         (2000, 3000, 3000),
         (4000, 3000, 4000),

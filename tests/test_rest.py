@@ -80,11 +80,14 @@ async def test_bad_requests_get_json_errors_and_fire_nothing(  # type: ignore[no
     fired: list[object] = []
     for source in ssc.sources:
         source.addListener(fired.append)
-    async with aiohttp.ClientSession() as http:
-        async with http.request(method, f"{base}{path}", data=body, headers=headers) as response:
-            assert response.status == status
-            assert response.content_type == "application/json"
-            assert message in (await response.json())["error"]
+    url = f"{base}{path}"
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(method, url, data=body, headers=headers) as response,
+    ):
+        assert response.status == status
+        assert response.content_type == "application/json"
+        assert message in (await response.json())["error"]
     await ssc.advanceTo(T0)
     assert fired == []
     assert seen == []

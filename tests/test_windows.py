@@ -45,9 +45,9 @@ async def test_tail_window_design_example(sc: SparkContext) -> None:
 
 async def test_tail_window_arguments(sc: SparkContext) -> None:
     stream = virtual(sc).queueStream([[1]])
-    with pytest.raises(InvalidArgumentError, match="windowLength must be an int >= 1, got 0"):
+    with pytest.raises(InvalidArgumentError, match="windowLength must be a positive int, got 0"):
         stream.tailWindow(0)
-    with pytest.raises(InvalidArgumentError, match="slideLength must be an int >= 1, got -1"):
+    with pytest.raises(InvalidArgumentError, match="slideLength must be a positive int, got -1"):
         stream.tailWindow(3, -1)
     with pytest.raises(InvalidArgumentError, match="skipLength must be an int >= 0, got -2"):
         stream.tailWindow(3, 1, -2)

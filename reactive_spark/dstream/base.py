@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pyspark import RDD, StorageLevel
 
 from reactive_spark._callbacks import adapt_callback, callable_name, require_callable
+from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Dependency, EventDependency, Retention
 from reactive_spark.dstream.output import OutputOperations
 from reactive_spark.dstream.pair import PairOperations
@@ -153,6 +154,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         if rdd is not None:
             self._register(event, rdd)
         self._memo[key] = rdd
+        self._ssc._graph.touched.add(self)
         return rdd
 
     def _register(self, event: Event, rdd: RDD[Any]) -> None:
@@ -241,10 +243,8 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         """
         if interval is None and count is None:
             raise InvalidArgumentError("checkpoint needs an interval, a count, or both")
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
-            raise InvalidArgumentError(f"count must be a positive int, got {count!r}")
-        if count is not None and count <= 0:
-            raise InvalidArgumentError(f"count must be a positive int, got {count!r}")
+        if count is not None:
+            require_int(count, "count")
         self._ssc._requireNotStarted(f"checkpoint {self.name}")
         self._checkpointInterval = None if interval is None else to_duration(interval, "interval")
         self._checkpointCount = count
@@ -437,7 +437,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         Example:
             >>> # stream.repartition(8)
         """
-        _require_positive_int(numPartitions, "numPartitions")
+        require_int(numPartitions, "numPartitions")
         return self._transformRDD(lambda rdd: rdd.repartition(numPartitions), "repartition")
 
     def union(self, other: DStream[U]) -> DStream[T | U]:
@@ -472,8 +472,3 @@ def _require_same_context(ssc: StreamingContext, stream: object, argument: str) 
         raise ForeignContextError(
             f"{argument} {stream.name} belongs to another StreamingContext",
         )
-
-
-def _require_positive_int(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")

@@ -83,9 +83,9 @@ class QueueInputDStream(InputDStream):
             self._taken += len(items)
             rdd = items[0] if len(items) == 1 else sc.union(items)
             return rdd, {"queue": [first, self._taken]}
-        if self._default is not None:
-            return self._default, {"queue": [first, first], "default": True}
-        return sc.emptyRDD(), {"queue": [first, first]}
+        if self._default is None:
+            self._default = sc.emptyRDD()  # one empty RDD serves every later event
+        return self._default, {"queue": [first, first], "default": True}
 
 
 def _as_rdd(sc: Any, item: RDD[Any] | Iterable[Any], argument: str) -> RDD[Any]:

@@ -9,6 +9,7 @@ from pyspark import RDD
 from pyspark.core.rdd import portable_hash
 
 from reactive_spark._callbacks import require_callable
+from reactive_spark._validation import require_int
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -38,17 +39,7 @@ class PairOperations:
     def _partitions(self, numPartitions: int | None) -> int:
         if numPartitions is None:
             return self._ssc.sparkContext.defaultParallelism
-        if (
-            isinstance(numPartitions, bool)
-            or not isinstance(numPartitions, int)
-            or numPartitions <= 0
-        ):
-            from reactive_spark.errors import InvalidArgumentError
-
-            raise InvalidArgumentError(
-                f"numPartitions must be a positive int or None, got {numPartitions!r}",
-            )
-        return numPartitions
+        return require_int(numPartitions, "numPartitions")
 
     def mapValues(self, f: Callable[[Any], Any]) -> DStream[Any]:
         """Apply `f` to every value, keeping keys (and partitioning).
