@@ -354,10 +354,15 @@ class StreamingContext:
         self._terminated = asyncio.Event()
         self._state = ACTIVE
         self._scheduler.start(loop)
-        for source in self._sources:
-            result = source.start()
-            if is_awaitable(result):
-                await result  # type: ignore[misc]
+        try:
+            for source in self._sources:
+                result = source.start()
+                if is_awaitable(result):
+                    await result  # type: ignore[misc]
+        except BaseException:
+            log.exception("an event source failed to start; stopping the StreamingContext")
+            await self.stop(stopSparkContext=False)
+            raise
         log.info("StreamingContext started at %s", self._zeroTime)
 
     async def stop(self, stopSparkContext: bool = True, stopGracefully: bool = False) -> None:

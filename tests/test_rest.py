@@ -136,3 +136,18 @@ async def test_rest_arguments(sc: SparkContext) -> None:
     with pytest.raises(ContextStateError, match="cannot add route GET /late"):
         rest.get("/late")
     await ssc.stop(stopSparkContext=False)
+
+
+async def test_a_source_that_cannot_start_stops_the_context(sc: SparkContext) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+        rest = ssc.restServer("127.0.0.1", port, "busy").post("/x")
+        ssc.queueStream([]).bind(rest)
+        with pytest.raises(OSError):
+            await ssc.start()
+    assert ssc.state == "stopped"
