@@ -24,7 +24,7 @@ from reactive_spark.errors import (
 )
 from reactive_spark.events import Event, EventSource, is_awaitable
 from reactive_spark.graph import DStreamGraph
-from reactive_spark.scheduler import JobInfo, JobScheduler, StreamingListener
+from reactive_spark.scheduler import JobInfo, JobScheduler, StreamingListener, run_blocking
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import (
     Clock,
@@ -385,7 +385,7 @@ class StreamingContext:
                     log.exception("event source %r failed to stop", source)
             await self._scheduler.stop(graceful=stopGracefully)
         if stopSparkContext:
-            self._sc.stop()
+            await run_blocking(self._sc.stop)
         if self._terminated is not None:
             self._terminated.set()
         log.info("StreamingContext stopped")

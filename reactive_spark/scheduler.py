@@ -246,7 +246,7 @@ class JobScheduler:
         else:
             self._pending.clear()
             self._dropping = True
-            self._ssc.sparkContext.cancelJobGroup(self._jobGroup)
+            await run_blocking(self._ssc.sparkContext.cancelJobGroup, self._jobGroup)
             await self._queue.join()
         self._processor.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -373,7 +373,7 @@ class JobScheduler:
         info.startTime = _now_ms()
         self._tell("onJobStarted", info)
         try:
-            self._ssc.sparkContext.setJobGroup(self._jobGroup, job.description)
+            self._ssc.sparkContext.setJobGroup(self._jobGroup, job.description, True)
             job.action()
         except Exception as exc:
             info.error = exc

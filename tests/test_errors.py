@@ -203,3 +203,33 @@ async def test_async_with_stops_context_not_spark(sc: SparkContext) -> None:
     assert ssc.state == "stopped"
     assert seen[0][1] == [5]
     assert sc.parallelize([1]).count() == 1
+
+
+async def test_stop_without_grace_cancels_running_jobs_and_drops_queued_events(
+    sc: SparkContext,
+) -> None:
+    import asyncio
+    import threading
+    import time
+
+    ssc = virtual(sc)
+    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    started = threading.Event()
+    ran: list[int] = []
+
+    def slow(rdd):  # type: ignore[no-untyped-def]
+        ran.append(1)
+        started.set()
+        rdd.map(lambda x: time.sleep(60)).count()
+
+    ssc.queueStream([], default=[1]).foreachRDD(slow).bind(tick)
+    await ssc.start()
+    advancing = asyncio.ensure_future(ssc.advanceTo(T0 + Seconds(5)))
+    while not (started.is_set() and sc.statusTracker().getActiveJobsIds()):
+        await asyncio.sleep(0.01)
+    began = time.perf_counter()
+    await ssc.stop(stopSparkContext=False, stopGracefully=False)
+    assert time.perf_counter() - began < 30
+    assert ran == [1]
+    failures = await advancing
+    assert len(failures) == 1 and "cancel" in str(failures[0].error).lower()
