@@ -255,6 +255,7 @@ class EventSource(ABC):
         self._index_lock = threading.Lock()
         self._next_index = 0
         self._order = context._registerSource(self)
+        self._rank = self._order  # replaced by the lineage rank when the context starts
 
     @property
     def context(self) -> StreamingContext:

@@ -40,7 +40,6 @@ class DStreamGraph:
         self._bindings: dict[EventSource, list[DStream[Any]]] = {}
         self.zeroTime: Time | None = None
         self.rememberDuration: Duration | None = None
-        self._rank: dict[EventSource, int] = {}
         self._reaching: dict[int, set[EventSource]] = {}
         self.touched: set[DStream[Any]] = set()
 
@@ -107,7 +106,8 @@ class DStreamGraph:
             stream._requireRetention(remembered)
             for dependency in stream.dependencies:
                 dependency.parent._requireRetention(dependency.retention())
-        self._rank = self._lineage_ranks(sources)
+        for source, rank in self._lineage_ranks(sources).items():
+            source._rank = rank
 
     def _reaching_sources(self) -> dict[int, set[EventSource]]:
         """For each stream, the sources whose events make it compute an RDD.
@@ -211,14 +211,14 @@ class DStreamGraph:
                     heapq.heappush(ready, (successor._order, successor))
         return ranks
 
-    def orderKey(self, event: Event) -> tuple[int, ...]:
-        """How simultaneous events are ordered: time, lineage rank, source creation, tiebreak.
+    @staticmethod
+    def orderKey(event: Event) -> tuple[int, int, int]:
+        """How simultaneous events are ordered: time, the source's lineage rank, tiebreak.
 
-        Events that stay tied keep the order they were posted in.
+        Ranks are fixed at start (a total order of the sources, see `_lineage_ranks`); events
+        that stay tied keep the order they were posted in.
         """
-        source = event.source
-        rank = self._rank.get(source, len(self._rank) + source._order)
-        return (event.time.milliseconds, rank, source._order, event.tiebreak)
+        return (event.time._ms, event.source._rank, event.tiebreak)
 
     # -- per event ---------------------------------------------------------------------------
     def generateJobs(self, event: Event) -> Batch:

@@ -188,7 +188,7 @@ class JobScheduler:
         self._listeners: list[StreamingListener] = []
         self._beforeJobs: list[BatchHook] = []
         self._afterJobs: list[BatchHook] = []
-        self._pending: list[tuple[tuple[int, ...], int, Event]] = []
+        self._pending: list[tuple[int, int, int, int, Event]] = []
         self._sequence = itertools.count()
         self._instanceIds = itertools.count()
         self._flushScheduled = False
@@ -220,6 +220,8 @@ class JobScheduler:
             self._afterJobs.append(after)
 
     def _tell(self, method: str, argument: Any) -> None:
+        if not self._listeners:
+            return
         for listener in list(self._listeners):
             try:
                 getattr(listener, method)(argument)
@@ -257,8 +259,8 @@ class JobScheduler:
     # -- accepting events --------------------------------------------------------------------
     def accept(self, event: Event) -> None:
         """Queue `event` for ordering; must run on the loop (see `StreamingContext`)."""
-        key = self._graph.orderKey(event)
-        heapq.heappush(self._pending, (key, next(self._sequence), event))
+        time, rank, tiebreak = self._graph.orderKey(event)
+        heapq.heappush(self._pending, (time, rank, tiebreak, next(self._sequence), event))
         if not self._flushScheduled and self._loop is not None:
             self._flushScheduled = True
             self._loop.call_soon(self.flush)
@@ -271,7 +273,7 @@ class JobScheduler:
         self._flushScheduled = False
         assert self._queue is not None
         while self._pending:
-            _, _, event = heapq.heappop(self._pending)
+            event = heapq.heappop(self._pending)[-1]
             if event.index is None:
                 event.index = event.source.nextIndex()
             event.instanceId = next(self._instanceIds)

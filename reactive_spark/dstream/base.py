@@ -199,14 +199,13 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
         """
         self._memo.clear()
-        horizon = event.time - self._retention.duration
+        generated, keep = self._generated, self._retention.count
+        if len(generated) <= keep:
+            return []
+        horizon = event.time.milliseconds - self._retention.duration.milliseconds
         forgotten = []
-        while self._generated and len(self._generated) > self._retention.count:
-            oldest = self._generated[0]
-            if oldest.time >= horizon:
-                break
-            self._generated.popleft()
-            forgotten.append(oldest.rdd)
+        while len(generated) > keep and generated[0].time.milliseconds < horizon:
+            forgotten.append(generated.popleft().rdd)
         return forgotten
 
     # -- storage -----------------------------------------------------------------------------
