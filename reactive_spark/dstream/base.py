@@ -183,7 +183,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
 
     def generatedUpTo(self, time: Time) -> list[Generated]:
         """The remembered RDDs whose events happened at or before `time`, oldest first."""
-        return [item for item in self._generated if item.time <= time]
+        return [item for item in tuple(self._generated) if item.time <= time]
 
     @property
     def rememberedCount(self) -> int:
@@ -461,7 +461,8 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         last = to_time(end, "end")
         if last < first:
             raise InvalidArgumentError(f"end must not be before begin, got {begin!r}, {end!r}")
-        return [item.rdd for item in self._generated if first <= item.time <= last]
+        remembered = tuple(self._generated)  # a snapshot: the scheduler's thread may add to it
+        return [item.rdd for item in remembered if first <= item.time <= last]
 
 
 def _require_same_context(ssc: StreamingContext, stream: object, argument: str) -> None:
