@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -54,6 +58,16 @@ def local_spark(app_name: str) -> SparkContext:
     sc = SparkContext.getOrCreate(conf)
     sc.setLogLevel("ERROR")
     return sc
+
+
+def run_and_summarize(run: Callable[[Path], Awaitable[dict[str, int]]], suffix: str) -> None:
+    """Run an example in `argv[1]` (or a new temporary folder) and print its summary."""
+    workdir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(suffix))
+    began = time.perf_counter()
+    summary = asyncio.run(run(workdir))
+    for key, value in summary.items():
+        print(f"{key:>17}: {value}")
+    print(f"{'wall time':>17}: {time.perf_counter() - began:.1f} s  (output in {workdir / 'out'})")
 
 
 def count_lines(directory: Path) -> int:

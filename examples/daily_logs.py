@@ -8,15 +8,11 @@ Every day at midnight the WARN and ERROR lines of that day's log files are saved
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-import sys
-import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _logs import count_lines, generate_logs, local_spark
+from _logs import count_lines, generate_logs, local_spark, run_and_summarize
 
 from reactive_spark import Days, StreamingContext, VirtualClock
 
@@ -44,14 +40,5 @@ async def run(workdir: Path, days: int = 28) -> dict[str, int]:
     }
 
 
-def main() -> None:
-    workdir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp("-daily-logs"))
-    began = time.perf_counter()
-    summary = asyncio.run(run(workdir))
-    for key, value in summary.items():
-        print(f"{key:>16}: {value}")
-    print(f"{'wall time':>16}: {time.perf_counter() - began:.1f} s  (output in {workdir / 'out'})")
-
-
 if __name__ == "__main__":
-    main()
+    run_and_summarize(run, "-daily-logs")

@@ -9,15 +9,11 @@ on a virtual clock; `make demo` runs this.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-import sys
-import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _logs import count_lines, generate_logs, local_spark
+from _logs import count_lines, generate_logs, local_spark, run_and_summarize
 
 from reactive_spark import Days, StreamingContext, VirtualClock
 
@@ -61,14 +57,5 @@ async def run(workdir: Path, weeks: int = 4) -> dict[str, int]:
     }
 
 
-def main() -> None:
-    workdir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp("-logs-demo"))
-    began = time.perf_counter()
-    summary = asyncio.run(run(workdir))
-    for key, value in summary.items():
-        print(f"{key:>17}: {value}")
-    print(f"{'wall time':>17}: {time.perf_counter() - began:.1f} s  (output in {workdir / 'out'})")
-
-
 if __name__ == "__main__":
-    main()
+    run_and_summarize(run, "-logs-demo")
