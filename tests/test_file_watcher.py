@@ -90,5 +90,5 @@ def test_partial_files_and_arguments(sc: SparkContext, tmp_path: Path) -> None:
         ssc.fileWatcher(str(tmp_path), "w", pattern="")
     with pytest.raises(ValueError, match="maxDelay must not be shorter than settle"):
         ssc.fileWatcher(str(tmp_path), "w", settle=Seconds(2), maxDelay=Seconds(1))
-    watcher = ssc.fileWatcher(str(tmp_path), "w", pattern="*.csv", recursive=False)
+    watcher = ssc.fileWatcher(str(tmp_path), "w", "*.csv", recursive=False)
     assert watcher.toProduct() == (str(tmp_path), "*.csv", False, "w")
