@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from reactive_spark.errors import (
     InvalidArgumentError,
     JobFailedError,
 )
-from reactive_spark.events import Event, EventSource, is_awaitable
+from reactive_spark.events import Event, EventSource
 from reactive_spark.graph import DStreamGraph
 from reactive_spark.scheduler import JobInfo, JobScheduler, StreamingListener, run_blocking
 from reactive_spark.sources.timer import TimerEventSource
@@ -340,9 +341,10 @@ class StreamingContext:
                 stream._bound.append(self.defaultTimer)
                 self._graph.bind(stream, self.defaultTimer)
         if self.checkpointDirectory is not None:
-            self._sc.setCheckpointDir(os.path.join(self.checkpointDirectory, "rdds"))
-        elif self._sc.getCheckpointDir() is None and any(
-            s._checkpointInterval or s._checkpointCount for s in self._graph.streams
+            rdds = os.path.join(self.checkpointDirectory, "rdds")
+            await run_blocking(self._sc.setCheckpointDir, rdds)
+        elif any(s._checkpointInterval or s._checkpointCount for s in self._graph.streams) and (
+            await run_blocking(self._sc.getCheckpointDir) is None
         ):
             raise ContextStateError(
                 "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
@@ -356,9 +358,7 @@ class StreamingContext:
         self._scheduler.start(loop)
         try:
             for source in self._sources:
-                result = source.start()
-                if is_awaitable(result):
-                    await result  # type: ignore[misc]
+                await _settle(source.start())
         except BaseException:
             log.exception("an event source failed to start; stopping the StreamingContext")
             await self.stop(stopSparkContext=False)
@@ -378,9 +378,7 @@ class StreamingContext:
         if was_active:
             for source in self._sources:
                 try:
-                    result = source.stop()
-                    if is_awaitable(result):
-                        await result  # type: ignore[misc]
+                    await _settle(source.stop())
                 except Exception:
                     log.exception("event source %r failed to stop", source)
             await self._scheduler.stop(graceful=stopGracefully)
@@ -477,3 +475,9 @@ class StreamingContext:
         failures = await self.advanceTo(time)
         if failures:
             raise JobFailedError(failures)
+
+
+async def _settle(result: Awaitable[None] | None) -> None:
+    """Await what a source's lifecycle method returned, if it is awaitable."""
+    if inspect.isawaitable(result):
+        await result

@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import logging
 import threading
 from abc import ABC, abstractmethod
@@ -423,8 +422,3 @@ def _listener_callable(listener: ListenerLike) -> Callable[[Event], Any]:
     raise InvalidCallbackError(
         f"listener must be callable or have an onEvent(event) method, got {listener!r}",
     )
-
-
-def is_awaitable(value: object) -> bool:
-    """Whether a lifecycle method returned something to await."""
-    return inspect.isawaitable(value)

@@ -17,6 +17,7 @@ from pyspark import RDD, SparkContext
 from reactive_spark.context import StreamingContext
 from reactive_spark.dstream.base import DStream
 from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.events import EventSource
 from reactive_spark.time import Duration, Time, VirtualClock, to_duration, to_time
 
 __all__ = ["collect", "run_batches"]
@@ -24,15 +25,15 @@ __all__ = ["collect", "run_batches"]
 EPOCH = Time(0)
 
 
-def collect(stream: DStream[Any], *, sort: bool = False) -> list[list[Any]]:
+def collect(
+    stream: DStream[Any], *, sort: bool = False, source: EventSource | None = None
+) -> list[list[Any]]:
     """Collect every RDD of `stream` into the returned list (one list per batch).
 
-    The collecting output is unbound, so it runs on the default timer unless you bind the
-    stream returned by `stream.foreachRDD` yourself; use `collect(stream.bind(src))` patterns
-    or bind `stream` upstream as needed.
+    The collecting output is bound to `source`; without one it runs on the default timer.
 
     Example:
-        >>> # results = collect(ssc.queueStream([[1], [2]]).map(str))
+        >>> # results = collect(ssc.queueStream([[1], [2]]).map(str), source=daily)
     """
     batches: list[list[Any]] = []
 
@@ -40,7 +41,9 @@ def collect(stream: DStream[Any], *, sort: bool = False) -> list[list[Any]]:
         items = rdd.collect()
         batches.append(sorted(items) if sort else items)
 
-    stream.foreachRDD(gather)
+    output = stream.foreachRDD(gather)
+    if source is not None:
+        output.bind(source)
     return batches
 
 

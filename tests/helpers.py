@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactive_spark import DStream, Event, StreamingListener
+from reactive_spark import (
+    DStream,
+    Duration,
+    Event,
+    StreamingContext,
+    StreamingListener,
+    Time,
+    VirtualClock,
+)
 from reactive_spark.scheduler import BatchInfo, JobInfo
 
 
@@ -35,3 +43,10 @@ def gather(stream: DStream[Any]) -> tuple[DStream[Any], list[tuple[Event, list[A
     seen: list[tuple[Event, list[Any]]] = []
     output = stream.foreachRDD(lambda time, rdd, event: seen.append((event, rdd.collect())))
     return output, seen
+
+
+def virtual(
+    sc: Any, batch: Duration | None = None, start: Time | None = None, **options: Any
+) -> StreamingContext:
+    """A StreamingContext on a virtual clock starting at `start` (default: the epoch)."""
+    return StreamingContext(sc, batch, clock=VirtualClock(start), **options)

@@ -16,17 +16,13 @@ from reactive_spark import (
     VirtualClock,
 )
 
-from .helpers import Recorder, gather
+from .helpers import Recorder, gather, virtual
 
 T0 = Time(1_000_000)
 
 
-def virtual(sc: SparkContext, batch: Seconds | None = None) -> StreamingContext:
-    return StreamingContext(sc, batch, clock=VirtualClock(T0))
-
-
 async def test_stream_bound_to_one_source_ignores_another(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     a = ssc.timer(T0, None, Seconds(1), "a")
     b = ssc.timer(T0, None, Seconds(2), "b")
     data = ssc.queueStream([], default=[1])
@@ -44,7 +40,7 @@ async def test_stream_bound_to_one_source_ignores_another(sc: SparkContext) -> N
 
 
 async def test_unbound_chain_reacts_to_every_event(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     a = ssc.timer(T0, None, Seconds(1), "a")
     b = ssc.timer(T0 + Seconds(0.5), None, Seconds(1), "b")
     mapped = ssc.queueStream([[1], [2], [3], [4]]).map(lambda x: x * 10)
@@ -60,7 +56,7 @@ async def test_unbound_chain_reacts_to_every_event(sc: SparkContext) -> None:
 
 
 async def test_stream_bound_to_two_sources(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     a = ssc.timer(T0, T0, Seconds(1), "a")
     b = ssc.timer(T0 + Seconds(1), T0 + Seconds(1), Seconds(1), "b")
     out, seen = gather(ssc.queueStream([[1], [2]]))
@@ -72,7 +68,7 @@ async def test_stream_bound_to_two_sources(sc: SparkContext) -> None:
 
 
 async def test_default_timer_drives_unbound_outputs(sc: SparkContext) -> None:
-    ssc = virtual(sc, Seconds(1))
+    ssc = virtual(sc, Seconds(1), T0)
     bound_timer = ssc.timer(T0, None, Seconds(10), "slow")
     out_free, seen_free = gather(ssc.queueStream([[1], [2], [3]]))
     out_bound, seen_bound = gather(ssc.queueStream([[9]]))
@@ -89,21 +85,21 @@ async def test_default_timer_drives_unbound_outputs(sc: SparkContext) -> None:
 
 
 async def test_unbound_output_without_batch_duration_raises(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     ssc.queueStream([[1]]).pprint()
     with pytest.raises(RuntimeError, match="batchDuration"):
         await ssc.start()
 
 
 async def test_start_without_outputs_or_bindings_raises(sc: SparkContext) -> None:
-    ssc = virtual(sc, Seconds(1))
+    ssc = virtual(sc, Seconds(1), T0)
     ssc.queueStream([[1]]).map(str)
     with pytest.raises(RuntimeError, match="no output operation and no bound stream"):
         await ssc.start()
 
 
 async def test_bound_non_output_stream_is_materialised(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     tick = ssc.timer(T0, T0 + Seconds(1), Seconds(1), "tick")
     counter = sc.accumulator(0)
 
@@ -122,7 +118,7 @@ async def test_bound_non_output_stream_is_materialised(sc: SparkContext) -> None
 
 
 async def test_outputs_cascade_on_the_same_event(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     tick = ssc.timer(T0, T0, Seconds(1), "tick")
     first: list[list[int]] = []
     saved = ssc.queueStream([[1, 2]]).foreachRDD(lambda rdd: first.append(rdd.collect()))
@@ -139,7 +135,7 @@ async def test_outputs_cascade_on_the_same_event(sc: SparkContext) -> None:
 async def test_event_dependency_across_sources_passes_nothing_but_tail_window_does(
     sc: SparkContext,
 ) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     timer1 = ssc.timer(T0, None, Seconds(1), "timer1")
     timer2 = ssc.timer(T0 + Seconds(0.5), None, Seconds(1), "timer2")
     output = ssc.queueStream([[1], [2], [3]]).foreachRDD(lambda rdd: None).bind(timer1)
@@ -159,7 +155,7 @@ async def test_event_dependency_across_sources_passes_nothing_but_tail_window_do
 
 
 async def test_event_fields_and_ordering(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     weekly = ssc.timer(T0, None, Days(7), "weekly")
     daily = ssc.timer(T0, None, Days(1), "daily")
     daily_out = ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(daily)
@@ -184,7 +180,7 @@ async def test_event_fields_and_ordering(sc: SparkContext) -> None:
 
 
 async def test_timer_skips_ticks_before_zero_time_and_stops_at_end(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     early = ssc.timer(T0 - Seconds(10), T0 + Seconds(3), Seconds(4), "early")
     out, seen = gather(ssc.queueStream([], default=[0]))
     out.bind(early)
@@ -203,7 +199,7 @@ async def test_timer_skips_ticks_before_zero_time_and_stops_at_end(sc: SparkCont
 
 
 async def test_source_listeners_and_observable(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, start=T0)
     tick = ssc.timer(T0, T0 + Seconds(2), Seconds(1), "tick")
     heard: list[int | None] = []
     observed: list[int | None] = []
@@ -223,7 +219,7 @@ async def test_source_listeners_and_observable(sc: SparkContext) -> None:
 
 
 async def test_remember_and_slice(sc: SparkContext) -> None:
-    ssc = virtual(sc, Seconds(1))
+    ssc = virtual(sc, Seconds(1), T0)
     ssc.remember(Seconds(10))
     stream = ssc.queueStream([[1], [2], [3], [4]])
     stream.foreachRDD(lambda rdd: None)

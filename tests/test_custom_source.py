@@ -41,3 +41,28 @@ async def test_business_hours_source(sc: SparkContext) -> None:
     assert [items for _, items in seen] == [[1], [1], [1]]
     assert [e.time for e in hours.between(t0, t0 + Days(1))] == [t0 + Hours(9), t0 + Hours(17)]
     assert hours.toProduct() == ("business-hours", (9 * 3_600_000, 17 * 3_600_000))
+
+
+async def test_event_source_docstring_heartbeat_fires_on_the_clock(sc: SparkContext) -> None:
+    from reactive_spark import EventSource, Seconds
+    from reactive_spark.testing import collect
+
+    class Heartbeat(EventSource):  # the example of EventSource's docstring
+        def start(self):  # type: ignore[no-untyped-def]
+            self._tick = self.context.clock.scheduleAt(
+                self.context.clock.now() + Seconds(1), lambda: self.fire()
+            )
+
+        def stop(self):  # type: ignore[no-untyped-def]
+            self._tick.dispose()
+
+        def toProduct(self):  # type: ignore[no-untyped-def]
+            return (self.name,)
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(Time(0)))
+    beat = Heartbeat(ssc, "heartbeat")
+    results = collect(ssc.queueStream([[1], [2]]), source=beat)
+    await ssc.start()
+    await ssc.runUntil(Time(0) + Seconds(5))
+    await ssc.stop(stopSparkContext=False)
+    assert results == [[1]]

@@ -16,16 +16,11 @@ from reactive_spark import (
     StreamingContext,
     SystemClock,
     Time,
-    VirtualClock,
 )
 
-from .helpers import Recorder, gather
+from .helpers import Recorder, gather, virtual
 
 T0 = Time(0)
-
-
-def virtual(sc: SparkContext) -> StreamingContext:
-    return StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
 
 
 def test_context_arguments(sc: SparkContext) -> None:
@@ -42,7 +37,7 @@ def test_context_arguments(sc: SparkContext) -> None:
 
 
 def test_timer_arguments(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1))
     with pytest.raises(InvalidArgumentError, match="period must be positive"):
         ssc.timer(T0, None, Seconds(0), "t")
     with pytest.raises(InvalidArgumentError, match="end must not be before start"):
@@ -54,7 +49,7 @@ def test_timer_arguments(sc: SparkContext) -> None:
 
 
 def test_operation_arguments(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1))
     stream = ssc.queueStream([[1]])
     with pytest.raises(InvalidCallbackError, match="map: f must be callable, got 3"):
         stream.map(3)  # type: ignore[arg-type]
@@ -87,7 +82,7 @@ def test_operation_arguments(sc: SparkContext) -> None:
 
 
 def test_streams_of_another_context(sc: SparkContext) -> None:
-    one, other = virtual(sc), virtual(sc)
+    one, other = virtual(sc, Seconds(1)), virtual(sc, Seconds(1))
     a = one.queueStream([[1]])
     b = other.queueStream([[2]])
     with pytest.raises(ForeignContextError, match="another StreamingContext"):
@@ -101,7 +96,7 @@ def test_streams_of_another_context(sc: SparkContext) -> None:
 
 
 async def test_nothing_may_be_defined_after_start(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1))
     stream = ssc.queueStream([[1]])
     stream.pprint()
     timer = ssc.timer(T0, None, Seconds(1), "t")
@@ -133,7 +128,7 @@ async def test_advance_needs_a_virtual_clock(sc: SparkContext) -> None:
 
 
 async def test_failing_job_is_reported_and_later_events_still_run(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1))
     recorder = Recorder()
     ssc.addStreamingListener(recorder)
     data = ssc.queueStream([[1], [2], [3]])
@@ -162,7 +157,7 @@ async def test_failing_job_is_reported_and_later_events_still_run(sc: SparkConte
 
 
 async def test_failure_inside_executors_and_during_planning(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1))
     data = ssc.queueStream([[1, 0]])
     data.map(lambda x: 1 // x).foreachRDD(lambda rdd: rdd.collect())
 
@@ -185,7 +180,7 @@ async def test_failure_inside_executors_and_during_planning(sc: SparkContext) ->
 
 
 async def test_await_termination(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1))
     ssc.queueStream([[1]]).pprint()
     await ssc.start()
     assert await ssc.awaitTerminationOrTimeout(0.01) is False
@@ -196,7 +191,7 @@ async def test_await_termination(sc: SparkContext) -> None:
 
 
 async def test_async_with_stops_context_not_spark(sc: SparkContext) -> None:
-    async with virtual(sc) as ssc:
+    async with virtual(sc, Seconds(1)) as ssc:
         _, seen = gather(ssc.queueStream([[5]]))
         await ssc.start()
         await ssc.runUntil(T0 + Seconds(1))
@@ -212,7 +207,7 @@ async def test_stop_without_grace_cancels_running_jobs_and_drops_queued_events(
     import threading
     import time
 
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1))
     tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
     started = threading.Event()
     ran: list[int] = []

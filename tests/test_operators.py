@@ -19,17 +19,12 @@ from reactive_spark import (
     Seconds,
     StreamingContext,
     Time,
-    VirtualClock,
     operators,
 )
 
-from .helpers import gather
+from .helpers import gather, virtual
 
 T0 = Time(0)
-
-
-def context(sc: SparkContext) -> StreamingContext:
-    return StreamingContext(sc, None, clock=VirtualClock(T0))
 
 
 def record(source: EventSource) -> list[Event]:
@@ -51,7 +46,7 @@ def times(events: list[Event]) -> list[int]:
 
 
 async def test_map_and_filter_have_their_own_indexes(sc: SparkContext) -> None:
-    ssc = context(sc)
+    ssc = virtual(sc)
     tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
     tens = tick.map(lambda e: e.index * 10)
     even = operators.filter(lambda e: e.index % 2 == 0)(tick)
@@ -65,7 +60,7 @@ async def test_map_and_filter_have_their_own_indexes(sc: SparkContext) -> None:
 
 
 async def test_derived_source_is_bindable(sc: SparkContext) -> None:
-    ssc = context(sc)
+    ssc = virtual(sc)
     tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
     odd = tick.filter(lambda e: e.index % 2 == 1)
     out, seen = gather(ssc.queueStream([[k] for k in range(10)]))
@@ -81,7 +76,7 @@ async def test_derived_source_is_bindable(sc: SparkContext) -> None:
 
 
 async def test_delay_is_exact_on_virtual_time(sc: SparkContext) -> None:
-    ssc = context(sc)
+    ssc = virtual(sc)
     tick = ssc.timer(T0 + Seconds(1), T0 + Seconds(3), Seconds(1), "tick")
     late = tick.delay(Seconds(0.25))
     seen = record(late)
@@ -91,7 +86,7 @@ async def test_delay_is_exact_on_virtual_time(sc: SparkContext) -> None:
 
 
 async def test_merge_fires_once_per_parent_event_in_argument_order(sc: SparkContext) -> None:
-    ssc = context(sc)
+    ssc = virtual(sc)
     b = ssc.timer(T0 + Seconds(2), None, Seconds(2), "b")  # created first
     a = ssc.timer(T0 + Seconds(1), None, Seconds(1), "a")
     merged = a.merge(b)
@@ -109,7 +104,7 @@ async def test_merge_fires_once_per_parent_event_in_argument_order(sc: SparkCont
 
 
 async def test_join_pairs_within_inclusive_once(sc: SparkContext) -> None:
-    ssc = context(sc)
+    ssc = virtual(sc)
     left = ssc.timer(T0 + Seconds(2), None, Seconds(2), "left")  # 2 4 6 8 10 12
     right = ssc.timer(T0 + Seconds(3), None, Seconds(3), "right")  # 3 6 9 12
     both = left.join(right, Seconds(1))
@@ -129,7 +124,7 @@ async def test_join_pairs_within_inclusive_once(sc: SparkContext) -> None:
 
 
 async def test_pipe_with_rx_operators_on_virtual_time(sc: SparkContext) -> None:
-    ssc = context(sc)
+    ssc = virtual(sc)
     tick = ssc.timer(T0 + Seconds(1), T0 + Seconds(4), Seconds(1), "tick")
     pairs = tick.pipe(ops.buffer_with_count(2))
     settled = tick.pipe(ops.debounce(0.5))
@@ -143,7 +138,7 @@ async def test_pipe_with_rx_operators_on_virtual_time(sc: SparkContext) -> None:
 
 
 async def test_between_through_operators_matches_what_fires(sc: SparkContext) -> None:
-    ssc = context(sc)
+    ssc = virtual(sc)
     a = ssc.timer(T0 + Seconds(1), None, Seconds(1), "a")
     b = ssc.timer(T0 + Seconds(1.5), None, Seconds(3), "b")
     derived: dict[str, EventSource] = {
@@ -171,7 +166,7 @@ async def test_between_through_operators_matches_what_fires(sc: SparkContext) ->
 async def test_rx_event_source_from_other_threads(sc: SparkContext) -> None:
     import threading
 
-    ssc = context(sc)
+    ssc = virtual(sc)
     subject: Subject[Any] = Subject()
     source = ssc.rxEventSource(subject, "manual")
     seen = record(source)
@@ -191,7 +186,7 @@ async def test_rx_event_source_from_other_threads(sc: SparkContext) -> None:
 
 
 async def test_source_to_observable(sc: SparkContext) -> None:
-    ssc = context(sc)
+    ssc = virtual(sc)
     tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
     indexes: list[int | None] = []
     subscription = tick.toObservable().pipe(ops.map(lambda e: e.index)).subscribe(indexes.append)
@@ -201,7 +196,7 @@ async def test_source_to_observable(sc: SparkContext) -> None:
 
 
 def test_operator_arguments(sc: SparkContext) -> None:
-    ssc, other = context(sc), context(sc)
+    ssc, other = virtual(sc), virtual(sc)
     a = ssc.timer(T0, None, Seconds(1), "a")
     elsewhere = other.timer(T0, None, Seconds(1), "elsewhere")
     with pytest.raises(InvalidCallbackError, match="map: f must be callable"):

@@ -8,13 +8,11 @@ from pathlib import Path
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
+from reactive_spark import Seconds, Time
+
+from .helpers import virtual
 
 T0 = Time(5_000)
-
-
-def virtual(sc: SparkContext) -> StreamingContext:
-    return StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
 
 
 def read_text_dir(path: Path) -> list[str]:
@@ -27,7 +25,7 @@ def read_text_dir(path: Path) -> list[str]:
 async def test_saveAsTextFiles_writes_one_directory_per_batch(
     sc: SparkContext, tmp_path: Path
 ) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1), T0)
     prefix = str(tmp_path / "out")
     returned = ssc.queueStream([["a", "b"], ["c"]]).saveAsTextFiles(prefix, "txt")
     await ssc.start()
@@ -46,7 +44,7 @@ async def test_existing_batch_directory_is_not_written_again(
     committed = tmp_path / "out-6000"
     committed.mkdir()
     (committed / "part-00000").write_text("already\n")
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1), T0)
     ssc.queueStream([["new"], ["second"]]).saveAsTextFiles(str(tmp_path / "out"))
     await ssc.start()
     await ssc.runUntil(T0 + Seconds(2))
@@ -57,7 +55,7 @@ async def test_existing_batch_directory_is_not_written_again(
 
 
 async def test_failed_write_leaves_nothing_behind(sc: SparkContext, tmp_path: Path) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1), T0)
     ssc.queueStream([[1, 0]]).map(lambda x: str(1 // x)).saveAsTextFiles(str(tmp_path / "o"))
     await ssc.start()
     failures = await ssc.advanceTo(T0 + Seconds(1))
@@ -67,7 +65,7 @@ async def test_failed_write_leaves_nothing_behind(sc: SparkContext, tmp_path: Pa
 
 
 async def test_saveAsObjectFiles_round_trips(sc: SparkContext, tmp_path: Path) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1), T0)
     ssc.queueStream([[("a", 1), ("b", [2, 3])]]).saveAsObjectFiles(str(tmp_path / "obj"))
     await ssc.start()
     await ssc.runUntil(T0 + Seconds(1))
@@ -79,7 +77,7 @@ async def test_saveAsObjectFiles_round_trips(sc: SparkContext, tmp_path: Path) -
 
 
 async def test_pprint_and_print(sc: SparkContext, capsys: pytest.CaptureFixture[str]) -> None:
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1), T0)
     stream = ssc.queueStream([list(range(12))])
     stream.pprint()
     stream.print(2)
@@ -97,7 +95,7 @@ async def test_pprint_and_print(sc: SparkContext, capsys: pytest.CaptureFixture[
 async def test_foreachRDD_callback_shapes(sc: SparkContext) -> None:
     import functools
 
-    ssc = virtual(sc)
+    ssc = virtual(sc, Seconds(1), T0)
     calls: list[tuple[str, object]] = []
     stream = ssc.queueStream([[1]])
     stream.foreachRDD(lambda rdd: calls.append(("rdd", rdd.collect())))

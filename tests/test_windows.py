@@ -12,19 +12,13 @@ from reactive_spark import (
     Days,
     InvalidArgumentError,
     Seconds,
-    StreamingContext,
     Time,
-    VirtualClock,
 )
 from reactive_spark.testing import run_batches
 
-from .helpers import gather
+from .helpers import gather, virtual
 
 T0 = Time(0)
-
-
-def virtual(sc: SparkContext, batch: Seconds | None = None) -> StreamingContext:
-    return StreamingContext(sc, batch, clock=VirtualClock(T0))
 
 
 async def test_tail_window_design_example(sc: SparkContext) -> None:
