@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from reactive_spark.errors import InvalidCallbackError
 
 __all__ = ["adapt_callback", "callable_name", "require_callable"]
 
-Adapted = Callable[[datetime, tuple[Any, ...], Any], Any]
+Adapted = Callable[[tuple[Any, ...], Any], Any]
 
 
 def require_callable(func: object, argument: str, operation: str) -> None:
@@ -60,31 +59,32 @@ def _positional_range(func: Callable[..., Any]) -> tuple[int, float] | None:
 
 
 def adapt_callback(func: Any, data_args: int, argument: str, operation: str) -> Adapted:
-    """Wrap `func` so it can always be called as `adapted(time, data, event)`.
+    """Wrap `func` so it can always be called as `adapted(data, event)`.
 
     `data` is a tuple of `data_args` values (RDDs). `func` may take `(*data)`,
-    `(time, *data)` or `(time, *data, event)`; the shape is chosen by its signature, preferring
-    the fewest arguments it can take. A callable whose signature cannot be read is given the
-    data alone, as PySpark would.
+    `(time, *data)` or `(time, *data, event)`, `time` being `event.datetime` (computed only for
+    functions that take it); the shape is chosen by its signature, preferring the fewest
+    arguments it can take. A callable whose signature cannot be read is given the data alone,
+    as PySpark would.
 
     Example:
         >>> adapted = adapt_callback(lambda rdd: rdd * 2, 1, "func", "transform")
-        >>> adapted(None, (21,), None)
+        >>> adapted((21,), None)
         42
     """
     require_callable(func, argument, operation)
     shape = _positional_range(func)
     if shape is None:
-        return lambda time, data, event: func(*data)
+        return lambda data, event: func(*data)
     required, accepted = shape
     for extra in (0, 1, 2):
         count = data_args + extra
         if required <= count <= accepted:
             if extra == 0:
-                return lambda time, data, event: func(*data)
+                return lambda data, event: func(*data)
             if extra == 1:
-                return lambda time, data, event: func(time, *data)
-            return lambda time, data, event: func(time, *data, event)
+                return lambda data, event: func(event.datetime, *data)
+            return lambda data, event: func(event.datetime, *data, event)
     data_names = ", ".join(["rdd"] * data_args) if data_args != 2 else "rdd_a, rdd_b"
     raise InvalidCallbackError(
         f"{operation}: {argument} must take ({data_names}), (time, {data_names}) or "

@@ -289,7 +289,7 @@ class StreamingContext:
         return TransformedDStream(
             self,
             [EventDependency(stream) for stream in streams],
-            lambda time, rdds, event: adapted(time, (list(rdds),), event),
+            lambda rdds, event: adapted((list(rdds),), event),
             "transform",
             transformFunc,
         )

@@ -14,8 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import logging
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -250,9 +250,8 @@ class EventSource(ABC):
             raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
         self._ssc = context
         self.name = name
-        self._listeners: list[Callable[[Event], Any]] = []
-        self._index_lock = threading.Lock()
-        self._next_index = 0
+        self._listeners: tuple[Callable[[Event], Any], ...] = ()
+        self._indexes = itertools.count()
         self._order = context._registerSource(self)
         self._rank = self._order  # replaced by the lineage rank when the context starts
 
@@ -288,13 +287,13 @@ class EventSource(ABC):
 
         Returns the listener, so it can be used as a decorator.
         """
-        self._listeners.append(_listener_callable(listener))
+        self._listeners = (*self._listeners, _listener_callable(listener))
         return listener
 
     def removeListener(self, listener: ListenerLike) -> None:
         """Stop notifying `listener`."""
         target = _listener_callable(listener)
-        self._listeners = [known for known in self._listeners if known != target]
+        self._listeners = tuple(known for known in self._listeners if known != target)
 
     @property
     def parents(self) -> list[EventSource]:
@@ -316,14 +315,11 @@ class EventSource(ABC):
         return event
 
     def nextIndex(self) -> int:
-        """Reserve the next event index of this source."""
-        with self._index_lock:
-            index = self._next_index
-            self._next_index += 1
-            return index
+        """Reserve the next event index of this source. Thread-safe."""
+        return next(self._indexes)
 
     def _notify(self, event: Event) -> None:
-        for listener in list(self._listeners):
+        for listener in self._listeners:
             try:
                 listener(event)
             except Exception:
@@ -404,7 +400,7 @@ class EventSource(ABC):
             observer: rx_abc.ObserverBase[Event],
             scheduler: rx_abc.SchedulerBase | None = None,
         ) -> rx_abc.DisposableBase:
-            self._listeners.append(observer.on_next)
+            self._listeners = (*self._listeners, observer.on_next)
             return Disposable(lambda: self.removeListener(observer.on_next))
 
         return reactivex.create(subscribe)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import logging
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.dependencies import Retention
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
     from reactive_spark.dstream.inputs import InputDStream
 
 __all__ = ["DStreamGraph"]
-
-log = logging.getLogger(__name__)
 
 
 class DStreamGraph:
@@ -61,9 +58,9 @@ class DStreamGraph:
         """Record that `stream` generates a job on every event of `source`."""
         self._bindings.setdefault(source, []).append(stream)
 
-    def hasBindings(self, source: EventSource) -> bool:
-        """Whether any stream is bound to `source`."""
-        return source in self._bindings
+    def boundSources(self) -> list[EventSource]:
+        """The sources some stream is bound to."""
+        return list(self._bindings)
 
     def boundStreams(self, source: EventSource) -> list[DStream[Any]]:
         """The streams bound to `source`, in creation (lineage) order."""
@@ -211,19 +208,9 @@ class DStreamGraph:
                     heapq.heappush(ready, (successor._order, successor))
         return ranks
 
-    @staticmethod
-    def orderKey(event: Event) -> tuple[int, int, int]:
-        """How simultaneous events are ordered: time, the source's lineage rank, tiebreak.
-
-        Ranks are fixed at start (a total order of the sources, see `_lineage_ranks`); events
-        that stay tied keep the order they were posted in.
-        """
-        return (event.time._ms, event.source._rank, event.tiebreak)
-
     # -- per event ---------------------------------------------------------------------------
     def generateJobs(self, event: Event) -> Batch:
         """Plan the batch of `event`: one job per bound stream that has an RDD for it."""
-        log.debug("generating jobs for %r", event)
         jobs: list[Job] = []
         failures = []
         for stream in self._bindings.get(event.source, []):
@@ -253,10 +240,10 @@ class DStreamGraph:
         generated nothing new, so what they remember is still bounded.
         """
         touched, self.touched = self.touched, set()
-        forgotten = [rdd for stream in touched for rdd in stream.clearMetadata(event)]
-        if not forgotten:
+        cached = [rdd for s in touched for rdd in s.clearMetadata(event) if rdd.is_cached]
+        if not cached:
             return
         remembered = {id(item.rdd) for stream in self.streams for item in stream._generated}
-        for rdd in {id(rdd): rdd for rdd in forgotten}.values():
-            if id(rdd) not in remembered and rdd.is_cached:
+        for rdd in {id(rdd): rdd for rdd in cached}.values():
+            if id(rdd) not in remembered:
                 rdd.unpersist(blocking=False)

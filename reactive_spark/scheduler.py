@@ -18,6 +18,7 @@ import itertools
 import logging
 import time as _time
 import traceback
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -173,6 +174,7 @@ def _now_ms() -> float:
 
 
 BatchHook = Callable[[Batch], None]
+OrderKey = tuple[int, int, int]
 
 #: The most queued events one worker thread processes before yielding back to the loop.
 MAX_EVENTS_PER_HANDOFF = 256
@@ -188,12 +190,18 @@ class JobScheduler:
         self._listeners: list[StreamingListener] = []
         self._beforeJobs: list[BatchHook] = []
         self._afterJobs: list[BatchHook] = []
-        self._pending: list[tuple[int, int, int, int, Event]] = []
-        self._sequence = itertools.count()
+        # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
+        self._pending: dict[OrderKey, deque[Event]] = {}
+        self._pendingKeys: list[OrderKey] = []
         self._instanceIds = itertools.count()
         self._flushScheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[Event] | None = None
+        # accepted events waiting for the worker thread, and how many are not processed yet
+        self._ready: deque[Event] = deque()
+        self._unprocessed = 0
+        self._wake: asyncio.Event | None = None
+        self._idle: asyncio.Event | None = None
+        self._bound: frozenset[Any] = frozenset()
         self._processor: asyncio.Task[None] | None = None
         self._jobThreads: ThreadPoolExecutor | None = None
         self._dropping = False
@@ -232,7 +240,10 @@ class JobScheduler:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start processing events on `loop`."""
         self._loop = loop
-        self._queue = asyncio.Queue()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._bound = frozenset(self._graph.boundSources())
         if self.maxConcurrentJobs > 1:
             self._jobThreads = ThreadPoolExecutor(
                 self.maxConcurrentJobs, thread_name_prefix="reactive-spark-job"
@@ -241,15 +252,18 @@ class JobScheduler:
 
     async def stop(self, graceful: bool) -> None:
         """Stop processing: after the queued events (`graceful`), or after the running batch."""
-        if self._processor is None or self._queue is None:
+        if self._processor is None or self._idle is None:
             return
         if graceful:
             await self.idle()
         else:
             self._pending.clear()
+            self._pendingKeys.clear()
             self._dropping = True
+            self._done(len(self._ready))
+            self._ready.clear()
             await run_blocking(self._ssc.sparkContext.cancelJobGroup, self._jobGroup)
-            await self._queue.join()
+            await self._idle.wait()
         self._processor.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._processor
@@ -258,9 +272,18 @@ class JobScheduler:
 
     # -- accepting events --------------------------------------------------------------------
     def accept(self, event: Event) -> None:
-        """Queue `event` for ordering; must run on the loop (see `StreamingContext`)."""
-        time, rank, tiebreak = self._graph.orderKey(event)
-        heapq.heappush(self._pending, (time, rank, tiebreak, next(self._sequence), event))
+        """Queue `event` for ordering; must run on the loop (see `StreamingContext`).
+
+        Events are accepted in order of time, then the source's lineage rank (fixed at start:
+        a source whose streams feed another's goes first), then `tiebreak`; events still tied
+        keep the order they were posted in.
+        """
+        key: OrderKey = (event.time._ms, event.source._rank, event.tiebreak)
+        tied = self._pending.get(key)
+        if tied is None:
+            self._pending[key] = tied = deque()
+            heapq.heappush(self._pendingKeys, key)
+        tied.append(event)
         if not self._flushScheduled and self._loop is not None:
             self._flushScheduled = True
             self._loop.call_soon(self.flush)
@@ -268,35 +291,56 @@ class JobScheduler:
     def flush(self) -> None:
         """Number the pending events in order, notify listeners, and queue them for processing.
 
+        Listeners may fire more events (derived sources do); they are accepted in order too.
         An event no stream is bound to has no batch: it is only numbered and announced.
         """
         self._flushScheduled = False
-        assert self._queue is not None
-        while self._pending:
-            event = heapq.heappop(self._pending)[-1]
+        pending, keys, ready, bound = self._pending, self._pendingKeys, self._ready, self._bound
+        instance_ids = self._instanceIds
+        queued = 0
+        while keys:
+            key = keys[0]
+            tied = pending[key]
+            event = tied.popleft()
+            if not tied:
+                heapq.heappop(keys)
+                del pending[key]
+            source = event.source
             if event.index is None:
-                event.index = event.source.nextIndex()
-            event.instanceId = next(self._instanceIds)
-            self._tell("onEventFired", event)
-            event.source._notify(event)
-            if self._graph.hasBindings(event.source):
-                self._queue.put_nowait(event)
+                event.index = next(source._indexes)
+            event.instanceId = next(instance_ids)
+            if self._listeners:
+                self._tell("onEventFired", event)
+            source._notify(event)
+            if source in bound:
+                ready.append(event)
+                queued += 1
             else:
                 self.processedEvents += 1
+        if queued:
+            self._unprocessed += queued
+            assert self._idle is not None and self._wake is not None
+            self._idle.clear()
+            self._wake.set()
 
     async def idle(self) -> None:
         """Wait until every accepted event has been processed."""
-        if self._queue is None:
+        if self._idle is None:
             return
         self.flush()
-        await self._queue.join()
+        await self._idle.wait()
         if self.crash is not None:
             raise self.crash
 
     @property
     def backlog(self) -> int:
         """Accepted events waiting to be processed."""
-        return 0 if self._queue is None else self._queue.qsize()
+        return len(self._ready)
+
+    def _done(self, count: int) -> None:
+        self._unprocessed -= count
+        if self._unprocessed == 0 and self._idle is not None:
+            self._idle.set()
 
     def collectFailures(self) -> list[JobInfo]:
         """Start collecting failed jobs into the returned list (see `stopCollecting`)."""
@@ -311,11 +355,14 @@ class JobScheduler:
     # -- processing --------------------------------------------------------------------------
     async def _process_forever(self) -> None:
         """Hand the queued events, in order, to one worker thread at a time."""
-        assert self._queue is not None
+        assert self._wake is not None
+        ready = self._ready
         while True:
-            events = [await self._queue.get()]
-            while not self._queue.empty() and len(events) < MAX_EVENTS_PER_HANDOFF:
-                events.append(self._queue.get_nowait())
+            if not ready:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            events = [ready.popleft() for _ in range(min(len(ready), MAX_EVENTS_PER_HANDOFF))]
             try:
                 await run_blocking(self._process_run, events)
             except BaseException as exc:
@@ -325,8 +372,7 @@ class JobScheduler:
                 self.crash = exc
                 self._ssc._onCrash(exc)
             finally:
-                for _ in events:
-                    self._queue.task_done()
+                self._done(len(events))
 
     def _process_run(self, events: list[Event]) -> None:
         for event in events:
@@ -338,38 +384,48 @@ class JobScheduler:
         """Plan the event's batch, run its hooks and jobs, then clear metadata (worker thread)."""
         submitted = _now_ms()
         batch = self._graph.generateJobs(event)
-        info = BatchInfo(event, batch.inputs, submitted)
-        for failure in batch.failures:
-            self._report(info, failure)
-        for hook in self._beforeJobs:
-            hook(batch)
-        if batch.jobs:
-            self._tell("onBatchStarted", info)
-            infos = [JobInfo(job.stream.name, event, job.kind, submitted) for job in batch.jobs]
-            if self._jobThreads is None or len(batch.jobs) == 1:
-                for job, job_info in zip(batch.jobs, infos, strict=True):
-                    self._execute(job, job_info)
-            else:
-                running = [
-                    self._jobThreads.submit(self._execute, job, job_info)
-                    for job, job_info in zip(batch.jobs, infos, strict=True)
-                ]
-                wait(running)
-            for job_info in infos:
-                if job_info.failed:
-                    self._report(info, job_info)
-                else:
-                    info.jobs.append(job_info)
-                    self._tell("onJobCompleted", job_info)
-            info.completedTime = _now_ms()
+        if batch.jobs or batch.failures:  # a batch with neither is not reported to listeners
+            info = BatchInfo(event, batch.inputs, submitted)
+            for failure in batch.failures:
+                self._report(info, failure)
+            for hook in self._beforeJobs:
+                hook(batch)
+            if batch.jobs:
+                self._tell("onBatchStarted", info)
+                self._runJobs(batch, info)
+                info.completedTime = _now_ms()
             for hook in self._afterJobs:
                 hook(batch)
-            self._tell("onBatchCompleted", info)
+            if batch.jobs:
+                self._tell("onBatchCompleted", info)
         else:
+            for hook in self._beforeJobs:
+                hook(batch)
             for hook in self._afterJobs:
                 hook(batch)
         self._graph.clearMetadata(event)
         self.processedEvents += 1
+
+    def _runJobs(self, batch: Batch, info: BatchInfo) -> None:
+        """Run the batch's jobs, at most `maxConcurrentJobs` at once; report each outcome."""
+        infos = [
+            JobInfo(job.stream.name, batch.event, job.kind, info.plannedTime) for job in batch.jobs
+        ]
+        if self._jobThreads is None or len(batch.jobs) == 1:
+            for job, job_info in zip(batch.jobs, infos, strict=True):
+                self._execute(job, job_info)
+        else:
+            running = [
+                self._jobThreads.submit(self._execute, job, job_info)
+                for job, job_info in zip(batch.jobs, infos, strict=True)
+            ]
+            wait(running)
+        for job_info in infos:
+            if job_info.failed:
+                self._report(info, job_info)
+            else:
+                info.jobs.append(job_info)
+                self._tell("onJobCompleted", job_info)
 
     def _execute(self, job: Job, info: JobInfo) -> None:
         info.startTime = _now_ms()

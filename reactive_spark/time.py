@@ -452,7 +452,7 @@ class VirtualClock(Clock):
 
     def now(self) -> Time:
         """The simulated instant."""
-        return Time.fromDatetime(self._scheduler.now)
+        return self._scheduler.now_time()
 
     @property
     def isVirtual(self) -> bool:
@@ -484,6 +484,16 @@ class _VirtualScheduler(HistoricalScheduler):
     def __init__(self, start: datetime) -> None:
         super().__init__(start)
         self._run_lock = threading.Lock()
+        self._now_cache: tuple[Any, Time] = (None, Time(0))
+
+    def now_time(self) -> Time:
+        """`now` as a Time, converted once per instant (events read it often)."""
+        clock, time = self._now_cache
+        if clock is not self._clock:
+            clock = self._clock
+            time = Time.fromDatetime(self.to_datetime(clock))
+            self._now_cache = (clock, time)
+        return time
 
     def next_due(self) -> datetime | None:
         with self._lock:

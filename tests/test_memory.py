@@ -4,6 +4,7 @@ RDDs and remembered events per stream (DESIGN §8)."""
 from __future__ import annotations
 
 from pyspark import SparkContext
+from reactivex.subject import Subject
 
 from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
 
@@ -36,4 +37,22 @@ async def test_windows_remember_a_bounded_history(sc: SparkContext) -> None:
     assert all(stream._memo == {} for stream in ssc.graph.streams)
     assert persisted_rdds(sc) - before <= 16
     assert sizes[-1] == 10  # still a full 10 s window of single-partition RDDs
+    await ssc.stop(stopSparkContext=False)
+
+
+async def test_a_burst_at_one_instant_does_not_pile_up(sc: SparkContext) -> None:
+    before = persisted_rdds(sc)
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    burst: Subject[int] = Subject()
+    source = ssc.rxEventSource(burst, "burst")
+    cached = ssc.queueStream([], default=[1]).map(lambda x: x + 1).cache()
+    calls: list[int] = []
+    cached.foreachRDD(lambda rdd: calls.append(1)).bind(source)
+    await ssc.start()
+    for value in range(2_000):
+        burst.on_next(value)
+    await ssc.runUntil(T0)  # every event happened at the same virtual instant
+    assert len(calls) == 2_000
+    assert cached.rememberedCount == 1
+    assert persisted_rdds(sc) - before <= 1
     await ssc.stop(stopSparkContext=False)

@@ -11,9 +11,8 @@ import logging
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from pyspark import RDD, StorageLevel
 
@@ -37,11 +36,10 @@ U = TypeVar("U")
 
 log = logging.getLogger(__name__)
 
-RDDFunction = Callable[[datetime, tuple[RDD[Any], ...], Event], "RDD[Any] | None"]
+RDDFunction = Callable[[tuple[RDD[Any], ...], Event], "RDD[Any] | None"]
 
 
-@dataclass(frozen=True)
-class Generated:
+class Generated(NamedTuple):
     """An RDD a stream generated, with the event that produced it."""
 
     event: Event
@@ -77,7 +75,6 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
             _require_same_context(ssc, dependency.parent, "parent")
         self._ssc = ssc
         self.dependencies = list(dependencies)
-        self._operation = operation
         self._funcName = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
         self._memo: dict[int, RDD[Any] | None] = {}
@@ -88,15 +85,16 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         self._checkpointCount: int | None = None
         self._sinceCheckpoint: tuple[Time, int] | None = None
         self._retention = Retention()
+        self._keepCount, self._keepMilliseconds = 1, 0
         self.isOutput = False
         self._id = ssc._graph.addStream(self)
+        self._name = f"{operation}[{self._id}]" + (f"({self._funcName})" if self._funcName else "")
 
     # -- identity ----------------------------------------------------------------------------
     @property
     def name(self) -> str:
         """`operation[id]`, plus the user function's name where there is one."""
-        base = f"{self._operation}[{self._id}]"
-        return f"{base}({self._funcName})" if self._funcName else base
+        return self._name
 
     def __repr__(self) -> str:
         return f"<DStream {self.name}>"
@@ -148,12 +146,13 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
     def getOrCompute(self, event: Event) -> RDD[Any] | None:
         """This stream's RDD for `event`, computing it (and its parents') once per event."""
         key = event.instanceId if event.instanceId is not None else id(event)
-        if key in self._memo:
-            return self._memo[key]
+        memo = self._memo
+        if key in memo:
+            return memo[key]
         rdd = self._compute(event) if self.reactsTo(event) else None
         if rdd is not None:
             self._register(event, rdd)
-        self._memo[key] = rdd
+        memo[key] = rdd
         self._ssc._graph.touched.add(self)
         return rdd
 
@@ -192,6 +191,9 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
 
     def _requireRetention(self, retention: Retention) -> None:
         self._retention = self._retention.merge(retention)
+        # the latest RDD is always kept, as Spark's remember does
+        self._keepCount = max(self._retention.count, 1)
+        self._keepMilliseconds = self._retention.duration.milliseconds
 
     def clearMetadata(self, event: Event) -> list[RDD[Any]]:
         """Forget per-event state and the RDDs no dependency or `remember` needs any more.
@@ -199,12 +201,12 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
         """
         self._memo.clear()
-        generated, keep = self._generated, self._retention.count
+        generated, keep, duration = self._generated, self._keepCount, self._keepMilliseconds
         if len(generated) <= keep:
             return []
-        horizon = event.time.milliseconds - self._retention.duration.milliseconds
+        horizon = event.time.milliseconds - duration
         forgotten = []
-        while len(generated) > keep and generated[0].time.milliseconds < horizon:
+        while len(generated) > keep and (not duration or generated[0].time.milliseconds < horizon):
             forgotten.append(generated.popleft().rdd)
         return forgotten
 
@@ -273,7 +275,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         operation: str,
         user: object = None,
     ) -> DStream[Any]:
-        return self._derive(lambda time, rdds, event: func(rdds[0]), operation, user)
+        return self._derive(lambda rdds, event: func(rdds[0]), operation, user)
 
     def _transformRDDWith(
         self,
@@ -283,7 +285,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         user: object = None,
     ) -> DStream[Any]:
         return self._derive(
-            lambda time, rdds, event: func(rdds[0], rdds[1]),
+            lambda rdds, event: func(rdds[0], rdds[1]),
             operation,
             user,
             [other],
@@ -299,7 +301,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
             >>> # stream.transform(lambda rdd: rdd.sortBy(lambda x: x))
         """
         adapted = adapt_callback(func, 1, "func", "transform")
-        return self._derive(lambda time, rdds, event: adapted(time, rdds, event), "transform", func)
+        return self._derive(adapted, "transform", func)
 
     def transformWith(
         self,
@@ -316,12 +318,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
             >>> # a.transformWith(lambda x, y: x.subtract(y), b)
         """
         adapted = adapt_callback(func, 2, "func", "transformWith")
-        return self._derive(
-            lambda time, rdds, event: adapted(time, rdds, event),
-            "transformWith",
-            func,
-            [other],
-        )
+        return self._derive(adapted, "transformWith", func, [other])
 
     def map(self, f: Callable[[T], U], preservesPartitioning: bool = False) -> DStream[U]:
         """Apply `f` to every element.
@@ -446,7 +443,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
             >>> # errors.union(warnings)
         """
 
-        def unite(time: datetime, rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any]:
+        def unite(rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any]:
             return self._ssc.sparkContext.union(list(rdds))
 
         return self._derive(unite, "union", None, [other])

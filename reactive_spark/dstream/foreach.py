@@ -15,12 +15,12 @@ __all__ = ["ForEachDStream"]
 
 
 class ForEachDStream(DStream[Any]):
-    """An output operation: its job runs `function(time, (rdd,), event)`."""
+    """An output operation: its job runs `function((rdd,), event)`."""
 
     def __init__(
         self,
         parent: DStream[Any],
-        function: Callable[[Any, tuple[RDD[Any], ...], Any], Any],
+        function: Callable[[tuple[RDD[Any], ...], Any], Any],
         operation: str,
         user: object = None,
     ) -> None:
@@ -34,4 +34,4 @@ class ForEachDStream(DStream[Any]):
 
     def outputAction(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
         """The job body for `event`."""
-        return lambda: self.function(event.datetime, (rdd,), event)
+        return lambda: self.function((rdd,), event)

@@ -72,7 +72,6 @@ class QueueInputDStream(InputDStream):
         self._taken = 0
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
-        sc = self._ssc.sparkContext
         first = self._taken
         if self._queue:
             if self._oneAtATime:
@@ -81,10 +80,12 @@ class QueueInputDStream(InputDStream):
                 items = list(self._queue)
                 self._queue.clear()
             self._taken += len(items)
-            rdd = items[0] if len(items) == 1 else sc.union(items)
+            rdd = items[0] if len(items) == 1 else self._ssc.sparkContext.union(items)
             return rdd, {"queue": [first, self._taken]}
         if self._default is None:
-            self._default = sc.emptyRDD()  # one empty RDD serves every later event
+            self._default = (
+                self._ssc.sparkContext.emptyRDD()
+            )  # one empty RDD serves every later event
         return self._default, {"queue": [first, first], "default": True}
 
 

@@ -46,7 +46,7 @@ class OutputOperations:
         if isinstance(num, bool) or not isinstance(num, int) or num < 0:
             raise InvalidArgumentError(f"num must be a non-negative int, got {num!r}")
 
-        def take_and_print(time: Any, rdds: tuple[RDD[Any], ...], event: Any) -> None:
+        def take_and_print(rdds: tuple[RDD[Any], ...], event: Any) -> None:
             taken = rdds[0].take(num + 1)
             lines = [
                 "-------------------------------------------",
@@ -108,14 +108,14 @@ class OutputOperations:
         if suffix is not None and not isinstance(suffix, str):
             raise InvalidArgumentError(f"{operation}: suffix must be a str or None, got {suffix!r}")
 
-        def save(time: Any, rdds: tuple[RDD[Any], ...], event: Any) -> None:
+        def save(rdds: tuple[RDD[Any], ...], event: Any) -> None:
             save_atomically(rdds[0], batch_path(prefix, suffix, event.time), write)
 
         return self._output(save, f"{operation}({prefix})")
 
     def _output(
         self,
-        adapted: Callable[[Any, tuple[RDD[Any], ...], Any], Any],
+        adapted: Callable[[tuple[RDD[Any], ...], Any], Any],
         operation: str,
         user: object = None,
     ) -> DStream[Any]:

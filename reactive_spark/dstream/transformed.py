@@ -18,7 +18,7 @@ __all__ = ["TransformedDStream"]
 
 
 class TransformedDStream(DStream[Any]):
-    """`compute(time, parent_rdds, event)` over the parents' RDDs for an event.
+    """`compute(parent_rdds, event)` over the parents' RDDs for an event.
 
     With one parent, no parent RDD means no RDD. With several, a parent without an RDD for the
     event contributes an empty RDD, and no parent RDD at all means no RDD.
@@ -36,12 +36,18 @@ class TransformedDStream(DStream[Any]):
         self._function = compute
 
     def _compute(self, event: Event) -> RDD[Any] | None:
-        rdds = [dependency.compute(event) for dependency in self.dependencies]
-        if all(rdd is None for rdd in rdds):
-            return None
-        sc = self._ssc.sparkContext
-        complete = tuple(sc.emptyRDD() if rdd is None else rdd for rdd in rdds)
-        result = self._function(event.datetime, complete, event)
+        if len(self.dependencies) == 1:
+            only = self.dependencies[0].compute(event)
+            if only is None:
+                return None
+            complete: tuple[RDD[Any], ...] = (only,)
+        else:
+            rdds = [dependency.compute(event) for dependency in self.dependencies]
+            if all(rdd is None for rdd in rdds):
+                return None
+            sc = self._ssc.sparkContext
+            complete = tuple(sc.emptyRDD() if rdd is None else rdd for rdd in rdds)
+        result = self._function(complete, event)
         if result is not None and not isinstance(result, RDD):
             raise TypeError(
                 f"{self.name} must produce an RDD or None for each event, "

@@ -185,5 +185,5 @@ class WindowOperations:
         if parent._storageLevel is None:  # a window reads each parent RDD several times
             parent._storageLevel = StorageLevel.MEMORY_ONLY
         return TransformedDStream(
-            parent.context(), [dependency], lambda time, rdds, event: rdds[0], operation
+            parent.context(), [dependency], lambda rdds, event: rdds[0], operation
         )

@@ -18,7 +18,7 @@ class FilteredEventSource(DerivedEventSource):
     def receive(self, position: int, event: Event) -> None:
         """Post the event if it passes."""
         if self._predicate(event):
-            self.post(DerivedEvent(self, None, event.time, event))
+            self._emit(DerivedEvent(self, None, event.time, event))
 
     def between(self, start: Time, end: Time) -> list[Event]:
         """The parent's events in the range that pass."""

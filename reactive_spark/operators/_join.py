@@ -46,7 +46,7 @@ class JoinedEventSource(DerivedEventSource):
     def receive(self, position: int, event: Event) -> None:
         """Post a pair for every recent event of the other side."""
         for left, right in self._pairing.add(position, event):
-            self.post(self._event(left, right))
+            self._emit(self._event(left, right))
 
     def between(self, start: Time, end: Time) -> list[Event]:
         """The pairs whose later event lies in the range, as they would have fired."""

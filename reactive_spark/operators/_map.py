@@ -21,7 +21,7 @@ class MappedEventSource(DerivedEventSource):
 
     def receive(self, position: int, event: Event) -> None:
         """Post the mapped event."""
-        self.post(self._derive(event))
+        self._emit(self._derive(event))
 
     def between(self, start: Time, end: Time) -> list[Event]:
         """The parent's events in the range, mapped."""

@@ -17,7 +17,7 @@ class MergedEventSource(DerivedEventSource):
 
     def receive(self, position: int, event: Event) -> None:
         """Post the parent's event as this source's."""
-        self.post(self._derive(position, event))
+        self._emit(self._derive(position, event))
 
     def between(self, start: Time, end: Time) -> list[Event]:
         """Every parent's events in the range, in time then argument order."""

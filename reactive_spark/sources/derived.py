@@ -105,6 +105,10 @@ class DerivedEventSource(EventSource):
     def receive(self, position: int, event: Event) -> None:
         """Handle an accepted event of parent number `position`."""
 
+    def _emit(self, event: Event) -> None:
+        """Fire an event derived inside `receive` (on the loop; skips `post`'s thread check)."""
+        self._ssc._scheduler.accept(event)
+
     def start(self) -> None:
         """Nothing to start: the parents drive a derived source."""
 
