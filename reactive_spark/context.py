@@ -15,6 +15,7 @@ from pyspark import RDD, SparkContext
 
 from reactive_spark._callbacks import adapt_callback
 from reactive_spark._validation import require_int
+from reactive_spark.checkpoint import Checkpoint, resume
 from reactive_spark.dependencies import EventDependency
 from reactive_spark.dstream.base import DStream
 from reactive_spark.errors import (
@@ -62,7 +63,9 @@ class StreamingContext:
         batchDuration: Period of the default timer that drives unbound outputs, as in
             pyspark.streaming (a Duration, timedelta or seconds); None if every output is bound.
         clock: `SystemClock()` (default) or a `VirtualClock(start)` for simulation and tests.
-        checkpoint: Directory for checkpoints (RDD checkpoints of `DStream.checkpoint`).
+        checkpoint: Directory for checkpoints: a write-ahead log of batches, from which a
+            restarted context recovers (see `reactive_spark.checkpoint`), and the RDD
+            checkpoints of `DStream.checkpoint`.
         maxConcurrentJobs: How many jobs of one event may run at once.
 
     Example:
@@ -104,6 +107,8 @@ class StreamingContext:
         self._sources: list[EventSource] = []
         self._state = INITIALIZED
         self._zeroTime: Time | None = None
+        self._checkpoint: Checkpoint | None = None
+        self._resumedAt: Time | None = None  # when a restart from a checkpoint caught up
         self.defaultTimer: TimerEventSource | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loopThread: int | None = None
@@ -326,7 +331,11 @@ class StreamingContext:
         loop = asyncio.get_running_loop()
         self._graph.validate()
         self.clock.attach(loop)
-        self._zeroTime = self.clock.now()
+        recovered = None
+        if self.checkpointDirectory is not None:
+            self._checkpoint = Checkpoint(self.checkpointDirectory)
+            recovered = await run_blocking(self._checkpoint.load)
+        self._zeroTime = self.clock.now() if recovered is None else recovered.zeroTime
         unbound = self._graph.unboundOutputs()
         if unbound:
             if self.batchDuration is None:
@@ -357,8 +366,11 @@ class StreamingContext:
         self._state = ACTIVE
         self._scheduler.start(loop)
         try:
+            resumed: set[str] = set()
+            if self._checkpoint is not None:
+                resumed = await resume(self, self._checkpoint, recovered)
             for source in self._sources:
-                await _settle(source.start())
+                await _settle(source.restart() if source.name in resumed else source.start())
         except BaseException:
             log.exception("an event source failed to start; stopping the StreamingContext")
             await self.stop(stopSparkContext=False)
@@ -382,6 +394,8 @@ class StreamingContext:
                 except Exception:
                     log.exception("event source %r failed to stop", source)
             await self._scheduler.stop(graceful=stopGracefully)
+            if self._checkpoint is not None:
+                await run_blocking(self._checkpoint.close)
         if stopSparkContext:
             await run_blocking(self._sc.stop)
         if self._terminated is not None:

@@ -39,6 +39,7 @@ class DStreamGraph:
         self.rememberDuration: Duration | None = None
         self._reaching: dict[int, set[EventSource]] = {}
         self.touched: set[DStream[Any]] = set()
+        self._replaying: dict[str, dict[str, Any]] | None = None
 
     # -- building ----------------------------------------------------------------------------
     def addStream(self, stream: DStream[Any]) -> int:
@@ -209,8 +210,29 @@ class DStreamGraph:
         return ranks
 
     # -- per event ---------------------------------------------------------------------------
-    def generateJobs(self, event: Event) -> Batch:
-        """Plan the batch of `event`: one job per bound stream that has an RDD for it."""
+    def retention(self) -> Retention:
+        """The most history any stream must remember (what recovery must rebuild)."""
+        needed = Retention()
+        for stream in self.streams:
+            needed = needed.merge(stream._retention)
+        return needed
+
+    def replayedRead(self, stream: InputDStream) -> dict[str, Any] | None:
+        """What `stream` read for the batch being re-planned from a checkpoint, if any."""
+        return None if self._replaying is None else self._replaying.get(stream.name)
+
+    def generateJobs(self, event: Event, reads: dict[str, dict[str, Any]] | None = None) -> Batch:
+        """Plan the batch of `event`: one job per bound stream that has an RDD for it.
+
+        With `reads` (from a checkpoint), inputs read exactly what they recorded.
+        """
+        self._replaying = reads
+        try:
+            return self._plan(event)
+        finally:
+            self._replaying = None
+
+    def _plan(self, event: Event) -> Batch:
         jobs: list[Job] = []
         failures = []
         for stream in self._bindings.get(event.source, []):

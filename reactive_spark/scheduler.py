@@ -112,12 +112,17 @@ class JobInfo:
 
 @dataclass
 class Batch:
-    """An event's planned batch: its jobs, what each input read, and planning failures."""
+    """An event's planned batch: its jobs, what each input read, and planning failures.
+
+    `progress` (kept only with a checkpoint) says, per source name, the `[time, index]` of the
+    last event accepted up to this batch's event: what need not be fired again after a crash.
+    """
 
     event: Event
     jobs: list[Job]
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: list[JobInfo] = field(default_factory=list)
+    progress: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -202,6 +207,9 @@ class JobScheduler:
         self._wake: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
         self._bound: frozenset[Any] = frozenset()
+        # with a checkpoint: what every source fired so far, and its state at each bound event
+        self._progress: dict[str, list[int]] | None = None
+        self._progressAt: dict[int, dict[str, list[int]]] = {}
         self._processor: asyncio.Task[None] | None = None
         self._jobThreads: ThreadPoolExecutor | None = None
         self._dropping = False
@@ -226,6 +234,14 @@ class JobScheduler:
             self._beforeJobs.append(before)
         if after is not None:
             self._afterJobs.append(after)
+
+    def trackProgress(self, progress: dict[str, list[int]]) -> None:
+        """Keep what every source fired (for the checkpoint), starting from `progress`."""
+        self._progress = dict(progress)
+
+    def resumeAfter(self, lastInstanceId: int) -> None:
+        """Number accepted events from `lastInstanceId + 1` (after a restart)."""
+        self._instanceIds = itertools.count(lastInstanceId + 1)
 
     def _tell(self, method: str, argument: Any) -> None:
         if not self._listeners:
@@ -309,10 +325,14 @@ class JobScheduler:
             if event.index is None:
                 event.index = next(source._indexes)
             event.instanceId = next(instance_ids)
+            if self._progress is not None:
+                self._progress[source.name] = [event.time._ms, event.index]
             if self._listeners:
                 self._tell("onEventFired", event)
             source._notify(event)
             if source in bound:
+                if self._progress is not None:
+                    self._progressAt[event.instanceId] = dict(self._progress)
                 ready.append(event)
                 queued += 1
             else:
@@ -368,8 +388,15 @@ class JobScheduler:
             except BaseException as exc:
                 if isinstance(exc, asyncio.CancelledError):
                     raise
-                log.exception("reactive-spark scheduler failed on %r", events)
+                log.exception(
+                    "reactive-spark scheduler crashed on %r; no further batch runs (restart "
+                    "the context, from its checkpoint if it has one)",
+                    events,
+                )
                 self.crash = exc
+                self._dropping = True
+                self._done(len(ready))
+                ready.clear()
                 self._ssc._onCrash(exc)
             finally:
                 self._done(len(events))
@@ -380,31 +407,56 @@ class JobScheduler:
                 return
             self._process(event)
 
-    def _process(self, event: Event) -> None:
+    async def replay(self, batches: list[tuple[Event, dict[str, Any], bool]]) -> None:
+        """Re-plan batches from a checkpoint, in order, before any new event.
+
+        Each entry is `(event, reads, rerun)`: the inputs read what `reads` recorded; with
+        `rerun` the batch is processed as new (hooks and jobs), else only its RDDs are rebuilt
+        for the windows that need them.
+        """
+
+        def run() -> None:
+            for event, reads, rerun in batches:
+                self._process(event, reads, rerun)
+
+        await run_blocking(run)
+
+    def _process(
+        self, event: Event, reads: dict[str, Any] | None = None, runJobs: bool = True
+    ) -> None:
         """Plan the event's batch, run its hooks and jobs, then clear metadata (worker thread)."""
         submitted = _now_ms()
-        batch = self._graph.generateJobs(event)
-        if batch.jobs or batch.failures:  # a batch with neither is not reported to listeners
-            info = BatchInfo(event, batch.inputs, submitted)
-            for failure in batch.failures:
-                self._report(info, failure)
-            for hook in self._beforeJobs:
-                hook(batch)
-            if batch.jobs:
-                self._tell("onBatchStarted", info)
-                self._runJobs(batch, info)
-                info.completedTime = _now_ms()
-            for hook in self._afterJobs:
-                hook(batch)
-            if batch.jobs:
-                self._tell("onBatchCompleted", info)
-        else:
-            for hook in self._beforeJobs:
-                hook(batch)
-            for hook in self._afterJobs:
-                hook(batch)
+        batch = self._graph.generateJobs(event, reads)
+        if event.instanceId is not None and self._progressAt:
+            batch.progress = self._progressAt.pop(event.instanceId, batch.progress)
+        if runJobs:
+            self._runBatch(batch, submitted)
+            self.processedEvents += 1
+        elif batch.failures:
+            log.warning("rebuilding %s: %s", batch.event, batch.failures[0].describe())
         self._graph.clearMetadata(event)
-        self.processedEvents += 1
+
+    def _runBatch(self, batch: Batch, submitted: float) -> None:
+        """Report planning failures, call the batch hooks around the jobs, run the jobs."""
+        if not (batch.jobs or batch.failures):  # a batch with neither is not reported
+            for hook in self._beforeJobs:
+                hook(batch)
+            for hook in self._afterJobs:
+                hook(batch)
+            return
+        info = BatchInfo(batch.event, batch.inputs, submitted)
+        for failure in batch.failures:
+            self._report(info, failure)
+        for hook in self._beforeJobs:
+            hook(batch)
+        if batch.jobs:
+            self._tell("onBatchStarted", info)
+            self._runJobs(batch, info)
+            info.completedTime = _now_ms()
+        for hook in self._afterJobs:
+            hook(batch)
+        if batch.jobs:
+            self._tell("onBatchCompleted", info)
 
     def _runJobs(self, batch: Batch, info: BatchInfo) -> None:
         """Run the batch's jobs, at most `maxConcurrentJobs` at once; report each outcome."""

@@ -43,6 +43,33 @@ async def test_business_hours_source(sc: SparkContext) -> None:
     assert hours.toProduct() == ("business-hours", (9 * 3_600_000, 17 * 3_600_000))
 
 
+async def test_business_hours_source_restarts_from_a_checkpoint(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    business_hours = load_example()
+    t0 = Time(0) + Days(100)
+    seen: list[Any] = []
+    for start, until in (
+        (t0 + Hours(12), t0 + Days(1) + Hours(10)),
+        (t0 + Days(2) + Hours(12), t0 + Days(2) + Hours(20)),
+    ):
+        ssc = StreamingContext(sc, None, clock=VirtualClock(start), checkpoint=str(tmp_path))
+        out, run_seen = gather(ssc.queueStream([], default=[1]).count())
+        out.bind(business_hours(ssc))
+        await ssc.start()
+        await ssc.runUntil(until)
+        await ssc.stop(stopSparkContext=False, stopGracefully=True)
+        seen += run_seen
+    # day 1 at 17:00 and day 2 at 09:00 were missed while down, and caught up
+    assert [(event.index, event.time) for event, _ in seen] == [
+        (0, t0 + Hours(17)),
+        (1, t0 + Days(1) + Hours(9)),
+        (2, t0 + Days(1) + Hours(17)),
+        (3, t0 + Days(2) + Hours(9)),
+        (4, t0 + Days(2) + Hours(17)),
+    ]
+
+
 async def test_event_source_docstring_heartbeat_fires_on_the_clock(sc: SparkContext) -> None:
     from reactive_spark import EventSource, Seconds
     from reactive_spark.testing import collect

@@ -7,7 +7,6 @@ paths), so a batch can be planned, logged and re-created with the same inputs.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -33,11 +32,19 @@ class InputDStream(DStream[Any]):
         ssc._graph.addInput(self)
 
     def _compute(self, event: Event) -> RDD[Any] | None:
-        rdd, read = self._read(event)
+        replayed = self._ssc._graph.replayedRead(self)
+        if replayed is None:
+            rdd, read = self._read(event)
+        else:
+            rdd, read = self._replay(event, replayed), replayed
         self._reads[id(event)] = read
         return rdd
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
+        """The RDD of a read recorded in a checkpoint, read again the same way."""
         raise NotImplementedError
 
     def describeRead(self, event: Event) -> dict[str, Any] | None:
@@ -66,27 +73,39 @@ class QueueInputDStream(InputDStream):
     ) -> None:
         super().__init__(ssc, "queueStream")
         sc = ssc.sparkContext
-        self._queue: deque[RDD[Any]] = deque(_as_rdd(sc, item, "rdds") for item in rdds)
+        # consumed RDDs stay listed, so a batch re-planned after a restart takes the same ones
+        self._items: list[RDD[Any]] = [_as_rdd(sc, item, "rdds") for item in rdds]
         self._oneAtATime = oneAtATime
         self._default = None if default is None else _as_rdd(sc, default, "default")
         self._taken = 0
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
         first = self._taken
-        if self._queue:
-            if self._oneAtATime:
-                items = [self._queue.popleft()]
-            else:
-                items = list(self._queue)
-                self._queue.clear()
-            self._taken += len(items)
-            rdd = items[0] if len(items) == 1 else self._ssc.sparkContext.union(items)
-            return rdd, {"queue": [first, self._taken]}
+        if first < len(self._items):
+            self._taken = first + 1 if self._oneAtATime else len(self._items)
+            return self._take(first, self._taken), {"queue": [first, self._taken]}
+        return self._fallback(), {"queue": [first, first], "default": True}
+
+    def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
+        first, last = read["queue"]
+        if read.get("default"):
+            return self._fallback()
+        if last > len(self._items):
+            raise InvalidArgumentError(
+                f"{self.name} recorded RDDs {first}..{last - 1} of its queue, but the queue "
+                f"holds {len(self._items)}; re-create it with the same RDDs after a restart",
+            )
+        self._taken = max(self._taken, last)
+        return self._take(first, last)
+
+    def _take(self, first: int, last: int) -> RDD[Any]:
+        items = self._items[first:last]
+        return items[0] if len(items) == 1 else self._ssc.sparkContext.union(items)
+
+    def _fallback(self) -> RDD[Any]:
         if self._default is None:
-            self._default = (
-                self._ssc.sparkContext.emptyRDD()
-            )  # one empty RDD serves every later event
-        return self._default, {"queue": [first, first], "default": True}
+            self._default = self._ssc.sparkContext.emptyRDD()  # one serves every later event
+        return self._default
 
 
 def _as_rdd(sc: Any, item: RDD[Any] | Iterable[Any], argument: str) -> RDD[Any]:
@@ -127,6 +146,11 @@ class FileInputDStream(InputDStream):
             paths = modified_between(self.directory, since, event.time)
             self._lastTime = event.time
         return _text_files(self._ssc.sparkContext, paths), {"files": paths}
+
+    def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
+        if not isinstance(event, FileEvent):
+            self._lastTime = event.time
+        return _text_files(self._ssc.sparkContext, list(read["files"]))
 
 
 def modified_between(directory: str, after: Time, upTo: Time) -> list[str]:

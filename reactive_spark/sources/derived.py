@@ -12,7 +12,7 @@ from abc import abstractmethod
 from typing import Any
 
 from reactive_spark.errors import ForeignContextError, InvalidArgumentError
-from reactive_spark.events import Event, EventSource
+from reactive_spark.events import Event, EventSource, json_friendly
 from reactive_spark.time import Time
 
 __all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent"]
@@ -50,7 +50,7 @@ class DerivedEvent(Event):
         """The event as JSON-friendly fields, with its parent's."""
         fields = super().describe()
         if "value" in self.__dict__:
-            fields["value"] = repr(self.value)
+            fields["value"] = json_friendly(self.value)
         if self.parent is not None:
             fields["parent"] = self.parent.describe()
         return fields
@@ -114,6 +114,27 @@ class DerivedEventSource(EventSource):
 
     def stop(self) -> None:
         """Nothing to stop by default."""
+
+    def eventFromRecord(self, fields: dict[str, Any]) -> Event:
+        """The derived (or joined) event a checkpoint recorded, with its parent events."""
+        index, time = fields["index"], Time(fields["time"])
+        event: Event
+        if "left" in fields:
+            left, right = (self._parentEvent(fields[side]) for side in ("left", "right"))
+            event = JoinEvent(self, index, time, left, right)
+        else:
+            parent = self._parentEvent(fields["parent"]) if "parent" in fields else None
+            event = DerivedEvent(self, index, time, parent, fields.get("value", _MISSING))
+        event.instanceId = fields.get("instanceId")
+        return event
+
+    def _parentEvent(self, fields: dict[str, Any]) -> Event:
+        for parent in self._parents:
+            if parent.name == fields["source"]:
+                return parent.eventFromRecord(fields)
+        raise InvalidArgumentError(
+            f"{self.name!r} has no parent source {fields['source']!r} (from a checkpoint)",
+        )
 
     def toProduct(self) -> tuple[Any, ...]:
         """The operator's name and its parents' products."""

@@ -162,6 +162,24 @@ class FileWatcherEventSource(EventSource):
             for modified, path in sorted(found)
         ]
 
+    def coalesce(self, events: list[Event]) -> Event:
+        """One event with every file of `events`, at the last one's time."""
+        paths = tuple(
+            dict.fromkeys(path for event in events for path in getattr(event, "paths", ()))
+        )
+        return FileEvent(self, None, events[-1].time, paths, "added")
+
+    def eventFromRecord(self, fields: dict[str, Any]) -> FileEvent:
+        """The `FileEvent` a checkpoint recorded."""
+        return FileEvent(
+            self,
+            fields["index"],
+            Time(fields["time"]),
+            tuple(fields["paths"]),
+            fields["change"],
+            fields.get("instanceId"),
+        )
+
     def toProduct(self) -> tuple[Any, ...]:
         """`(path, pattern, recursive, name)`."""
         return (self.path, self.pattern, self.recursive, self.name)

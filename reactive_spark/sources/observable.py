@@ -10,6 +10,7 @@ from reactivex import abc as rx_abc
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import EventSource, ObservableEvent
+from reactive_spark.time import Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -60,6 +61,16 @@ class ObservableEventSource(EventSource):
         if self._subscription is not None:
             self._subscription.dispose()
             self._subscription = None
+
+    def eventFromRecord(self, fields: dict[str, Any]) -> ObservableEvent:
+        """The `ObservableEvent` a checkpoint recorded (a value JSON cannot hold is its repr)."""
+        return ObservableEvent(
+            self,
+            fields["index"],
+            Time(fields["time"]),
+            fields.get("value"),
+            fields.get("instanceId"),
+        )
 
     def toProduct(self) -> tuple[Any, ...]:
         """`(name,)`: an observable has no other parameters that survive a restart."""

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event, EventSource, RestEvent
+from reactive_spark.time import Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -181,6 +182,19 @@ class RestEventSource(EventSource):
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    def eventFromRecord(self, fields: dict[str, Any]) -> RestEvent:
+        """The `RestEvent` a checkpoint recorded."""
+        return RestEvent(
+            self,
+            fields["index"],
+            Time(fields["time"]),
+            fields["method"],
+            fields["path"],
+            fields.get("query"),
+            fields.get("body"),
+            fields.get("instanceId"),
+        )
 
     def toProduct(self) -> tuple[Any, ...]:
         """`(host, port, name)`."""

@@ -9,7 +9,7 @@ from reactivex import abc as rx_abc
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import EventSource, TimerEvent
-from reactive_spark.time import Duration, Time, to_duration, to_time
+from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -57,14 +57,20 @@ class TimerEventSource(EventSource):
         return -ahead
 
     def start(self) -> None:
-        """Schedule the first tick at or after the context's zero time."""
+        """Schedule the first tick at or after the context's zero time.
+
+        A timer new to a context restarted from a checkpoint starts from the restart instead.
+        """
         self._stopped = False
-        self._schedule(self._firstTickFrom(self.context.zeroTime))
+        self._schedule(self._firstTickFrom(self.context._resumedAt or self.context.zeroTime))
 
     def restart(self) -> None:
-        """Resume with the first tick after now (missed ticks come from `between`)."""
+        """Resume with the first tick from now on (missed ticks come from `between`)."""
         self._stopped = False
-        self._schedule(self._firstTickFrom(self.context.clock.now()))
+        now = self.context.clock.now()
+        if self.resumedFrom is not None and self.resumedFrom >= now:
+            now = self.resumedFrom + Milliseconds(1)
+        self._schedule(self._firstTickFrom(now))
 
     def stop(self) -> None:
         """Cancel the pending tick."""
@@ -95,6 +101,10 @@ class TimerEventSource(EventSource):
             ticks.append(TimerEvent(self, None, self.tickAt(k)))
             k += 1
         return ticks
+
+    def eventFromRecord(self, fields: dict[str, Any]) -> TimerEvent:
+        """The `TimerEvent` a checkpoint recorded."""
+        return TimerEvent(self, fields["index"], Time(fields["time"]), fields.get("instanceId"))
 
     def toProduct(self) -> tuple[Any, ...]:
         """`(start, end, period, name)` in milliseconds."""

@@ -1,0 +1,407 @@
+"""Checkpoints: a write-ahead log of batches, and recovery after a crash (DESIGN §8).
+
+The checkpoint directory holds data, never code, so an upgraded application restarts on it:
+
+* `metadata.json`: the zero time and the `toProduct()` of every event source;
+* `wal/segment-NNNNNN.jsonl`: one JSON record per line. Before an event's jobs run, a
+  `planned` record holds the event (`describe()`), what every input read, and how far every
+  source had fired when the event was accepted; a `completed` record follows the jobs;
+* `rdds/`: Spark's RDD checkpoints (`DStream.checkpoint`).
+
+On restart the context re-plans the recent completed batches that windows still need (without
+running their jobs), re-runs the batches that were planned but not completed with the inputs
+they recorded, fires what the sources missed during the downtime (`EventSource.between`, shaped
+by each source's `catchUp` policy) and only then restarts the sources.
+
+Example:
+    >>> # ssc = StreamingContext(sc, clock=VirtualClock(t0), checkpoint="/data/ckpt")
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from reactive_spark.dependencies import Retention
+from reactive_spark.errors import ReactiveSparkError
+from reactive_spark.events import Event, EventSource
+from reactive_spark.scheduler import Batch
+from reactive_spark.time import Time
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+
+__all__ = ["Checkpoint", "CheckpointError", "Recovered"]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+#: Records in a log segment before the log is compacted into a new segment.
+SEGMENT_RECORDS = 10_000
+_SEGMENT = re.compile(r"^segment-(\d{6,})\.jsonl$")
+
+Record = dict[str, Any]
+
+
+class CheckpointError(ReactiveSparkError):
+    """The checkpoint directory cannot be read or written."""
+
+
+@dataclass
+class Recovered:
+    """What a checkpoint directory says about the run that wrote it.
+
+    `completed` and `unfinished` hold `planned` records, oldest first: completed batches that
+    windows may still need, and batches whose jobs may not all have run.
+    """
+
+    zeroTime: Time
+    products: dict[str, Any]
+    progress: dict[str, list[int]] = field(default_factory=dict)
+    lastInstanceId: int = -1
+    completed: list[Record] = field(default_factory=list)
+    unfinished: list[Record] = field(default_factory=list)
+
+
+class Checkpoint:
+    """A checkpoint directory: its metadata and write-ahead log (see the module docs).
+
+    Writes come from the scheduler's worker thread (batch hooks); `load` and `open` run in a
+    worker thread too, so the event loop never waits for the disk.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self.directory = os.path.abspath(directory)
+        self.walDirectory = os.path.join(self.directory, "wal")
+        self._retention = Retention()
+        self._segment: TextIO | None = None
+        self._segmentNumber = 0
+        self._segmentRecords = 0
+        self._planned: dict[int, Record] = {}
+        self._recent: dict[int, Record] = {}
+        self._progress: dict[str, list[int]] = {}
+        self._lastInstanceId = -1
+
+    # -- reading -----------------------------------------------------------------------------
+    def load(self) -> Recovered | None:
+        """Read the directory; None when it holds no checkpoint yet."""
+        path = os.path.join(self.directory, "metadata.json")
+        if not os.path.exists(path):
+            return None
+        try:
+            with open(path, encoding="utf-8") as file:
+                metadata = json.load(file)
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"cannot read checkpoint metadata {path}: {exc}") from exc
+        if metadata.get("version") != FORMAT_VERSION:
+            raise CheckpointError(
+                f"checkpoint {self.directory} has format version {metadata.get('version')!r}; "
+                f"this reactive-spark reads version {FORMAT_VERSION}",
+            )
+        recovered = Recovered(Time(metadata["zeroTime"]), metadata["sources"])
+        planned: dict[int, Record] = {}
+        completed: dict[int, Record] = {}
+        for number in self._segmentNumbers():
+            for record in self._readSegment(number):
+                kind = record["kind"]
+                if kind == "planned":
+                    planned[record["id"]] = record
+                    recovered.progress = record["progress"]
+                    recovered.lastInstanceId = max(recovered.lastInstanceId, record["id"])
+                elif kind == "completed" and record["id"] in planned:
+                    completed[record["id"]] = planned.pop(record["id"])
+                elif kind == "done":
+                    completed.setdefault(record["id"], record)
+                    planned.pop(record["id"], None)
+                elif kind == "progress":
+                    recovered.progress = record["progress"]
+                    recovered.lastInstanceId = max(
+                        recovered.lastInstanceId, record["lastInstanceId"]
+                    )
+        recovered.completed = sorted(completed.values(), key=lambda record: record["id"])
+        recovered.unfinished = sorted(planned.values(), key=lambda record: record["id"])
+        return recovered
+
+    def _segmentNumbers(self) -> list[int]:
+        try:
+            names = os.listdir(self.walDirectory)
+        except FileNotFoundError:
+            return []
+        return sorted(int(match[1]) for name in names if (match := _SEGMENT.match(name)))
+
+    def _segmentPath(self, number: int) -> str:
+        return os.path.join(self.walDirectory, f"segment-{number:06d}.jsonl")
+
+    def _readSegment(self, number: int) -> list[Record]:
+        path = self._segmentPath(number)
+        with open(path, encoding="utf-8") as file:
+            lines = file.read().split("\n")
+        records = []
+        for position, line in enumerate(lines):
+            if not line:
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                # a crash can tear the last line; anything after it was never acknowledged
+                log.warning("checkpoint: ignoring a torn record at %s line %d", path, position + 1)
+                break
+        return records
+
+    # -- writing -----------------------------------------------------------------------------
+    def open(
+        self,
+        zeroTime: Time,
+        sources: list[EventSource],
+        retention: Retention,
+        recovered: Recovered | None,
+    ) -> None:
+        """Write the metadata and start a new log segment holding what is still needed.
+
+        `retention` says how much completed history the windows need (see `Retention`).
+        """
+        os.makedirs(self.walDirectory, exist_ok=True)
+        self._retention = retention
+        metadata = {
+            "version": FORMAT_VERSION,
+            "zeroTime": zeroTime.milliseconds,
+            "sources": {source.name: _plain(source.toProduct()) for source in sources},
+        }
+        _write_atomically(os.path.join(self.directory, "metadata.json"), json.dumps(metadata))
+        if recovered is not None:
+            self._recent = {record["id"]: record for record in recovered.completed}
+            self._planned = {record["id"]: record for record in recovered.unfinished}
+            self._progress = dict(recovered.progress)
+            self._lastInstanceId = recovered.lastInstanceId
+        self._roll()
+
+    def _roll(self) -> None:
+        """Start a new segment with what is still needed, then drop the older segments.
+
+        That is the completed batches windows need, the unfinished ones and the progress.
+        """
+        older = self._segmentNumbers()
+        self._segmentNumber = (older[-1] if older else 0) + 1
+        self._recent = {record["id"]: record for record in self._needed()}
+        if self._segment is not None:
+            self._segment.close()
+        self._segment = open(self._segmentPath(self._segmentNumber), "a", encoding="utf-8")  # noqa: SIM115
+        self._segmentRecords = 0
+        for record in self._recent.values():
+            self._append({**record, "kind": "done"})
+        for record in self._planned.values():  # unfinished until re-run
+            self._append({**record, "kind": "planned"})
+        self._append(
+            {"kind": "progress", "progress": self._progress, "lastInstanceId": self._lastInstanceId}
+        )
+        self._sync()
+        for number in older:
+            os.remove(self._segmentPath(number))
+
+    def _needed(self) -> list[Record]:
+        """The completed batches windows may need (the last `count` per source, and more).
+
+        Also every batch within the retention's `duration` of the latest one.
+        """
+        records = sorted(self._recent.values(), key=lambda record: record["id"])
+        if not records:
+            return []
+        horizon = records[-1]["time"] - self._retention.duration.milliseconds
+        keep = max(self._retention.count, 1)
+        seen: dict[str, int] = {}
+        needed = []
+        for record in reversed(records):
+            seen[record["source"]] = seen.get(record["source"], 0) + 1
+            if seen[record["source"]] <= keep or record["time"] >= horizon:
+                needed.append(record)
+        return needed[::-1]
+
+    def history(self) -> list[Record]:
+        """The completed batches kept for the windows (`planned` records), oldest first."""
+        return sorted(self._recent.values(), key=lambda record: record["id"])
+
+    def planned(self, batch: Batch) -> None:
+        """Log the batch durably before its jobs run (a batch hook)."""
+        event = batch.event
+        assert event.instanceId is not None
+        # a batch re-run after a restart was accepted before the progress now known
+        self._progress = batch.progress or self._progress
+        record = {
+            "kind": "planned",
+            "id": event.instanceId,
+            "source": event.source.name,
+            "index": event.index,
+            "time": event.time.milliseconds,
+            "event": event.describe(),
+            "inputs": batch.inputs,
+            "progress": self._progress,
+        }
+        self._planned[event.instanceId] = record
+        self._lastInstanceId = max(self._lastInstanceId, event.instanceId)
+        self._append(record)
+        self._sync()
+
+    def completed(self, batch: Batch) -> None:
+        """Log that the batch's jobs ended (a batch hook); compact the log now and then."""
+        instance_id = batch.event.instanceId
+        assert instance_id is not None
+        record = self._planned.pop(instance_id)
+        record["kind"] = "done"
+        self._recent[instance_id] = record
+        self._append({"kind": "completed", "id": instance_id})
+        if self._segment is not None:
+            self._segment.flush()  # made durable by the next planned record's sync
+        if self._segmentRecords >= SEGMENT_RECORDS:
+            self._roll()
+
+    def close(self) -> None:
+        """Make everything written durable and close the log."""
+        if self._segment is not None:
+            self._sync()
+            self._segment.close()
+            self._segment = None
+
+    def _append(self, record: Record) -> None:
+        if self._segment is None:
+            raise CheckpointError(f"the write-ahead log of {self.directory} is not open")
+        self._segment.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._segmentRecords += 1
+
+    def _sync(self) -> None:
+        assert self._segment is not None
+        self._segment.flush()
+        os.fsync(self._segment.fileno())
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON reads it back (tuples become lists), for comparing products."""
+    return json.loads(json.dumps(value, default=repr))
+
+
+def _write_atomically(path: str, text: str) -> None:
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    directory = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+# -- recovery ---------------------------------------------------------------------------------
+def matching_sources(ssc: StreamingContext, recovered: Recovered) -> dict[str, EventSource]:
+    """The sources of this run that the checkpoint knows, with unchanged parameters.
+
+    A source that is new, or whose parameters changed (say a timer's period), starts afresh.
+    """
+    matched = {}
+    for source in ssc._sources:
+        product = recovered.products.get(source.name)
+        if product is None:
+            continue
+        if product != _plain(source.toProduct()):
+            log.warning(
+                "checkpoint: event source %r changed (%r -> %r); it starts afresh",
+                source.name,
+                product,
+                _plain(source.toProduct()),
+            )
+            continue
+        matched[source.name] = source
+    return matched
+
+
+def recreate(record: Record, sources: dict[str, EventSource], rerun: bool) -> Event | None:
+    """The event of a `planned` record, or None when its source is gone or changed."""
+    source = sources.get(record["source"])
+    if source is None:
+        log.log(
+            logging.WARNING if rerun else logging.DEBUG,
+            "checkpoint: the batch of %s#%s is not %s: its source is gone or changed",
+            record["source"],
+            record["index"],
+            "re-run" if rerun else "rebuilt",
+        )
+        return None
+    return source.eventFromRecord(record["event"])
+
+
+def missed_events(source: EventSource, since: Time, now: Time) -> list[Event]:
+    """What `source` missed in `[since, now)`, shaped by its catch-up policy."""
+    if source.catchUp == "skip" or since >= now:
+        return []
+    missed = source.between(since, Time(now.milliseconds - 1))
+    if not missed:
+        return []
+    if source.catchUp == "latest":
+        return [missed[-1]]
+    if source.catchUp == "coalesce":
+        return [source.coalesce(missed)]
+    return missed
+
+
+async def resume(
+    ssc: StreamingContext, checkpoint: Checkpoint, recovered: Recovered | None
+) -> set[str]:
+    """Open the write-ahead log and, after a crash, bring the graph back to where it was.
+
+    Restores every known source's index sequence, rebuilds the RDDs windows need from the
+    completed batches, re-runs unfinished batches with their recorded inputs, and fires the
+    events the primary sources missed. Returns the names of the sources to `restart()`
+    (the others are new, or changed, and `start()` afresh).
+    """
+    from reactive_spark.scheduler import run_blocking
+
+    scheduler, graph = ssc._scheduler, ssc._graph
+    known = {} if recovered is None else matching_sources(ssc, recovered)
+    progress = {} if recovered is None else recovered.progress
+    progress = {name: fired for name, fired in progress.items() if name in known}
+    for name, (time, index) in progress.items():
+        known[name]._indexes = itertools.count(index + 1)
+        known[name].resumedFrom = Time(time)
+    scheduler.trackProgress(progress)
+    if recovered is not None:
+        scheduler.resumeAfter(recovered.lastInstanceId)
+    await run_blocking(checkpoint.open, ssc.zeroTime, ssc._sources, graph.retention(), recovered)
+    scheduler.addBatchHooks(checkpoint.planned, checkpoint.completed)
+    if recovered is None:
+        return set()
+    batches = []
+    for records, rerun in ((checkpoint.history(), False), (recovered.unfinished, True)):
+        for record in records:
+            event = recreate(record, known, rerun)
+            if event is not None:
+                batches.append((event, record["inputs"], rerun))
+    log.info(
+        "checkpoint: rebuilding %d completed batches, re-running %d unfinished ones",
+        sum(not rerun for *_, rerun in batches),
+        sum(rerun for *_, rerun in batches),
+    )
+    await scheduler.replay(batches)
+    from reactive_spark.dstream.state import StateDStream
+
+    for stream in graph.streams:
+        if isinstance(stream, StateDStream):
+            log.warning(
+                "checkpoint: %s restarts from the state of the %d batches the log keeps, "
+                "not from its whole history",
+                stream.name,
+                len(batches),
+            )
+    now = ssc._resumedAt = ssc.clock.now()
+    for name, source in known.items():
+        if source.parents:
+            continue  # derived sources receive their parents' missed events
+        since = Time(progress[name][0] + 1) if name in progress else recovered.zeroTime
+        for event in missed_events(source, since, now):
+            source.post(event)
+    return set(known)

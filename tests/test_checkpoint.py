@@ -1,0 +1,365 @@
+"""Checkpoints: the write-ahead log, recovery after a crash, catch-up (DESIGN §8)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Days, Event, Minutes, StreamingContext, Time
+from reactive_spark.checkpoint import Checkpoint, CheckpointError
+from reactive_spark.sources.timer import TimerEventSource
+
+from .helpers import virtual
+
+T0 = Time.fromDatetime(datetime(2024, 1, 1, tzinfo=UTC))
+DAYS = 10
+
+
+class Crash(BaseException):
+    """Stands for the driver dying in the middle of a batch."""
+
+
+def day_of(event: Event) -> int:
+    return (event.time.milliseconds - T0.milliseconds) // Days(1).milliseconds
+
+
+def daily_pipeline(
+    ssc: StreamingContext, crashOn: int | None, seen: list[tuple[int, list[int]]]
+) -> tuple[TimerEventSource, list[tuple[int, list[int]]]]:
+    """A daily job over one queue item per day, and a weekly roll-up of its outputs."""
+    daily = ssc.timer(T0, None, Days(1), "daily")
+    numbers = ssc.queueStream([[day * 10, day * 10 + 1] for day in range(DAYS)])
+    weekly: list[tuple[int, list[int]]] = []
+
+    def record(time: datetime, rdd: Any, event: Event) -> None:
+        if day_of(event) == crashOn:
+            raise Crash(f"driver died on day {crashOn}")
+        seen.append((day_of(event), sorted(rdd.collect())))
+
+    numbers.foreachRDD(record).bind(daily)
+    numbers.tailWindow(7, 7).foreachRDD(
+        lambda time, rdd, event: weekly.append((day_of(event), sorted(rdd.collect())))
+    ).bind(daily)
+    return daily, weekly
+
+
+async def test_restart_reruns_the_unfinished_batch_rebuilds_windows_and_catches_up(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    seen: list[tuple[int, list[int]]] = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    daily_pipeline(first, crashOn=3, seen=seen)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Days(DAYS))
+    await first.stop(stopSparkContext=False)
+    assert [day for day, _ in seen] == [0, 1, 2]
+
+    # down from day 3 until the middle of day 5; days 3 (unfinished), 4 and 5 are caught up
+    second = virtual(sc, start=T0 + Days(5) + Minutes(720), checkpoint=checkpoint)
+    _, weekly = daily_pipeline(second, crashOn=None, seen=seen)
+    await second.start()
+    await second.runUntil(T0 + Days(DAYS - 1))
+    await second.stop(stopSparkContext=False)
+    assert seen == [(day, [day * 10, day * 10 + 1]) for day in range(DAYS)]
+    assert second.zeroTime == T0
+    # the roll-up on day 6 covers days 0-2, processed before the crash, too
+    assert weekly == [(6, sorted(n for day in range(7) for n in (day * 10, day * 10 + 1)))]
+
+
+async def test_a_clean_stop_resumes_where_it_left_off(sc: SparkContext, tmp_path: Path) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    seen: list[tuple[int, list[int]]] = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    daily_pipeline(first, crashOn=None, seen=seen)
+    await first.start()
+    await first.runUntil(T0 + Days(2))
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    second = virtual(sc, start=T0 + Days(2), checkpoint=checkpoint)
+    timer, _ = daily_pipeline(second, crashOn=None, seen=seen)
+    fired: list[int] = []
+    timer.addListener(lambda event: fired.append(event.index))
+    await second.start()
+    await second.runUntil(T0 + Days(4))
+    await second.stop(stopSparkContext=False)
+    assert [day for day, _ in seen] == [0, 1, 2, 3, 4]
+    assert fired == [3, 4]  # indexes continue the first run's
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [("all", 96), ("coalesce", 1), ("latest", 1), ("skip", 0)],
+)
+async def test_catch_up_policies(
+    sc: SparkContext, tmp_path: Path, policy: str, expected: int
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def build(ssc: StreamingContext) -> tuple[TimerEventSource, list[Time]]:
+        quarterly = ssc.timer(T0, None, Minutes(15), "quarterly")
+        quarterly.catchUp = policy
+        times: list[Time] = []
+        ssc.queueStream([]).foreachRDD(lambda t, rdd, e: times.append(e.time)).bind(quarterly)
+        return quarterly, times
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Minutes(30))
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    # a day of downtime: ticks from 00:45 on day 0 up to 00:30 on day 1 are missed (96)
+    second = virtual(sc, start=T0 + Days(1) + Minutes(40), checkpoint=checkpoint)
+    _, times = build(second)
+    await second.start()
+    await second.advanceTo(T0 + Days(1) + Minutes(40))
+    await second.stop(stopSparkContext=False)
+    assert len(times) == expected
+    if expected == 1:
+        assert times == [T0 + Days(1) + Minutes(30)]
+    if expected == 96:
+        assert times[0] == T0 + Minutes(45)
+        assert times[-1] == T0 + Days(1) + Minutes(30)
+
+
+def test_catch_up_policy_is_validated(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None)
+    timer = ssc.timer(T0, None, Minutes(1), "t")
+    with pytest.raises(ValueError, match="catchUp must be one of all, coalesce, latest, skip"):
+        timer.catchUp = "some"
+
+
+async def test_file_outputs_of_a_rerun_batch_are_not_written_twice(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint, out = str(tmp_path / "checkpoint"), tmp_path / "out"
+    ran: list[int] = []
+
+    def build(ssc: StreamingContext, crash: bool) -> None:
+        daily = ssc.timer(T0, None, Days(1), "daily")
+        numbers = ssc.queueStream([[1, 2, 3]], default=[])
+        numbers.saveAsTextFiles(str(out / "numbers")).bind(daily)
+
+        def after_save(rdd: Any) -> None:
+            if crash:
+                raise Crash("died after the save, before the batch completed")
+            ran.append(rdd.count())
+
+        numbers.foreachRDD(after_save).bind(daily)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, crash=True)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0)
+    await first.stop(stopSparkContext=False)
+    written = sorted(os.listdir(out))
+    assert written == [f"numbers-{T0.milliseconds}"]
+    before = sorted(os.listdir(out / written[0]))
+
+    second = virtual(sc, start=T0 + Minutes(1), checkpoint=checkpoint)
+    build(second, crash=False)
+    await second.start()
+    await second.advanceTo(T0 + Minutes(1))
+    await second.stop(stopSparkContext=False)
+    assert ran == [3]  # the batch re-ran with the RDD its queue position recorded
+    assert sorted(os.listdir(out)) == written
+    assert sorted(os.listdir(out / written[0])) == before
+    lines = [
+        line for part in (out / written[0]).glob("part-*") for line in part.read_text().splitlines()
+    ]
+    assert sorted(lines) == ["1", "2", "3"]
+
+
+async def test_a_changed_source_starts_afresh(sc: SparkContext, tmp_path: Path) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    ticks = first.timer(T0, None, Minutes(10), "ticks")
+    first.queueStream([]).foreachRDD(lambda rdd: None).bind(ticks)
+    await first.start()
+    await first.runUntil(T0 + Minutes(30))
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+
+    second = virtual(sc, start=T0 + Minutes(60), checkpoint=checkpoint)
+    ticks = second.timer(T0, None, Minutes(20), "ticks")  # a new period: a new source
+    fired: list[Event] = []
+    ticks.addListener(fired.append)
+    second.queueStream([]).foreachRDD(lambda rdd: None).bind(ticks)
+    await second.start()
+    await second.advanceTo(T0 + Minutes(60))
+    await second.stop(stopSparkContext=False)
+    assert [(event.index, event.time) for event in fired] == [(0, T0 + Minutes(60))]
+
+
+def test_the_log_survives_a_torn_record_and_compacts(tmp_path: Path) -> None:
+    from reactive_spark import checkpoint as module
+    from reactive_spark.dependencies import Retention
+
+    store = Checkpoint(str(tmp_path))
+    assert store.load() is None
+    store.open(T0, [], Retention(count=2), None)
+    segment = Path(store._segmentPath(store._segmentNumber))
+    records = [
+        {
+            "kind": "planned",
+            "id": n,
+            "source": "s",
+            "index": n,
+            "time": n,
+            "event": {},
+            "inputs": {},
+            "progress": {"s": [n, n]},
+        }
+        for n in range(5)
+    ]
+    with segment.open("a") as file:
+        for record in records:
+            file.write(json.dumps(record) + "\n")
+            if record["id"] < 4:
+                file.write(json.dumps({"kind": "completed", "id": record["id"]}) + "\n")
+        file.write('{"kind": "completed", "id": 4')  # torn by the crash
+    store.close()
+    recovered = store.load()
+    assert recovered is not None
+    assert [record["id"] for record in recovered.completed] == [0, 1, 2, 3]
+    assert [record["id"] for record in recovered.unfinished] == [4]
+    assert recovered.progress == {"s": [4, 4]}
+    assert recovered.lastInstanceId == 4
+
+    # reopening compacts: only the two latest completed batches (the retention) are kept
+    reopened = Checkpoint(str(tmp_path))
+    reopened.open(T0, [], Retention(count=2), recovered)
+    reopened.close()
+    assert os.listdir(tmp_path / "wal") == [f"segment-{2:06d}.jsonl"]
+    again = reopened.load()
+    assert again is not None
+    assert [record["id"] for record in again.completed] == [2, 3]
+    assert [record["id"] for record in again.unfinished] == [4]
+    assert again.lastInstanceId == 4
+    assert module.SEGMENT_RECORDS > 0
+
+
+def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "metadata.json").write_text(json.dumps({"version": 99}))
+    with pytest.raises(CheckpointError, match="format version 99"):
+        Checkpoint(str(tmp_path)).load()
+
+
+async def test_a_killed_driver_recovers_without_losing_or_repeating_output(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    from . import crash_app
+
+    checkpoint, out = str(tmp_path / "checkpoint"), str(tmp_path / "out")
+    root = Path(__file__).resolve().parent.parent
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.crash_app",
+        checkpoint,
+        out,
+        cwd=root,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await child.communicate()
+    assert child.returncode == 3, output.decode()[-2000:]
+    day_dirs = sorted(name for name in os.listdir(out) if not name.startswith("."))
+    assert len(day_dirs) == crash_app.CRASH_DAY + 1  # day 3's output was committed
+
+    ssc = virtual(sc, start=crash_app.T0 + Days(5), checkpoint=checkpoint)
+    crash_app.build(ssc, out, crash=False)
+    await ssc.start()
+    await ssc.runUntil(crash_app.T0 + Days(9))
+    await ssc.stop(stopSparkContext=False)
+    for day in range(10):
+        batch = Path(out) / f"day-{(crash_app.T0 + Days(day)).milliseconds}"
+        lines = [line for part in batch.glob("part-*") for line in part.read_text().split()]
+        assert sorted(lines, key=int) == [str(day), str(day * 100)], day
+    assert len([name for name in os.listdir(out) if not name.startswith(".")]) == 10
+
+
+def test_events_are_recreated_from_their_records(sc: SparkContext, tmp_path: Path) -> None:
+    from reactivex.subject import Subject
+
+    from reactive_spark.events import FileEvent, ObservableEvent, RestEvent
+
+    ssc = StreamingContext(sc, None)
+    files = ssc.fileWatcher(str(tmp_path), "files")
+    rest = ssc.restServer(port=0, name="rest").post("/go")
+    values = ssc.rxEventSource(Subject(), "values")
+    sized = files.map(lambda event: len(event.paths))
+    both = sized.join(rest, Minutes(5))
+    originals: list[Event] = [
+        FileEvent(files, 2, T0, (str(tmp_path / "a.csv"),), "added", 7),
+        RestEvent(rest, 0, T0, "POST", "/go", {"x": "1"}, {"n": [1, 2]}, 8),
+        ObservableEvent(values, 4, T0, {"reason": "backfill"}, 9),
+    ]
+    mapped = sized.eventFromRecord(
+        {
+            "source": sized.name,
+            "index": 1,
+            "time": T0.milliseconds,
+            "instanceId": 10,
+            "value": 1,
+            "parent": originals[0].describe(),
+        }
+    )
+    originals.append(mapped)
+    joined = both.eventFromRecord(
+        {
+            "source": both.name,
+            "index": 0,
+            "time": T0.milliseconds,
+            "instanceId": 11,
+            "left": mapped.describe(),
+            "right": originals[1].describe(),
+        }
+    )
+    originals.append(joined)
+    for original in originals:
+        record = json.loads(json.dumps(original.describe()))
+        again = original.source.eventFromRecord(record)
+        assert type(again) is type(original)
+        assert again.describe() == original.describe()
+    assert mapped.value == 1 and mapped.paths == (str(tmp_path / "a.csv"),)  # type: ignore[attr-defined]
+    assert joined.right.body == {"n": [1, 2]}  # type: ignore[attr-defined]
+
+
+async def test_files_dropped_during_downtime_are_caught_up(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    inbox, checkpoint = tmp_path / "inbox", str(tmp_path / "checkpoint")
+    inbox.mkdir()
+    read: list[list[str]] = []
+
+    def build(ssc: StreamingContext, policy: str) -> None:
+        uploads = ssc.fileWatcher(str(inbox), "uploads")
+        uploads.catchUp = policy
+        ssc.textFileStream(str(inbox)).foreachRDD(
+            lambda rdd: read.append(sorted(rdd.collect()))
+        ).bind(uploads)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, "all")
+    await first.start()
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    for minute, name in ((1, "a"), (2, "b"), (3, "c")):
+        path = inbox / f"{name}.txt"
+        path.write_text(f"{name}\n")
+        stamp = (T0 + Minutes(minute)).milliseconds / 1000
+        os.utime(path, (stamp, stamp))
+    second = virtual(sc, start=T0 + Minutes(10), checkpoint=checkpoint)
+    build(second, "coalesce")
+    await second.start()
+    await second.advanceTo(T0 + Minutes(10))
+    await second.stop(stopSparkContext=False)
+    assert read == [["a", "b", "c"]]  # the three missed files, as one event
