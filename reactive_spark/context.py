@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD, SparkContext
 
-from reactive_spark._callbacks import adapt_callback
+from reactive_spark._callbacks import adapt_callback, require_callable
 from reactive_spark._validation import require_int
 from reactive_spark.checkpoint import Checkpoint, resume
 from reactive_spark.dependencies import EventDependency
@@ -259,6 +259,18 @@ class StreamingContext:
 
         return FileInputDStream(self, directory)
 
+    def binaryRecordsStream(self, directory: str, recordLength: int) -> DStream[bytes]:
+        """Fixed-length records (`recordLength` bytes) of the files that appear in `directory`.
+
+        Files are picked as by `textFileStream`.
+
+        Example:
+            >>> # ssc.binaryRecordsStream("frames", 16).map(lambda r: r[:4]).pprint()
+        """
+        from reactive_spark.dstream.inputs import FileInputDStream
+
+        return FileInputDStream(self, directory, recordLength)
+
     def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
         """The elements of all `dstreams`, for each event.
 
@@ -298,6 +310,47 @@ class StreamingContext:
             "transform",
             transformFunc,
         )
+
+    def checkpoint(self, directory: str) -> None:
+        """Checkpoint to `directory` (as `StreamingContext(..., checkpoint=directory)`).
+
+        Example:
+            >>> # ssc.checkpoint("/data/checkpoint")
+        """
+        self._requireNotStarted("set the checkpoint directory")
+        if not isinstance(directory, str) or not directory:
+            raise InvalidArgumentError(f"directory must be a directory path, got {directory!r}")
+        self.checkpointDirectory = directory
+
+    @classmethod
+    def getOrCreate(
+        cls, checkpointPath: str, setupFunc: Callable[[], StreamingContext]
+    ) -> StreamingContext:
+        """The context `setupFunc()` builds, checkpointing to `checkpointPath`.
+
+        As in pyspark.streaming, but the graph is code, not data: `setupFunc` runs on every
+        start, and `start()` recovers from what `checkpointPath` holds (see docs/checkpoints.md).
+
+        Example:
+            >>> # ssc = StreamingContext.getOrCreate("/data/checkpoint", build)
+        """
+        if not isinstance(checkpointPath, str) or not checkpointPath:
+            raise InvalidArgumentError(
+                f"checkpointPath must be a directory path, got {checkpointPath!r}",
+            )
+        require_callable(setupFunc, "setupFunc", "getOrCreate")
+        ssc = setupFunc()
+        if not isinstance(ssc, StreamingContext):
+            raise InvalidArgumentError(
+                f"setupFunc must return a StreamingContext, got {ssc!r}",
+            )
+        if ssc.checkpointDirectory not in (None, checkpointPath):
+            raise InvalidArgumentError(
+                f"setupFunc's context checkpoints to {ssc.checkpointDirectory!r}, not to "
+                f"checkpointPath {checkpointPath!r}",
+            )
+        ssc.checkpoint(checkpointPath)
+        return ssc
 
     def remember(self, duration: Duration | timedelta | float) -> None:
         """Keep every stream's RDDs for `duration` (for `slice`); may be set once.

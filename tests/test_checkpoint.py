@@ -15,6 +15,7 @@ from pyspark import SparkContext
 
 from reactive_spark import Days, Event, Minutes, StreamingContext, Time
 from reactive_spark.checkpoint import Checkpoint, CheckpointError
+from reactive_spark.errors import ContextStateError
 from reactive_spark.sources.timer import TimerEventSource
 
 from .helpers import virtual
@@ -363,3 +364,31 @@ async def test_files_dropped_during_downtime_are_caught_up(
     await second.advanceTo(T0 + Minutes(10))
     await second.stop(stopSparkContext=False)
     assert read == [["a", "b", "c"]]  # the three missed files, as one event
+
+
+async def test_getOrCreate_rebuilds_the_graph_and_recovers(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    seen: list[tuple[int, list[int]]] = []
+
+    def setup(start: Time, crashOn: int | None) -> StreamingContext:
+        ssc = virtual(sc, start=start)
+        daily_pipeline(ssc, crashOn, seen)
+        return ssc
+
+    first = StreamingContext.getOrCreate(checkpoint, lambda: setup(T0, 1))
+    assert first.checkpointDirectory == checkpoint
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Days(3))
+    await first.stop(stopSparkContext=False)
+    second = StreamingContext.getOrCreate(checkpoint, lambda: setup(T0 + Days(2), None))
+    await second.start()
+    await second.advanceTo(T0 + Days(3))
+    await second.stop(stopSparkContext=False)
+    assert [day for day, _ in seen] == [0, 1, 2, 3]
+    with pytest.raises(ContextStateError, match="cannot set the checkpoint directory"):
+        second.checkpoint(checkpoint)
+    with pytest.raises(ValueError, match="setupFunc must return a StreamingContext"):
+        StreamingContext.getOrCreate(checkpoint, lambda: None)  # type: ignore[arg-type,return-value]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
@@ -52,3 +53,24 @@ async def test_queueStream_all_at_once_and_default(sc: SparkContext) -> None:
     await ssc.stop(stopSparkContext=False)
     assert [sorted(items) for _, items in all_at_once] == [[1, 2, 3], [], []]
     assert [items for _, items in with_default] == [[1], [0], [0]]
+
+
+async def test_binaryRecordsStream_reads_fixed_length_records(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "a.bin", tmp_path / "b.bin"
+    first.write_bytes(b"AAAABBBB")
+    second.write_bytes(b"CCCC")
+    for path, moment in ((first, T0 + Seconds(0.5)), (second, T0 + Seconds(1.5))):
+        nanoseconds = moment.milliseconds * 1_000_000
+        os.utime(path, ns=(nanoseconds, nanoseconds))
+    ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
+    records = ssc.binaryRecordsStream(str(tmp_path), 4)
+    assert records.name.startswith("binaryRecordsStream(")
+    _out, seen = gather(records)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(2))
+    await ssc.stop(stopSparkContext=False)
+    assert [sorted(items) for _, items in seen] == [[b"AAAA", b"BBBB"], [b"CCCC"]]
+    with pytest.raises(ValueError, match="recordLength must be"):
+        StreamingContext(sc, Seconds(1)).binaryRecordsStream(str(tmp_path), 0)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD
 
+from reactive_spark._validation import require_int
 from reactive_spark.dstream.base import DStream
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
@@ -119,19 +120,26 @@ def _as_rdd(sc: Any, item: RDD[Any] | Iterable[Any], argument: str) -> RDD[Any]:
 
 
 class FileInputDStream(InputDStream):
-    """Text lines of new files in a directory (`ssc.textFileStream`).
+    """Text lines (or fixed-length binary records) of new files in a directory.
 
     Bound to a file watcher, it reads exactly the files of the event. Otherwise it reads the
     files whose modification time lies in (previous event of this stream, this event]; the
     first event reads files modified after the context's zero time. Hidden files (`.` or `_`)
-    are ignored, as Hadoop does.
+    are ignored, as Hadoop does. With `recordLength` every file is read as records of that many
+    bytes (`ssc.binaryRecordsStream`), else as lines of text (`ssc.textFileStream`).
     """
 
-    def __init__(self, ssc: StreamingContext, directory: str) -> None:
+    def __init__(
+        self, ssc: StreamingContext, directory: str, recordLength: int | None = None
+    ) -> None:
         if not isinstance(directory, str) or not directory:
             raise InvalidArgumentError(f"directory must be a non-empty str, got {directory!r}")
-        super().__init__(ssc, f"textFileStream({directory})")
+        if recordLength is not None:
+            require_int(recordLength, "recordLength")
+        operation = "textFileStream" if recordLength is None else "binaryRecordsStream"
+        super().__init__(ssc, f"{operation}({directory})")
         self.directory = os.path.abspath(directory)
+        self.recordLength = recordLength
         self._lastTime: Time | None = None
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
@@ -145,12 +153,20 @@ class FileInputDStream(InputDStream):
             since = self._ssc.zeroTime if self._lastTime is None else self._lastTime
             paths = modified_between(self.directory, since, event.time)
             self._lastTime = event.time
-        return _text_files(self._ssc.sparkContext, paths), {"files": paths}
+        return self._load(paths), {"files": paths}
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         if not isinstance(event, FileEvent):
             self._lastTime = event.time
-        return _text_files(self._ssc.sparkContext, list(read["files"]))
+        return self._load(list(read["files"]))
+
+    def _load(self, paths: list[str]) -> RDD[Any]:
+        sc = self._ssc.sparkContext
+        if self.recordLength is None:
+            return _text_files(sc, paths)
+        if not paths:
+            return sc.emptyRDD()
+        return sc.union([sc.binaryRecords(path, self.recordLength) for path in paths])
 
 
 def modified_between(directory: str, after: Time, upTo: Time) -> list[str]:
