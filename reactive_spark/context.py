@@ -7,7 +7,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,9 @@ from reactive_spark.time import (
 )
 
 if TYPE_CHECKING:
+    from reactive_spark.log.backend import LogBackend, LogRecord
+    from reactive_spark.log.stream import DirectLogInputDStream
+    from reactive_spark.sources.backlog import BacklogEventSource
     from reactive_spark.sources.file_watcher import FileWatcherEventSource
     from reactive_spark.sources.observable import ObservableEventSource
     from reactive_spark.sources.rest import RestEventSource
@@ -270,6 +273,49 @@ class StreamingContext:
         from reactive_spark.dstream.inputs import FileInputDStream
 
         return FileInputDStream(self, directory, recordLength)
+
+    def directStream(
+        self,
+        log: LogBackend,
+        topics: Iterable[str],
+        fromOffsets: Mapping[tuple[str, int], int] | None = None,
+        startingOffsets: str = "latest",
+        maxRatePerPartition: float | None = None,
+        messageHandler: Callable[[LogRecord], Any] | None = None,
+    ) -> DirectLogInputDStream:
+        """Records of `topics` in `log`, each batch an exact offset range per partition.
+
+        Each batch reads, per partition, from where the previous one stopped (first from
+        `fromOffsets[(topic, partition)]`, else the `startingOffsets` end of the log) up to
+        the latest offset, or `maxRatePerPartition` records per second since the previous
+        batch. Elements are `messageHandler(record)`, by default `(key, value)`; the batch's
+        RDD has `offsetRanges()`.
+
+        Example:
+            >>> # clicks = ssc.directStream(FileLog("data/log"), ["clicks"]).bind(every_minute)
+        """
+        from reactive_spark.log.stream import DirectLogInputDStream
+
+        return DirectLogInputDStream(
+            self, log, topics, fromOffsets, startingOffsets, maxRatePerPartition, messageHandler
+        )
+
+    def backlogSource(
+        self,
+        stream: DirectLogInputDStream,
+        threshold: int,
+        name: str,
+        *,
+        interval: Duration | timedelta | float = 1.0,
+    ) -> BacklogEventSource:
+        """A source firing a `LogEvent` when `threshold` records wait for a direct stream.
+
+        Example:
+            >>> # full = ssc.backlogSource(clicks, 1000, "backlog", interval=Seconds(5))
+        """
+        from reactive_spark.sources.backlog import BacklogEventSource
+
+        return BacklogEventSource(self, stream, threshold, name, interval)
 
     def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
         """The elements of all `dstreams`, for each event.

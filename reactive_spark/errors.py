@@ -22,6 +22,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidCallbackError",
     "JobFailedError",
+    "OffsetOutOfRangeError",
     "ReactiveSparkError",
 ]
 
@@ -44,6 +45,13 @@ class ContextStateError(ReactiveSparkError, RuntimeError):
 
 class ForeignContextError(InvalidArgumentError):
     """A stream or source of another StreamingContext was given."""
+
+
+class OffsetOutOfRangeError(ReactiveSparkError):
+    """Records asked of a log lie outside what it holds (e.g. below its earliest offset).
+
+    The message names the topic, the partition and the offsets.
+    """
 
 
 class JobFailedError(ReactiveSparkError):

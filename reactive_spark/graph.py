@@ -106,6 +106,8 @@ class DStreamGraph:
                 dependency.parent._requireRetention(dependency.retention())
         for source, rank in self._lineage_ranks(sources).items():
             source._rank = rank
+        for stream in self.inputs:
+            stream.start()
 
     def _reaching_sources(self) -> dict[int, set[EventSource]]:
         """For each stream, the sources whose events make it compute an RDD.

@@ -41,6 +41,9 @@ class InputDStream(DStream[Any]):
         self._reads[id(event)] = read
         return rdd
 
+    def start(self) -> None:
+        """Called once when the context starts, before any event (default: nothing)."""
+
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
         raise NotImplementedError
 

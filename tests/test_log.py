@@ -1,0 +1,221 @@
+"""Direct log streams on the embedded file log: offset ranges, exactly-once re-runs (DESIGN §9)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Minutes, Seconds, StreamingContext, Time
+from reactive_spark.log import FileLog, OffsetOutOfRangeError, OffsetRange, createRDD
+
+from .helpers import virtual
+
+T0 = Time(1_700_000_000_000)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> FileLog:
+    made = FileLog(str(tmp_path / "log"), segmentRecords=4)
+    made.create_topic("clicks", partitions=2)
+    return made
+
+
+def test_offset_range_validation() -> None:
+    assert OffsetRange("t", 1, 3, 7).count() == 4
+    assert OffsetRange.fromList(OffsetRange("t", 1, 3, 7).toList()) == OffsetRange("t", 1, 3, 7)
+    with pytest.raises(ValueError, match="untilOffset must not be below fromOffset 5, got 4"):
+        OffsetRange("t", 0, 5, 4)
+    with pytest.raises(ValueError, match="partition must be an int >= 0, got -1"):
+        OffsetRange("t", -1, 0, 0)
+    with pytest.raises(ValueError, match="topic must be a non-empty str"):
+        OffsetRange("", 0, 0, 0)
+
+
+def test_file_log_appends_reads_segments_and_retention(log: FileLog) -> None:
+    for n in range(10):
+        assert log.append("clicks", {"n": n}, partition=0) == (0, n)
+    assert log.latest_offset("clicks", 0) == 10 and log.latest_offset("clicks", 1) == 0
+    assert [r.value["n"] for r in log.read(OffsetRange("clicks", 0, 3, 9))] == list(range(3, 9))
+    assert len(list((Path(log.directory) / "clicks" / "0").glob("*.jsonl"))) == 3
+    assert log.delete_before("clicks", 0, 8) == 8  # whole segments of 4 records go
+    with pytest.raises(OffsetOutOfRangeError, match=r"'clicks' partition 0: offsets 3\.\.9"):
+        list(log.read(OffsetRange("clicks", 0, 3, 9)))
+    with pytest.raises(OffsetOutOfRangeError, match=r"outside the retained 8\.\.10"):
+        list(log.read(OffsetRange("clicks", 0, 9, 11)))
+    key_partition = log.append("clicks", "x", key="user-1")[0]
+    assert log.append("clicks", "y", key="user-1")[0] == key_partition
+    with pytest.raises(ValueError, match="unknown topic 'views'"):
+        log.append("views", 1)
+    with pytest.raises(ValueError, match="partition must be one of \\[0, 1\\]"):
+        log.append("clicks", 1, partition=5)
+    segment = Path(log.directory) / "clicks" / "1"
+    latest = log.latest_offset("clicks", 1)
+    with open(sorted(segment.glob("*.jsonl"))[-1], "a") as file:
+        file.write('{"k":null,"v":"half')  # a record being written is not visible yet
+    assert log.latest_offset("clicks", 1) == latest
+    assert pickle.loads(pickle.dumps(log)).directory == log.directory
+
+
+def test_createRDD_reads_ranges_on_the_executors(sc: SparkContext, log: FileLog) -> None:
+    for n in range(6):
+        log.append("clicks", n, key=f"k{n}", partition=n % 2)
+    ranges = [OffsetRange("clicks", 0, 1, 3), OffsetRange("clicks", 1, 0, 2)]
+    rdd = createRDD(sc, log, ranges)
+    assert rdd.getNumPartitions() == 2
+    assert rdd.offsetRanges() == ranges
+    assert rdd.glom().collect() == [[("k2", 2), ("k4", 4)], [("k1", 1), ("k3", 3)]]
+    handled = createRDD(sc, log, ranges[:1], messageHandler=lambda r: (r.partition, r.offset))
+    assert handled.collect() == [(0, 1), (0, 2)]
+    with pytest.raises(OffsetOutOfRangeError):
+        createRDD(sc, log, [OffsetRange("clicks", 0, 0, 99)])
+
+
+async def test_direct_stream_reads_what_arrived_between_events(
+    sc: SparkContext, log: FileLog
+) -> None:
+    log.append("clicks", "before start", partition=0)
+    ssc = virtual(sc, start=T0)
+    minute = ssc.timer(T0 + Minutes(1), None, Minutes(1), "minute")
+    seen: list[tuple[list[Any], list[OffsetRange]]] = []
+    stream = ssc.directStream(log, ["clicks"])
+    stream.foreachRDD(
+        lambda rdd: seen.append((sorted(v for _, v in rdd.collect()), rdd.offsetRanges()))
+    ).bind(minute)
+    await ssc.start()
+    log.append("clicks", "a", partition=0)
+    log.append("clicks", "b", partition=1)
+    await ssc.advanceTo(T0 + Minutes(1))
+    await ssc.advanceTo(T0 + Minutes(2))
+    log.append("clicks", "c", partition=1)
+    await ssc.advanceTo(T0 + Minutes(3))
+    await ssc.stop(stopSparkContext=False)
+    assert [values for values, _ in seen] == [["a", "b"], [], ["c"]]
+    assert seen[0][1] == [OffsetRange("clicks", 0, 1, 2), OffsetRange("clicks", 1, 0, 1)]
+    assert seen[2][1] == [OffsetRange("clicks", 0, 2, 2), OffsetRange("clicks", 1, 1, 2)]
+
+
+async def test_direct_stream_options(sc: SparkContext, log: FileLog) -> None:
+    for n in range(10):
+        log.append("clicks", n, partition=0)
+    ssc = virtual(sc, start=T0)
+    tick = ssc.timer(T0 + Seconds(2), None, Seconds(2), "tick")
+    sizes: list[int] = []
+    earliest = ssc.directStream(log, "clicks", startingOffsets="earliest", maxRatePerPartition=2)
+    earliest.count().foreachRDD(lambda rdd: sizes.append(rdd.first())).bind(tick)
+    chosen = ssc.directStream(log, ["clicks"], fromOffsets={("clicks", 0): 7})
+    picked: list[list[int]] = []
+    chosen.map(lambda kv: kv[1]).foreachRDD(lambda rdd: picked.append(rdd.collect())).bind(tick)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(6))
+    await ssc.stop(stopSparkContext=False)
+    assert sizes == [4, 4, 2]  # 2 records/s per partition over 2 s batches
+    assert picked == [[7, 8, 9], [], []]
+    assert earliest.positions() == {("clicks", 0): 10, ("clicks", 1): 0}
+
+
+def test_direct_stream_arguments(sc: SparkContext, log: FileLog) -> None:
+    ssc = StreamingContext(sc, None)
+    with pytest.raises(ValueError, match="unknown topic 'views'"):
+        ssc.directStream(log, ["clicks", "views"])
+    with pytest.raises(ValueError, match="startingOffsets must be 'latest' or 'earliest'"):
+        ssc.directStream(log, ["clicks"], startingOffsets="smallest")
+    with pytest.raises(ValueError, match="maxRatePerPartition must be a positive number"):
+        ssc.directStream(log, ["clicks"], maxRatePerPartition=0)
+    with pytest.raises(ValueError, match="fromOffsets names 'clicks' partition 7"):
+        ssc.directStream(log, ["clicks"], fromOffsets={("clicks", 7): 0})
+    with pytest.raises(ValueError, match="log must be a LogBackend"):
+        ssc.directStream("log", ["clicks"])  # type: ignore[arg-type]
+
+
+async def test_records_deleted_before_they_are_read_fail_the_batch_loudly(
+    sc: SparkContext, log: FileLog
+) -> None:
+    ssc = virtual(sc, start=T0)
+    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    ssc.directStream(log, ["clicks"], startingOffsets="earliest").foreachRDD(
+        lambda rdd: rdd.count()
+    ).bind(tick)
+    await ssc.start()
+    for n in range(9):
+        log.append("clicks", n, partition=0)
+    log.delete_before("clicks", 0, 8)
+    failures = await ssc.advanceTo(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    assert [failure.kind for failure in failures] == ["plan"]
+    assert isinstance(failures[0].error, OffsetOutOfRangeError)
+    assert "offsets 0..9 are outside the retained 8..9" in str(failures[0].error)
+
+
+async def test_a_rerun_batch_reads_the_same_offset_ranges(
+    sc: SparkContext, log: FileLog, tmp_path: Path
+) -> None:
+    checkpoint, out = str(tmp_path / "checkpoint"), tmp_path / "out"
+
+    class Crash(BaseException):
+        pass
+
+    def build(ssc: StreamingContext, crash: bool) -> None:
+        tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+        values = ssc.directStream(log, ["clicks"]).map(lambda kv: kv[1])
+        values.saveAsTextFiles(str(out / "clicks")).bind(tick)
+
+        def after(rdd: Any) -> None:
+            if crash:
+                raise Crash
+
+        values.foreachRDD(after).bind(tick)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, crash=True)
+    await first.start()
+    for n in range(3):
+        log.append("clicks", n, partition=0)
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Minutes(1))
+    await first.stop(stopSparkContext=False)
+    for n in range(3, 5):  # arrive while the driver is down
+        log.append("clicks", n, partition=0)
+
+    second = virtual(sc, start=T0 + Minutes(1) + Seconds(30), checkpoint=checkpoint)
+    build(second, crash=False)
+    await second.start()
+    await second.advanceTo(T0 + Minutes(2))
+    await second.stop(stopSparkContext=False)
+    batches = sorted(path for path in out.iterdir() if not path.name.startswith("."))
+    contents = [
+        sorted(int(line) for part in batch.glob("part-*") for line in part.read_text().split())
+        for batch in batches
+    ]
+    assert contents == [[0, 1, 2], [3, 4]]  # no record lost, none read twice
+
+
+async def test_backlog_source_fires_when_enough_records_wait(
+    sc: SparkContext, log: FileLog
+) -> None:
+    ssc = virtual(sc, start=T0)
+    clicks = ssc.directStream(log, ["clicks"])
+    full = ssc.backlogSource(clicks, 3, "backlog", interval=Seconds(1))
+    sizes: list[tuple[int, int]] = []
+    clicks.foreachRDD(lambda t, rdd, e: sizes.append((e.backlog, rdd.count()))).bind(full)
+    await ssc.start()
+    log.append("clicks", 1, partition=0)
+    log.append("clicks", 2, partition=1)
+    await ssc.advanceTo(T0 + Seconds(3))  # two records wait: nothing fires
+    log.append("clicks", 3, partition=0)
+    await ssc.advanceTo(T0 + Seconds(10))
+    for n in range(5):
+        log.append("clicks", n, partition=n % 2)
+    await ssc.advanceTo(T0 + Seconds(12))
+    await ssc.stop(stopSparkContext=False)
+    assert sizes == [(3, 3), (5, 5)]
+    fresh = StreamingContext(sc, None)
+    with pytest.raises(ValueError, match="belongs to another StreamingContext"):
+        fresh.backlogSource(clicks, 1, "b")
+    with pytest.raises(ValueError, match="threshold must be a positive int, got 0"):
+        fresh.backlogSource(fresh.directStream(log, ["clicks"]), 0, "b")
+    with pytest.raises(ValueError, match="stream must be a direct log stream"):
+        fresh.backlogSource(fresh.queueStream([]), 1, "b")  # type: ignore[arg-type]
