@@ -8,16 +8,21 @@ from reactive_spark.errors import OffsetOutOfRangeError
 from reactive_spark.log.backend import LogBackend, LogRecord
 from reactive_spark.log.file import FileLog
 from reactive_spark.log.offsets import HasOffsetRanges, OffsetRange
+from reactive_spark.log.sinks import Database, IdempotentSink, OffsetCommitError, TransactionalSink
 from reactive_spark.log.stream import DirectLogInputDStream, LogRDD, createRDD
 
 __all__ = [
+    "Database",
     "DirectLogInputDStream",
     "FileLog",
     "HasOffsetRanges",
+    "IdempotentSink",
     "LogBackend",
     "LogRDD",
     "LogRecord",
+    "OffsetCommitError",
     "OffsetOutOfRangeError",
     "OffsetRange",
+    "TransactionalSink",
     "createRDD",
 ]

@@ -1,0 +1,234 @@
+"""Exactly-once sinks for direct streams (seed 002): idempotent and transactional writes.
+
+* `IdempotentSink`: rows with a unique key; inserting a key again is a no-op, so a batch
+  re-run after a crash writes nothing twice. Suits per-record results.
+* `TransactionalSink`: a batch's results and its offset ranges are committed in one
+  transaction, and the offsets only move if the stored offset of every partition is the
+  range's `fromOffset`; a gap or a repeat rolls everything back. Suits aggregations.
+
+Both work on SQLite (the embedded default) and PostgreSQL, through a `Database`, which is
+picklable: executors open their own connections.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
+from reactive_spark.log.offsets import OffsetRange
+
+if TYPE_CHECKING:
+    from pyspark import RDD
+
+__all__ = ["Database", "IdempotentSink", "OffsetCommitError", "TransactionalSink"]
+
+
+class OffsetCommitError(ReactiveSparkError):
+    """A batch's offsets do not continue the committed ones: a gap or a repeat; rolled back."""
+
+
+@dataclass(frozen=True)
+class Database:
+    """Where a sink writes: `Database.sqlite(path)` or `Database.postgres(dsn)`.
+
+    Example:
+        >>> Database.sqlite("results.db").placeholder
+        '?'
+    """
+
+    kind: str
+    target: str
+
+    @classmethod
+    def sqlite(cls, path: str) -> Database:
+        """A SQLite file (the embedded default)."""
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError(f"path must be a non-empty str, got {path!r}")
+        return cls("sqlite", path)
+
+    @classmethod
+    def postgres(cls, dsn: str) -> Database:
+        """A PostgreSQL database, e.g. `"host=127.0.0.1 dbname=test user=postgres"`."""
+        if not isinstance(dsn, str) or not dsn:
+            raise InvalidArgumentError(f"dsn must be a non-empty str, got {dsn!r}")
+        return cls("postgres", dsn)
+
+    @property
+    def placeholder(self) -> str:
+        """The parameter marker of the database's SQL (`?` or `%s`)."""
+        return "?" if self.kind == "sqlite" else "%s"
+
+    def connect(self) -> Any:
+        """A new DB-API connection (not in autocommit mode)."""
+        if self.kind == "sqlite":
+            connection = sqlite3.connect(self.target, timeout=30)
+            connection.execute("PRAGMA journal_mode=WAL")
+            return connection
+        import psycopg
+
+        return psycopg.connect(self.target)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """A cursor in one transaction: committed on success, rolled back on any error."""
+        connection = self.connect()
+        try:
+            cursor = connection.cursor()
+            yield cursor
+            connection.commit()
+        except BaseException:
+            connection.rollback()
+            raise
+        finally:
+            connection.close()
+
+
+def _identifier(name: str, argument: str) -> str:
+    if not isinstance(name, str) or not name.replace("_", "a").isalnum() or name[0].isdigit():
+        raise InvalidArgumentError(f"{argument} must be a plain SQL identifier, got {name!r}")
+    return name
+
+
+class IdempotentSink:
+    """A table with a unique key; rows whose key is already there are skipped.
+
+    `columns` are the table's columns (SQL types, e.g. `{"id": "TEXT", "n": "INTEGER"}`) and
+    `key` the ones that identify a row: a message id, or topic, partition and offset.
+
+    Example:
+        >>> # sink = IdempotentSink(Database.sqlite("out.db"), "events",
+        >>> #                       {"id": "TEXT", "body": "TEXT"}, key=["id"])
+        >>> # stream.map(lambda kv: (kv[0], kv[1])).foreachRDD(sink.save)
+    """
+
+    def __init__(
+        self, database: Database, table: str, columns: dict[str, str], key: Sequence[str]
+    ) -> None:
+        if not isinstance(database, Database):
+            raise InvalidArgumentError(f"database must be a Database, got {database!r}")
+        self.database = database
+        self.table = _identifier(table, "table")
+        if not columns:
+            raise InvalidArgumentError("columns must name at least one column")
+        self.columns = {_identifier(name, "columns"): str(kind) for name, kind in columns.items()}
+        self.key = [_identifier(name, "key") for name in key]
+        unknown = [name for name in self.key if name not in self.columns]
+        if not self.key or unknown:
+            raise InvalidArgumentError(f"key must name some of the columns, got {list(key)!r}")
+        with database.transaction() as cursor:
+            described = ", ".join(f"{name} {kind}" for name, kind in self.columns.items())
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table} ({described}, "
+                f"PRIMARY KEY ({', '.join(self.key)}))"
+            )
+
+    def write(self, rows: Iterable[Sequence[Any]]) -> int:
+        """Insert `rows` (values in column order) in one transaction; returns how many were new."""
+        marks = ", ".join([self.database.placeholder] * len(self.columns))
+        statement = (
+            f"INSERT INTO {self.table} ({', '.join(self.columns)}) VALUES ({marks}) "
+            f"ON CONFLICT ({', '.join(self.key)}) DO NOTHING"
+        )
+        written = 0
+        with self.database.transaction() as cursor:
+            for row in rows:
+                cursor.execute(statement, tuple(row))
+                written += max(cursor.rowcount, 0)
+        return written
+
+    def save(self, rdd: RDD[Sequence[Any]]) -> None:
+        """Write every row of `rdd`, each partition from its executor (for `foreachRDD`)."""
+        write = self.write
+
+        def write_partition(rows: Iterable[Sequence[Any]]) -> None:
+            write(rows)
+
+        rdd.foreachPartition(write_partition)
+
+
+class TransactionalSink:
+    """Results and offsets committed together, with offsets that must continue exactly.
+
+    Offsets live in `offsetsTable` (`topic`, `part`, `off`). Start the direct stream from
+    `committedOffsets()`; each batch calls `commit(rdd.offsetRanges(), write)`, where
+    `write(cursor)` stores the batch's results with the same cursor.
+
+    Example:
+        >>> # sink = TransactionalSink(Database.postgres("dbname=test"))
+        >>> # clicks = ssc.directStream(log, ["clicks"], fromOffsets=sink.committedOffsets())
+        >>> # def store(rdd):
+        >>> #     total = rdd.count()
+        >>> #     sink.commit(rdd.offsetRanges(), lambda cursor: cursor.execute(
+        >>> #         "UPDATE totals SET n = n + %s", (total,)))
+        >>> # clicks.foreachRDD(store)
+    """
+
+    def __init__(self, database: Database, offsetsTable: str = "reactive_spark_offsets") -> None:
+        if not isinstance(database, Database):
+            raise InvalidArgumentError(f"database must be a Database, got {database!r}")
+        self.database = database
+        self.offsetsTable = _identifier(offsetsTable, "offsetsTable")
+        with database.transaction() as cursor:
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.offsetsTable} "
+                "(topic TEXT NOT NULL, part INTEGER NOT NULL, off BIGINT NOT NULL, "
+                "PRIMARY KEY (topic, part))"
+            )
+
+    def committedOffsets(self) -> dict[tuple[str, int], int]:
+        """The offsets committed so far, per `(topic, partition)` (for `fromOffsets`)."""
+        with self.database.transaction() as cursor:
+            cursor.execute(f"SELECT topic, part, off FROM {self.offsetsTable}")
+            return {(topic, int(part)): int(off) for topic, part, off in cursor.fetchall()}
+
+    def commit(self, offsetRanges: Iterable[OffsetRange], write: Callable[[Any], Any]) -> bool:
+        """Run `write(cursor)` and move the offsets, in one transaction.
+
+        Returns False, writing nothing, if exactly these ranges were committed already (a
+        batch re-run after a crash). Raises `OffsetCommitError` (after rolling back) if a
+        stored offset is neither the range's start nor its end: a gap or a repeat.
+        """
+        ranges = list(offsetRanges)
+        mark = self.database.placeholder
+        with self.database.transaction() as cursor:
+            stored = {}
+            for offsets in ranges:
+                cursor.execute(
+                    f"SELECT off FROM {self.offsetsTable} WHERE topic = {mark} AND part = {mark}",
+                    (offsets.topic, offsets.partition),
+                )
+                row = cursor.fetchone()
+                stored[offsets] = None if row is None else int(row[0])
+            if ranges and all(
+                stored[offsets] == offsets.untilOffset and offsets.count() for offsets in ranges
+            ):
+                return False
+            write(cursor)
+            for offsets in ranges:
+                self._advance(cursor, offsets, stored[offsets])
+        return True
+
+    def _advance(self, cursor: Any, offsets: OffsetRange, stored: int | None) -> None:
+        mark = self.database.placeholder
+        if stored is None:
+            cursor.execute(
+                f"INSERT INTO {self.offsetsTable} (topic, part, off) "
+                f"VALUES ({mark}, {mark}, {mark})",
+                (offsets.topic, offsets.partition, offsets.untilOffset),
+            )
+            return
+        cursor.execute(
+            f"UPDATE {self.offsetsTable} SET off = {mark} "
+            f"WHERE topic = {mark} AND part = {mark} AND off = {mark}",
+            (offsets.untilOffset, offsets.topic, offsets.partition, offsets.fromOffset),
+        )
+        if cursor.rowcount != 1:
+            raise OffsetCommitError(
+                f"topic {offsets.topic!r} partition {offsets.partition}: committed offset "
+                f"{stored} is not the batch's start {offsets.fromOffset} (a "
+                f"{'gap' if stored < offsets.fromOffset else 'repeat'}); rolled back",
+            )

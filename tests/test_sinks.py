@@ -1,0 +1,142 @@
+"""Exactly-once sinks on SQLite and on the real PostgreSQL of this machine."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Minutes, StreamingContext, Time
+from reactive_spark.log import FileLog, OffsetRange
+from reactive_spark.log.sinks import Database, IdempotentSink, OffsetCommitError, TransactionalSink
+
+from .helpers import virtual
+
+T0 = Time(1_700_000_000_000)
+POSTGRES_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres connect_timeout=3"
+
+
+def postgres_or_skip() -> Database:
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        psycopg.connect(POSTGRES_DSN).close()
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL is not reachable at 127.0.0.1:5432 ({exc})")
+    return Database.postgres(POSTGRES_DSN)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        yield Database.sqlite(str(tmp_path / "sink.db"))
+    else:
+        yield postgres_or_skip()
+
+
+def unique(name: str) -> str:
+    return f"{name}_{uuid.uuid4().hex[:10]}"
+
+
+def rows(database: Database, sql: str) -> list[tuple[Any, ...]]:
+    with database.transaction() as cursor:
+        cursor.execute(sql)
+        return sorted(tuple(row) for row in cursor.fetchall())
+
+
+def test_idempotent_sink_skips_keys_it_has(sc: SparkContext, database: Database) -> None:
+    table = unique("events")
+    sink = IdempotentSink(database, table, {"id": "TEXT", "n": "INTEGER"}, key=["id"])
+    assert sink.write([("a", 1), ("b", 2)]) == 2
+    assert sink.write([("b", 20), ("c", 3)]) == 1
+    sink.save(sc.parallelize([("c", 30), ("d", 4)], 2))
+    sink.save(sc.parallelize([("c", 30), ("d", 4)], 2))  # a retried batch
+    assert rows(database, f"SELECT id, n FROM {table}") == [
+        ("a", 1),
+        ("b", 2),
+        ("c", 3),
+        ("d", 4),
+    ]
+    with pytest.raises(ValueError, match="key must name some of the columns"):
+        IdempotentSink(database, table, {"id": "TEXT"}, key=["nope"])
+    with pytest.raises(ValueError, match="table must be a plain SQL identifier"):
+        IdempotentSink(database, "x; DROP TABLE y", {"id": "TEXT"}, key=["id"])
+
+
+def test_transactional_sink_commits_results_and_offsets_together(database: Database) -> None:
+    offsets, totals = unique("offsets"), unique("totals")
+    sink = TransactionalSink(database, offsets)
+    with database.transaction() as cursor:
+        cursor.execute(f"CREATE TABLE {totals} (name TEXT PRIMARY KEY, n INTEGER)")
+        cursor.execute(f"INSERT INTO {totals} VALUES ('clicks', 0)")
+    mark = database.placeholder
+
+    def add(count: int) -> Any:
+        return lambda cursor: cursor.execute(
+            f"UPDATE {totals} SET n = n + {mark} WHERE name = 'clicks'", (count,)
+        )
+
+    first = [OffsetRange("clicks", 0, 0, 5), OffsetRange("clicks", 1, 0, 2)]
+    assert sink.commit(first, add(7)) is True
+    assert sink.commit(first, add(7)) is False  # the same batch again: nothing happens
+    with pytest.raises(OffsetCommitError, match="committed offset 5 is not the batch's start 3"):
+        sink.commit([OffsetRange("clicks", 0, 3, 9), OffsetRange("clicks", 1, 2, 3)], add(7))
+    with pytest.raises(OffsetCommitError, match=r"\(a gap\)"):
+        sink.commit([OffsetRange("clicks", 0, 6, 9)], add(3))
+    assert sink.commit([OffsetRange("clicks", 0, 5, 9), OffsetRange("clicks", 1, 2, 3)], add(5))
+    assert rows(database, f"SELECT n FROM {totals}") == [(12,)]
+    assert sink.committedOffsets() == {("clicks", 0): 9, ("clicks", 1): 3}
+
+
+async def test_a_direct_stream_into_a_transactional_sink_counts_each_record_once(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    database = Database.sqlite(str(tmp_path / "totals.db"))
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks", partitions=2)
+    checkpoint = str(tmp_path / "checkpoint")
+    with database.transaction() as cursor:
+        cursor.execute("CREATE TABLE totals (name TEXT PRIMARY KEY, n INTEGER)")
+        cursor.execute("INSERT INTO totals VALUES ('clicks', 0)")
+
+    class Crash(BaseException):
+        pass
+
+    def build(ssc: StreamingContext, crash: bool) -> None:
+        sink = TransactionalSink(database)
+        tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+        clicks = ssc.directStream(
+            log, ["clicks"], fromOffsets=sink.committedOffsets(), startingOffsets="earliest"
+        )
+
+        def store(rdd: Any) -> None:
+            count = rdd.count()
+            sink.commit(
+                rdd.offsetRanges(),
+                lambda cursor: cursor.execute("UPDATE totals SET n = n + ?", (count,)),
+            )
+            if crash:
+                raise Crash("died after committing, before the batch completed")
+
+        clicks.foreachRDD(store).bind(tick)
+
+    for n in range(5):
+        log.append("clicks", n, key=n)
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, crash=True)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Minutes(1))
+    await first.stop(stopSparkContext=False)
+    for n in range(5, 8):
+        log.append("clicks", n, key=n)
+    second = virtual(sc, start=T0 + Minutes(1) + Minutes(0.5), checkpoint=checkpoint)
+    build(second, crash=False)
+    await second.start()
+    failures = await second.advanceTo(T0 + Minutes(3))
+    await second.stop(stopSparkContext=False)
+    assert failures == []
+    assert rows(database, "SELECT n FROM totals") == [(8,)]
