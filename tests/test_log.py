@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,18 +12,37 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Minutes, Seconds, StreamingContext, Time
-from reactive_spark.log import FileLog, OffsetOutOfRangeError, OffsetRange, createRDD
+from reactive_spark.log import FileLog, LogBackend, OffsetOutOfRangeError, OffsetRange, createRDD
 
 from .helpers import virtual
 
 T0 = Time(1_700_000_000_000)
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
-@pytest.fixture
-def log(tmp_path: Path) -> FileLog:
-    made = FileLog(str(tmp_path / "log"), segmentRecords=4)
-    made.create_topic("clicks", partitions=2)
-    return made
+def redis_log_or_skip() -> Any:
+    redis = pytest.importorskip("redis")
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis is not reachable at {REDIS_URL} ({exc})")
+    from reactive_spark.log.redis import RedisLog
+
+    return RedisLog(REDIS_URL, prefix=f"test-{uuid.uuid4().hex[:10]}")
+
+
+@pytest.fixture(params=["file", "redis"])
+def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LogBackend]:
+    """Every backend holds to the same contract; the file log in segments of 4 records."""
+    made = (
+        FileLog(str(tmp_path / "log"), segmentRecords=4)
+        if request.param == "file"
+        else redis_log_or_skip()
+    )
+    made.create_topic("clicks", partitions=2)  # type: ignore[attr-defined]
+    yield made
+    if request.param == "redis":
+        made.delete_topic("clicks")  # type: ignore[attr-defined]
 
 
 def test_offset_range_validation() -> None:
@@ -35,13 +56,13 @@ def test_offset_range_validation() -> None:
         OffsetRange("", 0, 0, 0)
 
 
-def test_file_log_appends_reads_segments_and_retention(log: FileLog) -> None:
+def test_log_appends_reads_and_retention(log: Any) -> None:
     for n in range(10):
         assert log.append("clicks", {"n": n}, partition=0) == (0, n)
     assert log.latest_offset("clicks", 0) == 10 and log.latest_offset("clicks", 1) == 0
     assert [r.value["n"] for r in log.read(OffsetRange("clicks", 0, 3, 9))] == list(range(3, 9))
-    assert len(list((Path(log.directory) / "clicks" / "0").glob("*.jsonl"))) == 3
-    assert log.delete_before("clicks", 0, 8) == 8  # whole segments of 4 records go
+    assert [r.offset for r in log.read(OffsetRange("clicks", 0, 3, 9))] == list(range(3, 9))
+    assert log.delete_before("clicks", 0, 8) == 8
     with pytest.raises(OffsetOutOfRangeError, match=r"'clicks' partition 0: offsets 3\.\.9"):
         list(log.read(OffsetRange("clicks", 0, 3, 9)))
     with pytest.raises(OffsetOutOfRangeError, match=r"outside the retained 8\.\.10"):
@@ -52,15 +73,25 @@ def test_file_log_appends_reads_segments_and_retention(log: FileLog) -> None:
         log.append("views", 1)
     with pytest.raises(ValueError, match="partition must be one of \\[0, 1\\]"):
         log.append("clicks", 1, partition=5)
+    assert repr(pickle.loads(pickle.dumps(log))) == repr(log)
+
+
+def test_file_log_segments_and_half_written_records(tmp_path: Path) -> None:
+    log = FileLog(str(tmp_path / "log"), segmentRecords=4)
+    log.create_topic("clicks", partitions=2)
+    for n in range(10):
+        log.append("clicks", n, partition=0)
+    assert len(list((Path(log.directory) / "clicks" / "0").glob("*.jsonl"))) == 3
+    assert log.delete_before("clicks", 0, 6) == 4  # whole segments of 4 records go
+    log.append("clicks", "x", partition=1)
     segment = Path(log.directory) / "clicks" / "1"
     latest = log.latest_offset("clicks", 1)
     with open(sorted(segment.glob("*.jsonl"))[-1], "a") as file:
         file.write('{"k":null,"v":"half')  # a record being written is not visible yet
     assert log.latest_offset("clicks", 1) == latest
-    assert pickle.loads(pickle.dumps(log)).directory == log.directory
 
 
-def test_createRDD_reads_ranges_on_the_executors(sc: SparkContext, log: FileLog) -> None:
+def test_createRDD_reads_ranges_on_the_executors(sc: SparkContext, log: Any) -> None:
     for n in range(6):
         log.append("clicks", n, key=f"k{n}", partition=n % 2)
     ranges = [OffsetRange("clicks", 0, 1, 3), OffsetRange("clicks", 1, 0, 2)]
@@ -74,9 +105,7 @@ def test_createRDD_reads_ranges_on_the_executors(sc: SparkContext, log: FileLog)
         createRDD(sc, log, [OffsetRange("clicks", 0, 0, 99)])
 
 
-async def test_direct_stream_reads_what_arrived_between_events(
-    sc: SparkContext, log: FileLog
-) -> None:
+async def test_direct_stream_reads_what_arrived_between_events(sc: SparkContext, log: Any) -> None:
     log.append("clicks", "before start", partition=0)
     ssc = virtual(sc, start=T0)
     minute = ssc.timer(T0 + Minutes(1), None, Minutes(1), "minute")
@@ -98,7 +127,7 @@ async def test_direct_stream_reads_what_arrived_between_events(
     assert seen[2][1] == [OffsetRange("clicks", 0, 2, 2), OffsetRange("clicks", 1, 1, 2)]
 
 
-async def test_direct_stream_options(sc: SparkContext, log: FileLog) -> None:
+async def test_direct_stream_options(sc: SparkContext, log: Any) -> None:
     for n in range(10):
         log.append("clicks", n, partition=0)
     ssc = virtual(sc, start=T0)
@@ -117,7 +146,7 @@ async def test_direct_stream_options(sc: SparkContext, log: FileLog) -> None:
     assert earliest.positions() == {("clicks", 0): 10, ("clicks", 1): 0}
 
 
-def test_direct_stream_arguments(sc: SparkContext, log: FileLog) -> None:
+def test_direct_stream_arguments(sc: SparkContext, log: Any) -> None:
     ssc = StreamingContext(sc, None)
     with pytest.raises(ValueError, match="unknown topic 'views'"):
         ssc.directStream(log, ["clicks", "views"])
@@ -132,7 +161,7 @@ def test_direct_stream_arguments(sc: SparkContext, log: FileLog) -> None:
 
 
 async def test_records_deleted_before_they_are_read_fail_the_batch_loudly(
-    sc: SparkContext, log: FileLog
+    sc: SparkContext, log: Any
 ) -> None:
     ssc = virtual(sc, start=T0)
     tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
@@ -151,7 +180,7 @@ async def test_records_deleted_before_they_are_read_fail_the_batch_loudly(
 
 
 async def test_a_rerun_batch_reads_the_same_offset_ranges(
-    sc: SparkContext, log: FileLog, tmp_path: Path
+    sc: SparkContext, log: Any, tmp_path: Path
 ) -> None:
     checkpoint, out = str(tmp_path / "checkpoint"), tmp_path / "out"
 
@@ -193,9 +222,7 @@ async def test_a_rerun_batch_reads_the_same_offset_ranges(
     assert contents == [[0, 1, 2], [3, 4]]  # no record lost, none read twice
 
 
-async def test_backlog_source_fires_when_enough_records_wait(
-    sc: SparkContext, log: FileLog
-) -> None:
+async def test_backlog_source_fires_when_enough_records_wait(sc: SparkContext, log: Any) -> None:
     ssc = virtual(sc, start=T0)
     clicks = ssc.directStream(log, ["clicks"])
     full = ssc.backlogSource(clicks, 3, "backlog", interval=Seconds(1))

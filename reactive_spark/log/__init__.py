@@ -8,6 +8,7 @@ from reactive_spark.errors import OffsetOutOfRangeError
 from reactive_spark.log.backend import LogBackend, LogRecord
 from reactive_spark.log.file import FileLog
 from reactive_spark.log.offsets import HasOffsetRanges, OffsetRange
+from reactive_spark.log.redis import RedisLog
 from reactive_spark.log.sinks import Database, IdempotentSink, OffsetCommitError, TransactionalSink
 from reactive_spark.log.stream import DirectLogInputDStream, LogRDD, createRDD
 
@@ -23,6 +24,7 @@ __all__ = [
     "OffsetCommitError",
     "OffsetOutOfRangeError",
     "OffsetRange",
+    "RedisLog",
     "TransactionalSink",
     "createRDD",
 ]
