@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,18 +33,34 @@ def redis_log_or_skip() -> Any:
     return RedisLog(REDIS_URL, prefix=f"test-{uuid.uuid4().hex[:10]}")
 
 
-@pytest.fixture(params=["file", "redis"])
+def kafka_log_or_skip() -> Any:
+    bootstrap = os.environ.get("REACTIVE_SPARK_KAFKA_BOOTSTRAP")
+    if not bootstrap:
+        pytest.skip("no Kafka broker: set REACTIVE_SPARK_KAFKA_BOOTSTRAP=host:port to test on one")
+    from reactive_spark.log.kafka import KafkaLog
+
+    log = KafkaLog(bootstrap)
+    if log.partitions("clicks"):
+        log.delete_topic("clicks")
+        deadline = time.monotonic() + 30
+        while log.partitions("clicks") and time.monotonic() < deadline:
+            time.sleep(0.5)
+    return log
+
+
+@pytest.fixture(params=["file", "redis", "kafka"])
 def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LogBackend]:
     """Every backend holds to the same contract; the file log in segments of 4 records."""
-    made = (
-        FileLog(str(tmp_path / "log"), segmentRecords=4)
-        if request.param == "file"
-        else redis_log_or_skip()
-    )
-    made.create_topic("clicks", partitions=2)  # type: ignore[attr-defined]
+    if request.param == "file":
+        made: Any = FileLog(str(tmp_path / "log"), segmentRecords=4)
+    elif request.param == "redis":
+        made = redis_log_or_skip()
+    else:
+        made = kafka_log_or_skip()
+    made.create_topic("clicks", partitions=2)
     yield made
-    if request.param == "redis":
-        made.delete_topic("clicks")  # type: ignore[attr-defined]
+    if request.param != "file":
+        made.delete_topic("clicks")
 
 
 def test_offset_range_validation() -> None:
@@ -246,3 +264,20 @@ async def test_backlog_source_fires_when_enough_records_wait(sc: SparkContext, l
         fresh.backlogSource(fresh.directStream(log, ["clicks"]), 0, "b")
     with pytest.raises(ValueError, match="stream must be a direct log stream"):
         fresh.backlogSource(fresh.queueStream([]), 1, "b")  # type: ignore[arg-type]
+
+
+def test_kafka_log_without_a_broker() -> None:
+    from reactive_spark.log.kafka import KafkaLog, _decode_json, _encode_json, _encode_raw
+
+    log = KafkaLog("127.0.0.1:9", codec="raw", security_protocol="PLAINTEXT")
+    copy = pickle.loads(pickle.dumps(log))
+    assert repr(copy) == "KafkaLog('127.0.0.1:9', codec='raw')"
+    assert copy.config == {"security_protocol": "PLAINTEXT"}
+    assert _decode_json(_encode_json({"n": [1, 2]})) == {"n": [1, 2]}
+    assert _encode_raw("é") == "é".encode() and _encode_raw(None) is None
+    with pytest.raises(ValueError, match="a raw Kafka log takes bytes or str, got 5"):
+        _encode_raw(5)
+    with pytest.raises(ValueError, match="codec must be 'json' or 'raw', got 'avro'"):
+        KafkaLog("127.0.0.1:9092", codec="avro")
+    with pytest.raises(ValueError, match="bootstrap must be 'host:port"):
+        KafkaLog("")

@@ -7,6 +7,7 @@ Example:
 from reactive_spark.errors import OffsetOutOfRangeError
 from reactive_spark.log.backend import LogBackend, LogRecord
 from reactive_spark.log.file import FileLog
+from reactive_spark.log.kafka import KafkaLog
 from reactive_spark.log.offsets import HasOffsetRanges, OffsetRange
 from reactive_spark.log.redis import RedisLog
 from reactive_spark.log.sinks import Database, IdempotentSink, OffsetCommitError, TransactionalSink
@@ -18,6 +19,7 @@ __all__ = [
     "FileLog",
     "HasOffsetRanges",
     "IdempotentSink",
+    "KafkaLog",
     "LogBackend",
     "LogRDD",
     "LogRecord",

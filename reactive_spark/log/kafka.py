@@ -1,0 +1,182 @@
+"""A log on Apache Kafka: topics and partitions as Kafka has them (kafka-python client).
+
+Offsets are Kafka's. A range is read by a consumer of its own, assigned to the one partition
+and positioned at `fromOffset`, without a consumer group and without committing anything: the
+offset ranges in the checkpoint (or a `TransactionalSink`) are the only record of progress, as
+in seed 002. Needs the `kafka` extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from reactive_spark.errors import InvalidArgumentError, OffsetOutOfRangeError
+from reactive_spark.log.backend import LogBackend, LogRecord
+from reactive_spark.log.offsets import OffsetRange
+
+__all__ = ["KafkaLog"]
+
+#: How long a read waits for the records of a range the broker said it holds.
+READ_TIMEOUT_MS = 30_000
+
+
+def _encode_json(value: Any) -> bytes | None:
+    return None if value is None else json.dumps(value).encode()
+
+
+def _decode_json(data: bytes | None) -> Any:
+    return None if data is None else json.loads(data)
+
+
+def _encode_raw(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    raise InvalidArgumentError(f"a raw Kafka log takes bytes or str, got {value!r}")
+
+
+def _decode_raw(data: bytes | None) -> Any:
+    return data
+
+
+_CODECS: dict[str, tuple[Callable[[Any], bytes | None], Callable[[bytes | None], Any]]] = {
+    "json": (_encode_json, _decode_json),
+    "raw": (_encode_raw, _decode_raw),
+}
+
+
+class KafkaLog(LogBackend):
+    """A Kafka cluster as a log; keys and values are JSON (`codec="json"`) or bytes (`"raw"`).
+
+    Extra keyword arguments go to every kafka-python client (security settings and the like).
+
+    Example:
+        >>> # log = KafkaLog("broker-1:9092,broker-2:9092", codec="raw")
+        >>> # clicks = ssc.directStream(log, ["clicks"], startingOffsets="earliest")
+    """
+
+    def __init__(self, bootstrap: str, codec: str = "json", **config: Any) -> None:
+        if not isinstance(bootstrap, str) or not bootstrap:
+            raise InvalidArgumentError(
+                f"bootstrap must be 'host:port[,host:port...]', got {bootstrap!r}",
+            )
+        if codec not in _CODECS:
+            raise InvalidArgumentError(f"codec must be 'json' or 'raw', got {codec!r}")
+        self.bootstrap = bootstrap
+        self.codec = codec
+        self.config = dict(config)
+        self._clients: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"KafkaLog({self.bootstrap!r}, codec={self.codec!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_clients": {}}
+
+    def _client(self, kind: str) -> Any:
+        if kind not in self._clients:
+            import kafka
+            import kafka.admin
+
+            servers = self.bootstrap.split(",")
+            if kind == "metadata":
+                client = kafka.KafkaConsumer(
+                    bootstrap_servers=servers, enable_auto_commit=False, **self.config
+                )
+            elif kind == "producer":
+                client = kafka.KafkaProducer(bootstrap_servers=servers, acks="all", **self.config)
+            else:
+                client = kafka.admin.KafkaAdminClient(bootstrap_servers=servers, **self.config)
+            self._clients[kind] = client
+        return self._clients[kind]
+
+    @staticmethod
+    def _partition(topic: str, partition: int) -> Any:
+        from kafka import TopicPartition
+
+        return TopicPartition(topic, partition)
+
+    # -- topics ------------------------------------------------------------------------------
+    def create_topic(self, topic: str, partitions: int = 1, replicationFactor: int = 1) -> None:
+        """Create `topic` (an existing topic is left as it is)."""
+        from kafka.admin import NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        with contextlib.suppress(TopicAlreadyExistsError):
+            self._client("admin").create_topics(
+                [NewTopic(topic, partitions, replicationFactor)], wait_for_metadata=True
+            )
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete `topic` and its records."""
+        self._client("admin").delete_topics([topic])
+
+    def partitions(self, topic: str) -> list[int]:
+        """The partitions of `topic` (none if the cluster does not know it)."""
+        found = self._client("metadata").partitions_for_topic(topic)
+        return sorted(found or [])
+
+    # -- offsets -----------------------------------------------------------------------------
+    def earliest_offset(self, topic: str, partition: int) -> int:
+        """The first offset the broker still holds."""
+        key = self._partition(topic, partition)
+        return int(self._client("metadata").beginning_offsets([key])[key])
+
+    def latest_offset(self, topic: str, partition: int) -> int:
+        """The high watermark: one past the last committed record."""
+        key = self._partition(topic, partition)
+        return int(self._client("metadata").end_offsets([key])[key])
+
+    def delete_before(self, topic: str, partition: int, offset: int) -> int:
+        """Delete the records below `offset` (Kafka's DeleteRecords); returns the new earliest."""
+        self._client("admin").delete_records({self._partition(topic, partition): offset})
+        return self.earliest_offset(topic, partition)
+
+    # -- records -----------------------------------------------------------------------------
+    def _read(self, offsets: OffsetRange) -> Iterator[LogRecord]:
+        import kafka
+
+        if not offsets.count():
+            return
+        decode = _CODECS[self.codec][1]
+        key = self._partition(offsets.topic, offsets.partition)
+        consumer = kafka.KafkaConsumer(
+            bootstrap_servers=self.bootstrap.split(","),
+            enable_auto_commit=False,
+            auto_offset_reset="none",
+            **self.config,
+        )
+        try:
+            consumer.assign([key])
+            consumer.seek(key, offsets.fromOffset)
+            while consumer.position(key) < offsets.untilOffset:
+                batch = consumer.poll(timeout_ms=READ_TIMEOUT_MS).get(key, [])
+                if not batch:
+                    raise OffsetOutOfRangeError(
+                        f"topic {offsets.topic!r} partition {offsets.partition}: no records "
+                        f"at offset {consumer.position(key)} of {offsets.fromOffset}.."
+                        f"{offsets.untilOffset} within {READ_TIMEOUT_MS} ms",
+                    )
+                for message in batch:
+                    if message.offset >= offsets.untilOffset:
+                        return
+                    yield LogRecord(
+                        offsets.topic,
+                        offsets.partition,
+                        message.offset,
+                        decode(message.key),
+                        decode(message.value),
+                    )
+        finally:
+            consumer.close()
+
+    def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
+        encode = _CODECS[self.codec][0]
+        sent = self._client("producer").send(
+            topic, value=encode(value), key=encode(key), partition=partition
+        )
+        return int(sent.get(timeout=30).offset)
