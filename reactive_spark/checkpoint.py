@@ -269,7 +269,7 @@ class Checkpoint:
     def _append(self, record: Record) -> None:
         if self._segment is None:
             raise CheckpointError(f"the write-ahead log of {self.directory} is not open")
-        self._segment.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._segment.write(json.dumps(record, separators=(",", ":"), default=repr) + "\n")
         self._segmentRecords += 1
 
     def _sync(self) -> None:

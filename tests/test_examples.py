@@ -1,4 +1,4 @@
-"""The upload-trigger example: a job per dropped file and a job per HTTP call."""
+"""The examples, run end to end: upload triggers, and the clickstream with a restart."""
 
 from __future__ import annotations
 
@@ -49,3 +49,21 @@ async def test_upload_trigger(sc: SparkContext, tmp_path: Path) -> None:
         line for part in saved[0].glob("part-*") for line in part.read_text().splitlines()
     )
     assert words == ["('x', 2)", "('y', 1)", "('z', 1)"]
+
+
+async def test_clickstream_counts_every_click_once_across_a_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    from reactive_spark.log import FileLog
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import clickstream
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    pages = await clickstream.main(sc, tmp_path)
+    log = FileLog(str(tmp_path / "log"))
+    appended = sum(log.latest_offset("clicks", p) for p in log.partitions("clicks"))
+    assert appended > 1000
+    assert sum(pages.values()) == appended
+    assert set(pages) == set(clickstream.PAGES)
