@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-BENCHMARKS := benchmarks/overhead.py benchmarks/memory.py benchmarks/simulated_year.py benchmarks/latency.py benchmarks/checkpoint.py
+BENCHMARKS := benchmarks/overhead.py benchmarks/memory.py benchmarks/simulated_year.py benchmarks/latency.py benchmarks/checkpoint.py benchmarks/log_stream.py
 
 .PHONY: setup java test lint demo bench clean
 

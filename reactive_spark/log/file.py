@@ -43,6 +43,8 @@ class FileLog(LogBackend):
             raise InvalidArgumentError(f"directory must be a non-empty str, got {directory!r}")
         self.directory = os.path.abspath(directory)
         self.segmentRecords = require_int(segmentRecords, "segmentRecords")
+        # complete lines of a segment file, by path, valid while its size is unchanged
+        self._lineCounts: dict[str, tuple[int, int]] = {}
 
     def __repr__(self) -> str:
         return f"FileLog({self.directory!r})"
@@ -123,8 +125,11 @@ class FileLog(LogBackend):
                 count = self._completeLines(self._segmentPath(topic, partition, first))
             if not segments or count >= self.segmentRecords:
                 first, count = first + count, 0
-            with open(self._segmentPath(topic, partition, first), "a", encoding="utf-8") as file:
-                file.write(line)
+            path = self._segmentPath(topic, partition, first)
+            with open(path, "ab") as file:
+                file.write(line.encode())
+                size = file.tell()
+            self._lineCounts[path] = (size, count + 1)
             return first + count
 
     # -- files -------------------------------------------------------------------------------
@@ -143,7 +148,13 @@ class FileLog(LogBackend):
             ) from None
         return sorted(int(match[1]) for name in names if (match := _SEGMENT.match(name)))
 
-    @staticmethod
-    def _completeLines(path: str) -> int:
+    def _completeLines(self, path: str) -> int:
+        size = os.stat(path).st_size
+        known = self._lineCounts.get(path)
+        if known is not None and known[0] == size:
+            return known[1]
         with open(path, "rb") as file:
-            return file.read().count(b"\n")
+            data = file.read(size)
+        lines = data.count(b"\n")
+        self._lineCounts[path] = (size, lines)
+        return lines
