@@ -58,6 +58,9 @@ class Recovered:
 
     `completed` and `unfinished` hold `planned` records, oldest first: completed batches that
     windows may still need, and batches whose jobs may not all have run.
+
+    Example:
+        >>> # recovered = Checkpoint("ckpt").load(); recovered and recovered.unfinished
     """
 
     zeroTime: Time

@@ -322,13 +322,20 @@ class EventSource(ABC):
         self._catchUp = policy
 
     def coalesce(self, events: list[Event]) -> Event:
-        """One event standing for `events`, missed in a row (default: the last of them)."""
+        """One event standing for `events`, missed in a row (default: the last of them).
+
+        Example:
+            >>> # a file watcher's carries every missed file: coalesce(missed).paths
+        """
         return events[-1]
 
     def eventFromRecord(self, fields: dict[str, Any]) -> Event:
         """Re-create an event of this source from its `describe()` fields (after a restart).
 
         Subclasses whose events carry more than `index` and `time` override it.
+
+        Example:
+            >>> # source.eventFromRecord(event.describe())  # an equal event
         """
         return Event(self, fields["index"], Time(fields["time"]), fields.get("instanceId"))
 

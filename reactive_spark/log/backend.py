@@ -18,7 +18,12 @@ __all__ = ["LogBackend", "LogRecord"]
 
 
 class LogRecord(NamedTuple):
-    """One record of a log: where it is, its key and its value."""
+    """One record of a log: where it is, its key and its value.
+
+    Example:
+        >>> LogRecord("clicks", 0, 41, "user-7", {"page": "/"}).offset
+        41
+    """
 
     topic: str
     partition: int

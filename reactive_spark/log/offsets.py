@@ -54,7 +54,11 @@ class OffsetRange:
 
 @runtime_checkable
 class HasOffsetRanges(Protocol):
-    """An RDD that knows the offset ranges it reads, one per partition, in partition order."""
+    """An RDD that knows the offset ranges it reads, one per partition, in partition order.
+
+    Example:
+        >>> # isinstance(rdd, HasOffsetRanges) and rdd.offsetRanges()
+    """
 
     def offsetRanges(self) -> list[OffsetRange]:
         """The ranges this RDD reads."""

@@ -36,7 +36,11 @@ def key_and_value(record: LogRecord) -> tuple[Any, Any]:
 
 
 class LogRDD(RDD[Any]):
-    """An RDD reading offset ranges of a log, one partition per range (`HasOffsetRanges`)."""
+    """An RDD reading offset ranges of a log, one partition per range (`HasOffsetRanges`).
+
+    Example:
+        >>> # stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))
+    """
 
     def __init__(self, rdd: RDD[Any], offsetRanges: list[OffsetRange]) -> None:
         super().__init__(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
@@ -84,7 +88,12 @@ def _log_rdd(
 
 
 class DirectLogInputDStream(InputDStream):
-    """Records of a log's topics, read by exact offset ranges (`ssc.directStream`)."""
+    """Records of a log's topics, read by exact offset ranges (`ssc.directStream`).
+
+    Example:
+        >>> # clicks = ssc.directStream(log, ["clicks"], startingOffsets="earliest")
+        >>> # clicks.positions()  # {("clicks", 0): 120, ("clicks", 1): 98}
+    """
 
     def __init__(
         self,
