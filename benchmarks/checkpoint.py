@@ -14,26 +14,13 @@ import tempfile
 import time
 
 from _spark import local_spark, median
-from overhead import EVENTS, plain_loop, work
-from pyspark import RDD, SparkContext
+from overhead import EVENTS, plain_loop, reactive_virtual, work
+from pyspark import SparkContext
 
-from reactive_spark import Days, Minutes, Seconds, StreamingContext, Time, VirtualClock
+from reactive_spark import Days, Minutes, StreamingContext, Time, VirtualClock
 
 ROUNDS = 3
 HISTORY = 2_000
-
-
-async def timed_run(sc: SparkContext, base: RDD[int], checkpoint: str | None) -> float:
-    origin = Time(0)
-    ssc = StreamingContext(sc, None, clock=VirtualClock(origin), checkpoint=checkpoint)
-    timer = ssc.timer(origin + Seconds(1), origin + Seconds(EVENTS), Seconds(1), "tick")
-    ssc.queueStream([], default=base).foreachRDD(work).bind(timer)
-    await ssc.start()
-    began = time.perf_counter()
-    await ssc.runUntil(origin + Seconds(EVENTS))
-    elapsed = time.perf_counter() - began
-    await ssc.stop(stopSparkContext=False)
-    return elapsed
 
 
 def history_graph(sc: SparkContext, start: Time, directory: str) -> StreamingContext:
@@ -80,9 +67,9 @@ async def main() -> None:
     plain, without, with_log = [], [], []
     for _ in range(ROUNDS):
         plain.append(plain_loop(base))
-        without.append(await timed_run(sc, base, None))
+        without.append(await reactive_virtual(sc, base))
         with tempfile.TemporaryDirectory() as directory:
-            with_log.append(await timed_run(sc, base, directory))
+            with_log.append(await reactive_virtual(sc, base, directory))
     per_batch = (median(with_log) - median(without)) / EVENTS * 1000
     print(f"checkpoint: {EVENTS} events x {ROUNDS} rounds")
     print(f"  plain PySpark loop       median {median(plain):.3f} s")

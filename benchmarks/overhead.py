@@ -40,9 +40,11 @@ def plain_loop(base: RDD[int]) -> float:
     return time.perf_counter() - began
 
 
-async def reactive_virtual(sc: SparkContext, base: RDD[int]) -> float:
+async def reactive_virtual(
+    sc: SparkContext, base: RDD[int], checkpoint: str | None = None
+) -> float:
     origin = Time(0)
-    ssc = StreamingContext(sc, None, clock=VirtualClock(origin))
+    ssc = StreamingContext(sc, None, clock=VirtualClock(origin), checkpoint=checkpoint)
     timer = ssc.timer(origin + Seconds(1), origin + Seconds(EVENTS), Seconds(1), "tick")
     ssc.queueStream([], default=base).foreachRDD(work).bind(timer)
     await ssc.start()
