@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reactive_spark.dependencies import Retention
+from reactive_spark.dstream.state import StateDStream
 from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.scheduler import Batch
+from reactive_spark.scheduler import Batch, run_blocking
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
@@ -362,8 +363,6 @@ async def resume(
     events the primary sources missed. Returns the names of the sources to `restart()`
     (the others are new, or changed, and `start()` afresh).
     """
-    from reactive_spark.scheduler import run_blocking
-
     scheduler, graph = ssc._scheduler, ssc._graph
     known = {} if recovered is None else matching_sources(ssc, recovered)
     progress = {} if recovered is None else recovered.progress
@@ -390,8 +389,6 @@ async def resume(
         sum(rerun for *_, rerun in batches),
     )
     await scheduler.replay(batches)
-    from reactive_spark.dstream.state import StateDStream
-
     for stream in graph.streams:
         if isinstance(stream, StateDStream):
             log.warning(
