@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reactive_spark.dependencies import Retention
-from reactive_spark.dstream.state import StateDStream
 from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.scheduler import Batch, run_blocking
@@ -389,14 +388,6 @@ async def resume(
         sum(rerun for *_, rerun in batches),
     )
     await scheduler.replay(batches)
-    for stream in graph.streams:
-        if isinstance(stream, StateDStream):
-            log.warning(
-                "checkpoint: %s restarts from the state of the %d batches the log keeps, "
-                "not from its whole history",
-                stream.name,
-                len(batches),
-            )
     now = ssc._resumedAt = ssc.clock.now()
     for name, source in known.items():
         if source.parents:

@@ -33,6 +33,7 @@ class DStreamGraph:
         self._ssc = ssc
         self.streams: list[DStream[Any]] = []
         self.inputs: list[InputDStream] = []
+        self.recorders: list[DStream[Any]] = []  # streams whose reads go into Batch.inputs
         self.outputs: list[ForEachDStream] = []
         self._bindings: dict[EventSource, list[DStream[Any]]] = {}
         self.zeroTime: Time | None = None
@@ -50,6 +51,11 @@ class DStreamGraph:
     def addInput(self, stream: InputDStream) -> None:
         """Register an input stream."""
         self.inputs.append(stream)
+        self.recorders.append(stream)
+
+    def addRecorder(self, stream: DStream[Any]) -> None:
+        """Register a stream that records what it read for each event (`describeRead`)."""
+        self.recorders.append(stream)
 
     def addOutput(self, stream: ForEachDStream) -> None:
         """Register an output stream."""
@@ -216,10 +222,10 @@ class DStreamGraph:
         """The most history any stream must remember (what recovery must rebuild)."""
         needed = Retention()
         for stream in self.streams:
-            needed = needed.merge(stream._retention)
+            needed = needed.merge(stream.recoveryRetention())
         return needed
 
-    def replayedRead(self, stream: InputDStream) -> dict[str, Any] | None:
+    def replayedRead(self, stream: DStream[Any]) -> dict[str, Any] | None:
         """What `stream` read for the batch being re-planned from a checkpoint, if any."""
         return None if self._replaying is None else self._replaying.get(stream.name)
 
@@ -251,7 +257,7 @@ class DStreamGraph:
             else:
                 jobs.append(Job(stream, event, functools.partial(materialize, rdd), "materialize"))
         inputs = {}
-        for stream in self.inputs:
+        for stream in self.recorders:
             read = stream.describeRead(event)
             if read is not None:
                 inputs[stream.name] = read

@@ -389,9 +389,10 @@ class JobScheduler:
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 log.exception(
-                    "reactive-spark scheduler crashed on %r; no further batch runs (restart "
-                    "the context, from its checkpoint if it has one)",
-                    events,
+                    "reactive-spark scheduler crashed in a run of %d events from %r; no "
+                    "further batch runs (restart the context, from its checkpoint if it has one)",
+                    len(events),
+                    events[0],
                 )
                 self.crash = exc
                 self._dropping = True

@@ -392,3 +392,40 @@ async def test_getOrCreate_rebuilds_the_graph_and_recovers(
         second.checkpoint(checkpoint)
     with pytest.raises(ValueError, match="setupFunc must return a StreamingContext"):
         StreamingContext.getOrCreate(checkpoint, lambda: None)  # type: ignore[arg-type,return-value]
+
+
+async def test_state_survives_a_crash(sc: SparkContext, tmp_path: Path) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    days, crash_day = 25, 17
+    totals: dict[int, dict[str, int]] = {}
+
+    def build(ssc: StreamingContext, crash: bool) -> None:
+        daily = ssc.timer(T0, None, Days(1), "daily")
+        sales = ssc.queueStream([[("a", 1), ("b", day)] for day in range(days)])
+        running = sales.updateStateByKey(lambda new, total: sum(new) + (total or 0))
+
+        def record(time: datetime, rdd: Any, event: Event) -> None:
+            if crash and day_of(event) == crash_day:
+                raise Crash
+            totals[day_of(event)] = dict(rdd.collect())
+
+        running.foreachRDD(record).bind(daily)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, crash=True)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Days(days))
+    await first.stop(stopSparkContext=False)
+    saves = sorted(os.listdir(tmp_path / "checkpoint" / "state"))
+    assert [name.split("-")[1] for name in saves] == ["9"]  # the state after day 9 was saved
+
+    second = virtual(sc, start=T0 + Days(crash_day), checkpoint=checkpoint)
+    build(second, crash=False)
+    await second.start()
+    await second.runUntil(T0 + Days(days - 1))
+    await second.stop(stopSparkContext=False)
+    assert sorted(totals) == list(range(days))
+    assert len(os.listdir(tmp_path / "checkpoint" / "state")) == 2  # after days 9 and 19
+    for day in range(days):
+        assert totals[day] == {"a": day + 1, "b": day * (day + 1) // 2}, day

@@ -189,6 +189,14 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         """How many generated RDDs this stream currently remembers."""
         return len(self._generated)
 
+    def describeRead(self, event: Event) -> dict[str, Any] | None:
+        """What this stream read for `event` that a re-run must read again (default: none)."""
+        return None
+
+    def recoveryRetention(self) -> Retention:
+        """The batches a restart must re-plan for this stream (default: what it remembers)."""
+        return self._retention
+
     def _requireRetention(self, retention: Retention) -> None:
         self._retention = self._retention.merge(retention)
         # the latest RDD is always kept, as Spark's remember does

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -9,6 +11,7 @@ from pyspark import RDD, StorageLevel
 
 from reactive_spark.dependencies import EventDependency, Retention
 from reactive_spark.dstream.base import DStream
+from reactive_spark.dstream.files import save_atomically
 from reactive_spark.events import Event
 
 __all__ = ["StateDStream"]
@@ -21,8 +24,10 @@ class StateDStream(DStream[Any]):
     """`state(k) = updateFunc(new values of k, previous state of k)`; None drops the key.
 
     Every key of the previous state is updated on each event, with no new values when the
-    parent has none (Spark's semantics). The state's lineage is checkpointed every
-    `CHECKPOINT_EVERY` events: reliably when a checkpoint directory is set, locally otherwise.
+    parent has none (Spark's semantics). The state's lineage is cut every `CHECKPOINT_EVERY`
+    events. With a context checkpoint directory the state is then saved under
+    `<checkpoint>/state/` and the save recorded with the batch, so a restart loads it and
+    re-applies only the batches since; without one it is checkpointed locally (in memory).
     """
 
     def __init__(
@@ -41,10 +46,30 @@ class StateDStream(DStream[Any]):
         self._storageLevel = StorageLevel.MEMORY_ONLY
         self._requireRetention(Retention(count=1))
         self._sinceLineageCut = 0
+        self._saves: dict[int, dict[str, Any]] = {}
+        parent.context()._graph.addRecorder(self)
+
+    def describeRead(self, event: Event) -> dict[str, Any] | None:
+        """`{"state": path}` when the state after `event` was saved there."""
+        return self._saves.get(id(event))
+
+    def recoveryRetention(self) -> Retention:
+        """Enough batches to reach back to the last saved state."""
+        return self._retention.merge(Retention(count=CHECKPOINT_EVERY))
+
+    def clearMetadata(self, event: Event) -> list[RDD[Any]]:
+        """Forget the per-event saves along with the usual metadata."""
+        self._saves.clear()
+        return super().clearMetadata(event)
 
     def _compute(self, event: Event) -> RDD[Any] | None:
         sc = self._ssc.sparkContext
         values = self.dependencies[0].compute(event)
+        replayed = self._ssc._graph.replayedRead(self)
+        if replayed is not None:  # re-planned after a restart: the state as it was saved
+            self._sinceLineageCut = 0
+            self._saves[id(event)] = replayed
+            return sc.pickleFile(replayed["state"]).persist(StorageLevel.MEMORY_ONLY)
         previous = self._generated[-1].rdd if self._generated else self._initial
         if values is None and previous is None:
             return None
@@ -65,11 +90,30 @@ class StateDStream(DStream[Any]):
             lambda kv: kv[1] is not None
         )
         self._sinceLineageCut += 1
-        if self._sinceLineageCut >= CHECKPOINT_EVERY:
-            self._sinceLineageCut = 0
-            state.persist(StorageLevel.MEMORY_ONLY)
+        if self._sinceLineageCut < CHECKPOINT_EVERY:
+            return state
+        self._sinceLineageCut = 0
+        state.persist(StorageLevel.MEMORY_ONLY)
+        directory = self._ssc.checkpointDirectory
+        if directory is None:
             if sc.getCheckpointDir() is not None:
                 state.checkpoint()
             else:
                 state.localCheckpoint()
-        return state
+            return state
+        path = os.path.join(os.path.abspath(directory), "state", f"{self._id}-{event.instanceId}")
+        save_atomically(state, path, lambda rdd, target: rdd.saveAsPickleFile(target))
+        self._saves[id(event)] = {"state": path}
+        _drop_older_saves(os.path.dirname(path), f"{self._id}-", keep=2)
+        return sc.pickleFile(path).persist(StorageLevel.MEMORY_ONLY)
+
+
+def _drop_older_saves(directory: str, prefix: str, keep: int) -> None:
+    """Delete all but the `keep` newest saves (the newest may not be logged yet)."""
+    saves = sorted(
+        (int(name[len(prefix) :]), name)
+        for name in os.listdir(directory)
+        if name.startswith(prefix) and name[len(prefix) :].isdigit()
+    )
+    for _, name in saves[:-keep]:
+        shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
