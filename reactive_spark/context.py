@@ -459,6 +459,7 @@ class StreamingContext:
                 "nor the SparkContext has a checkpoint directory",
             )
         self._graph.start(self._zeroTime, self._sources)
+        await run_blocking(self._graph.startInputs)
         self._loop = loop
         self._loopThread = threading.get_ident()
         self._terminated = asyncio.Event()

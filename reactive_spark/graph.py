@@ -112,6 +112,9 @@ class DStreamGraph:
                 dependency.parent._requireRetention(dependency.retention())
         for source, rank in self._lineage_ranks(sources).items():
             source._rank = rank
+
+    def startInputs(self) -> None:
+        """Let every input fix where it starts reading (may block: a worker thread calls it)."""
         for stream in self.inputs:
             stream.start()
 
