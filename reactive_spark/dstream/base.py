@@ -77,7 +77,8 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         self.dependencies = list(dependencies)
         self._funcName = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
-        self._memo: dict[int, RDD[Any] | None] = {}
+        # the RDD of the event being planned (events are planned one at a time)
+        self._memo: tuple[int, RDD[Any] | None] | None = None
         self._generated: deque[Generated] = deque()
         self.generatedCount = 0
         self._storageLevel: StorageLevel | None = None
@@ -147,12 +148,12 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         """This stream's RDD for `event`, computing it (and its parents') once per event."""
         key = event.instanceId if event.instanceId is not None else id(event)
         memo = self._memo
-        if key in memo:
-            return memo[key]
+        if memo is not None and memo[0] == key:
+            return memo[1]
         rdd = self._compute(event) if self.reactsTo(event) else None
         if rdd is not None:
             self._register(event, rdd)
-        memo[key] = rdd
+        self._memo = (key, rdd)
         self._ssc._graph.touched.add(self)
         return rdd
 
@@ -208,7 +209,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
 
         Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
         """
-        self._memo.clear()
+        self._memo = None
         generated, keep, duration = self._generated, self._keepCount, self._keepMilliseconds
         if len(generated) <= keep:
             return []
