@@ -31,6 +31,7 @@ from reactive_spark.dependencies import Retention
 from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.scheduler import Batch, run_blocking
+from reactive_spark.sources.derived import DerivedEventSource
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
@@ -388,6 +389,9 @@ async def resume(
         sum(rerun for *_, rerun in batches),
     )
     await scheduler.replay(batches)
+    for source in known.values():
+        if isinstance(source, DerivedEventSource):
+            source.resumePending()
     now = ssc._resumedAt = ssc.clock.now()
     for name, source in known.items():
         if source.parents:

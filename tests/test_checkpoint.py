@@ -429,3 +429,32 @@ async def test_state_survives_a_crash(sc: SparkContext, tmp_path: Path) -> None:
     assert len(os.listdir(tmp_path / "checkpoint" / "state")) == 2  # after days 9 and 19
     for day in range(days):
         assert totals[day] == {"a": day + 1, "b": day * (day + 1) // 2}, day
+
+
+async def test_delayed_events_waiting_at_a_stop_still_fire(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    from reactive_spark import Hours
+
+    checkpoint = str(tmp_path / "checkpoint")
+    fired: list[Time] = []
+
+    def build(ssc: StreamingContext) -> None:
+        hourly = ssc.timer(T0, None, Hours(1), "hourly")
+        later = hourly.delay(Minutes(90))
+        ssc.queueStream([]).foreachRDD(lambda t, rdd, e: fired.append(e.time)).bind(later)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Hours(2) + Minutes(10))  # ticks at 0, 1 and 2 h; 1:30 fired
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    assert fired == [T0 + Minutes(90)]
+
+    second = virtual(sc, start=T0 + Hours(5), checkpoint=checkpoint)
+    build(second)
+    await second.start()
+    await second.runUntil(T0 + Hours(6))
+    await second.stop(stopSparkContext=False)
+    # 2:30 and 3:30 were waiting at the stop; 4:30 and 5:30 come from the missed 3 h and 4 h ticks
+    assert fired == [T0 + Minutes(90) + Hours(h) for h in range(5)]

@@ -7,7 +7,7 @@ from reactivex import abc as rx_abc
 
 from reactive_spark.events import Event, EventSource
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
-from reactive_spark.time import Duration, Time, to_duration
+from reactive_spark.time import Duration, Milliseconds, Time, to_duration
 
 
 class DelayedEventSource(DerivedEventSource):
@@ -34,6 +34,20 @@ class DelayedEventSource(DerivedEventSource):
         for pending in self._pending.values():
             pending.dispose()
         self._pending.clear()
+
+    def resumePending(self) -> None:
+        """Re-schedule the parent events whose delayed events had not fired before the stop.
+
+        Those are the parent's events up to its `resumedFrom` that fall due after this
+        source's own last event (or after the zero time if it never fired).
+        """
+        parent = self._parents[0]
+        if parent.resumedFrom is None:
+            return
+        fired = self.resumedFrom
+        first = self.context.zeroTime - self.duration if fired is None else fired - self.duration
+        for event in parent.between(first + Milliseconds(1), parent.resumedFrom):
+            self.receive(0, event)
 
     def between(self, start: Time, end: Time) -> list[Event]:
         """The parent's events of `[start - duration, end - duration]`, shifted."""

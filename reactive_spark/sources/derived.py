@@ -105,6 +105,13 @@ class DerivedEventSource(EventSource):
     def receive(self, position: int, event: Event) -> None:
         """Handle an accepted event of parent number `position`."""
 
+    def resumePending(self) -> None:
+        """After a restart, re-create what the operator held when the driver stopped.
+
+        Called once sources have their `resumedFrom`, before missed events are fired
+        (default: nothing; `delay` re-schedules the events that were still waiting).
+        """
+
     def _emit(self, event: Event) -> None:
         """Fire an event derived inside `receive` (on the loop; skips `post`'s thread check)."""
         self._ssc._scheduler.accept(event)
