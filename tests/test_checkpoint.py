@@ -458,3 +458,29 @@ async def test_delayed_events_waiting_at_a_stop_still_fire(
     await second.stop(stopSparkContext=False)
     # 2:30 and 3:30 were waiting at the stop; 4:30 and 5:30 come from the missed 3 h and 4 h ticks
     assert fired == [T0 + Minutes(90) + Hours(h) for h in range(5)]
+
+
+async def test_a_join_pairs_across_a_restart(sc: SparkContext, tmp_path: Path) -> None:
+    from reactive_spark import Hours
+
+    checkpoint = str(tmp_path / "checkpoint")
+    pairs: list[Time] = []
+
+    def build(ssc: StreamingContext) -> None:
+        uploads = ssc.timer(T0, None, Hours(1), "uploads")
+        approvals = ssc.timer(T0 + Minutes(20), None, Hours(1), "approvals")
+        both = uploads.join(approvals, Minutes(30))
+        ssc.queueStream([]).foreachRDD(lambda t, rdd, e: pairs.append(e.time)).bind(both)
+        ssc.queueStream([]).foreachRDD(lambda rdd: None).bind(uploads)  # logs every upload
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Hours(2) + Minutes(10))  # the 2:00 upload waits for its approval
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    second = virtual(sc, start=T0 + Hours(2) + Minutes(15), checkpoint=checkpoint)
+    build(second)
+    await second.start()
+    await second.runUntil(T0 + Hours(3) + Minutes(30))
+    await second.stop(stopSparkContext=False)
+    assert pairs == [T0 + Minutes(20) + Hours(h) for h in range(4)]

@@ -48,6 +48,20 @@ class JoinedEventSource(DerivedEventSource):
         for left, right in self._pairing.add(position, event):
             self._emit(self._event(left, right))
 
+    def resumePending(self) -> None:
+        """Remember the parents' last events within `within` again, as before the stop.
+
+        Their pairs with each other fired before the stop; events fired from now on (missed
+        ones included) pair with them as they would have.
+        """
+        tagged = []
+        for position, parent in enumerate(self._parents):
+            if parent.resumedFrom is not None:
+                since = parent.resumedFrom - self.within
+                tagged += [(e.time, position, e) for e in parent.between(since, parent.resumedFrom)]
+        for _, position, event in sorted(tagged, key=lambda item: (item[0], item[1])):
+            self._pairing.add(position, event)
+
     def between(self, start: Time, end: Time) -> list[Event]:
         """The pairs whose later event lies in the range, as they would have fired."""
         left, right = self._parents
