@@ -79,6 +79,8 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         self._bound: list[EventSource] = []
         # the RDD of the event being planned (events are planned one at a time)
         self._memo: tuple[int, RDD[Any] | None] | None = None
+        # what the stream read for the event being planned, for the checkpoint (`describeRead`)
+        self._lastRead: tuple[int, dict[str, Any]] | None = None
         self._generated: deque[Generated] = deque()
         self.generatedCount = 0
         self._storageLevel: StorageLevel | None = None
@@ -191,8 +193,16 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         return len(self._generated)
 
     def describeRead(self, event: Event) -> dict[str, Any] | None:
-        """What this stream read for `event` that a re-run must read again (default: none)."""
-        return None
+        """What this stream read for `event` that a re-run must read again, if anything.
+
+        Inputs record what they consume, `updateStateByKey` where it saved its state.
+        """
+        read = self._lastRead
+        return read[1] if read is not None and read[0] == id(event) else None
+
+    def _recordRead(self, event: Event, read: dict[str, Any]) -> None:
+        """Keep `read` for `describeRead`; the stream must be a graph recorder (`addRecorder`)."""
+        self._lastRead = (id(event), read)
 
     def recoveryRetention(self) -> Retention:
         """The batches a restart must re-plan for this stream (default: what it remembers)."""
@@ -209,7 +219,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
 
         Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
         """
-        self._memo = None
+        self._memo = self._lastRead = None
         generated, keep, duration = self._generated, self._keepCount, self._keepMilliseconds
         if len(generated) <= keep:
             return []

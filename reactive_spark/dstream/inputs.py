@@ -29,7 +29,6 @@ class InputDStream(DStream[Any]):
 
     def __init__(self, ssc: StreamingContext, operation: str) -> None:
         super().__init__(ssc, [], operation)
-        self._reads: dict[int, dict[str, Any]] = {}
         ssc._graph.addInput(self)
 
     def _compute(self, event: Event) -> RDD[Any] | None:
@@ -38,7 +37,7 @@ class InputDStream(DStream[Any]):
             rdd, read = self._read(event)
         else:
             rdd, read = self._replay(event, replayed), replayed
-        self._reads[id(event)] = read
+        self._recordRead(event, read)
         return rdd
 
     def start(self) -> None:
@@ -50,15 +49,6 @@ class InputDStream(DStream[Any]):
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         """The RDD of a read recorded in a checkpoint, read again the same way."""
         raise NotImplementedError
-
-    def describeRead(self, event: Event) -> dict[str, Any] | None:
-        """What this input read for `event` (JSON-friendly), or None if it did not read."""
-        return self._reads.get(id(event))
-
-    def clearMetadata(self, event: Event) -> list[RDD[Any]]:
-        """Forget the per-event reads along with the usual metadata."""
-        self._reads.clear()
-        return super().clearMetadata(event)
 
 
 class QueueInputDStream(InputDStream):

@@ -46,21 +46,11 @@ class StateDStream(DStream[Any]):
         self._storageLevel = StorageLevel.MEMORY_ONLY
         self._requireRetention(Retention(count=1))
         self._sinceLineageCut = 0
-        self._saves: dict[int, dict[str, Any]] = {}
-        parent.context()._graph.addRecorder(self)
-
-    def describeRead(self, event: Event) -> dict[str, Any] | None:
-        """`{"state": path}` when the state after `event` was saved there."""
-        return self._saves.get(id(event))
+        self._ssc._graph.addRecorder(self)
 
     def recoveryRetention(self) -> Retention:
         """Enough batches to reach back to the last saved state."""
         return self._retention.merge(Retention(count=CHECKPOINT_EVERY))
-
-    def clearMetadata(self, event: Event) -> list[RDD[Any]]:
-        """Forget the per-event saves along with the usual metadata."""
-        self._saves.clear()
-        return super().clearMetadata(event)
 
     def _compute(self, event: Event) -> RDD[Any] | None:
         sc = self._ssc.sparkContext
@@ -68,7 +58,7 @@ class StateDStream(DStream[Any]):
         replayed = self._ssc._graph.replayedRead(self)
         if replayed is not None:  # re-planned after a restart: the state as it was saved
             self._sinceLineageCut = 0
-            self._saves[id(event)] = replayed
+            self._recordRead(event, replayed)
             return sc.pickleFile(replayed["state"]).persist(StorageLevel.MEMORY_ONLY)
         previous = self._generated[-1].rdd if self._generated else self._initial
         if values is None and previous is None:
@@ -103,7 +93,7 @@ class StateDStream(DStream[Any]):
             return state
         path = os.path.join(os.path.abspath(directory), "state", f"{self._id}-{event.instanceId}")
         save_atomically(state, path, lambda rdd, target: rdd.saveAsPickleFile(target))
-        self._saves[id(event)] = {"state": path}
+        self._recordRead(event, {"state": path})
         _drop_older_saves(os.path.dirname(path), f"{self._id}-", keep=2)
         return sc.pickleFile(path).persist(StorageLevel.MEMORY_ONLY)
 
