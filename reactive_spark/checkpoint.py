@@ -397,6 +397,6 @@ async def resume(
         if source.parents:
             continue  # derived sources receive their parents' missed events
         since = Time(progress[name][0] + 1) if name in progress else recovered.zeroTime
-        for event in missed_events(source, since, now):
+        for event in await run_blocking(missed_events, source, since, now):  # may walk files
             source.post(event)
     return set(known)
