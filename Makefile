@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-BENCHMARKS := benchmarks/overhead.py benchmarks/memory.py benchmarks/simulated_year.py benchmarks/latency.py benchmarks/checkpoint.py benchmarks/log_stream.py
+BENCHMARKS := benchmarks/overhead.py benchmarks/memory.py benchmarks/simulated_year.py benchmarks/latency.py benchmarks/checkpoint.py benchmarks/log_stream.py benchmarks/exactly_once.py benchmarks/cluster.py
 
-.PHONY: setup java test lint demo bench clean
+.PHONY: setup java browser test lint demo bench docs clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,19 +18,26 @@ setup: $(STAMP)
 java:
 	@sh scripts/check_java.sh
 
+# the web console is tested in Debian's Chromium (no browser download); the test says so if absent
+browser:
+	@sh scripts/ensure_chromium.sh
+
 lint: $(STAMP)
-	$(PY) -m ruff check reactive_spark tests benchmarks examples
-	$(PY) -m ruff format --check reactive_spark tests benchmarks examples
+	$(PY) -m ruff check reactive_spark tests benchmarks examples conftest.py
+	$(PY) -m ruff format --check reactive_spark tests benchmarks examples conftest.py
 	$(PY) -m mypy
 
-test: $(STAMP) java lint
+test: $(STAMP) java browser lint
 	$(PY) -m pytest
 
 demo: $(STAMP) java
-	$(PY) examples/daily_weekly_logs.py
+	$(VENV)/bin/reactive-spark demo
 
 bench: $(STAMP) java
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) $$b || exit 1; done
+
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -4,11 +4,12 @@ Events (timers, file arrivals, HTTP calls, any RxPY observable), not a fixed clo
 batches are generated. Streams keep the pyspark.streaming API and add `bind`, `tailWindow` and
 `timeWindow`.
 
-Example:
+Examples:
     >>> from reactive_spark import StreamingContext, Days, VirtualClock
 """
 
-from reactive_spark import operators
+from reactive_spark import operators, web
+from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.context import StreamingContext
 from reactive_spark.dstream.base import DStream
 from reactive_spark.errors import (
@@ -29,20 +30,16 @@ from reactive_spark.events import (
     RestEvent,
     TimerEvent,
 )
-from reactive_spark.scheduler import BatchInfo, JobInfo, StreamingListener
-from reactive_spark.sources.timer import TimerEventSource
-from reactive_spark.time import (
-    Clock,
-    Days,
-    Duration,
-    Hours,
-    Milliseconds,
-    Minutes,
-    Seconds,
-    SystemClock,
-    Time,
-    VirtualClock,
+from reactive_spark.jobs import (
+    BatchInfo,
+    Failure,
+    JobInfo,
+    SourceErrorInfo,
+    StreamingListener,
+    UserError,
 )
+from reactive_spark.sources.timer import TimerEventSource
+from reactive_spark.time import Days, Duration, Hours, Milliseconds, Minutes, Seconds, Time
 
 __all__ = [
     "BatchInfo",
@@ -54,6 +51,7 @@ __all__ = [
     "Event",
     "EventListener",
     "EventSource",
+    "Failure",
     "FileEvent",
     "ForeignContextError",
     "Hours",
@@ -68,14 +66,17 @@ __all__ = [
     "ReactiveSparkError",
     "RestEvent",
     "Seconds",
+    "SourceErrorInfo",
     "StreamingContext",
     "StreamingListener",
     "SystemClock",
     "Time",
     "TimerEvent",
     "TimerEventSource",
+    "UserError",
     "VirtualClock",
     "operators",
+    "web",
 ]
 
 __version__ = "0.1.0"

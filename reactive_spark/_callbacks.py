@@ -67,7 +67,7 @@ def adapt_callback(func: Any, data_args: int, argument: str, operation: str) -> 
     arguments it can take. A callable whose signature cannot be read is given the data alone,
     as PySpark would.
 
-    Example:
+    Examples:
         >>> adapted = adapt_callback(lambda rdd: rdd * 2, 1, "func", "transform")
         >>> adapted((21,), None)
         42

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 from reactive_spark.errors import InvalidArgumentError
 
-__all__ = ["require_int"]
+__all__ = ["require_checkpoint_path", "require_int"]
+
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 def require_int(value: object, name: str, *, minimum: int = 1) -> int:
     """Return `value` if it is an int (not a bool) of at least `minimum`, else raise.
 
-    Example:
+    Examples:
         >>> require_int(3, "numPartitions")
         3
     """
@@ -18,3 +22,28 @@ def require_int(value: object, name: str, *, minimum: int = 1) -> int:
         wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
         raise InvalidArgumentError(f"{name} must be {wanted}, got {value!r}")
     return value
+
+
+def require_checkpoint_path(value: object, name: str) -> str:
+    """Return `value` if it is a directory path the driver can fsync in (`file://` stripped).
+
+    The write-ahead log is written with the operating system's calls, so a checkpoint lives on
+    a file system mounted on the driver (shared storage such as NFS, EFS or a persistent volume
+    when the driver may restart elsewhere), not behind an `hdfs://` or `s3a://` URL.
+
+    Examples:
+        >>> require_checkpoint_path("file:///data/checkpoint", "checkpoint")
+        '/data/checkpoint'
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(f"{name} must be a directory path, got {value!r}")
+    url = _URL.match(value)
+    if url is None:
+        return value
+    if url["scheme"].lower() == "file":
+        return value[len(url[0]) :]
+    raise InvalidArgumentError(
+        f"{name} must be a directory on a file system the driver mounts (its write-ahead log "
+        f"is fsynced), got {value!r}: mount the shared storage instead of a "
+        f"{url['scheme']}:// URL"
+    )

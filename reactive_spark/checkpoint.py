@@ -13,24 +13,28 @@ running their jobs), re-runs the batches that were planned but not completed wit
 they recorded, fires what the sources missed during the downtime (`EventSource.between`, shaped
 by each source's `catchUp` policy) and only then restarts the sources.
 
-Example:
-    >>> # ssc = StreamingContext(sc, clock=VirtualClock(t0), checkpoint="/data/ckpt")
+Examples:
+    >>> import tempfile
+    >>> from reactive_spark import StreamingContext, VirtualClock
+    >>> recoverable = StreamingContext(sc, 1, clock=VirtualClock(t0), checkpoint=tempfile.mkdtemp())
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reactive_spark.dependencies import Retention
 from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.scheduler import Batch, run_blocking
+from reactive_spark.jobs import Batch
+from reactive_spark.scheduler import JobScheduler, run_blocking
 from reactive_spark.sources.derived import DerivedEventSource
 from reactive_spark.time import Time
 
@@ -60,14 +64,16 @@ class Recovered:
     `completed` and `unfinished` hold `planned` records, oldest first: completed batches that
     windows may still need, and batches whose jobs may not all have run.
 
-    Example:
-        >>> # recovered = Checkpoint("ckpt").load(); recovered and recovered.unfinished
+    Examples:
+        >>> import tempfile
+        >>> Checkpoint(tempfile.mkdtemp()).load() is None  # nothing checkpointed there yet
+        True
     """
 
-    zeroTime: Time
+    zero_time: Time
     products: dict[str, Any]
     progress: dict[str, list[int]] = field(default_factory=dict)
-    lastInstanceId: int = -1
+    last_instance_id: int = -1
     completed: list[Record] = field(default_factory=list)
     unfinished: list[Record] = field(default_factory=list)
 
@@ -81,17 +87,21 @@ class Checkpoint:
 
     def __init__(self, directory: str) -> None:
         self.directory = os.path.abspath(directory)
-        self.walDirectory = os.path.join(self.directory, "wal")
+        self.wal_directory = os.path.join(self.directory, "wal")
         self._retention = Retention()
         self._segment: TextIO | None = None
-        self._segmentNumber = 0
-        self._segmentRecords = 0
+        self._segment_number = 0
+        self._segment_records = 0
         self._planned: dict[int, Record] = {}
         self._recent: dict[int, Record] = {}
         self._progress: dict[str, list[int]] = {}
-        self._lastInstanceId = -1
+        self._last_instance_id = -1
 
     # -- reading -----------------------------------------------------------------------------
+    def exists(self) -> bool:
+        """Whether the directory holds a checkpoint to recover from."""
+        return os.path.exists(os.path.join(self.directory, "metadata.json"))
+
     def load(self) -> Recovered | None:
         """Read the directory; None when it holds no checkpoint yet."""
         path = os.path.join(self.directory, "metadata.json")
@@ -107,16 +117,19 @@ class Checkpoint:
                 f"checkpoint {self.directory} has format version {metadata.get('version')!r}; "
                 f"this reactive-spark reads version {FORMAT_VERSION}",
             )
-        recovered = Recovered(Time(metadata["zeroTime"]), metadata["sources"])
+        with self._disk("read the write-ahead log"):
+            return self._recover(Recovered(Time(metadata["zeroTime"]), metadata["sources"]))
+
+    def _recover(self, recovered: Recovered) -> Recovered:
         planned: dict[int, Record] = {}
         completed: dict[int, Record] = {}
-        for number in self._segmentNumbers():
-            for record in self._readSegment(number):
+        for number in self._segment_numbers():
+            for record in self._read_segment(number):
                 kind = record["kind"]
                 if kind == "planned":
                     planned[record["id"]] = record
                     recovered.progress = record["progress"]
-                    recovered.lastInstanceId = max(recovered.lastInstanceId, record["id"])
+                    recovered.last_instance_id = max(recovered.last_instance_id, record["id"])
                 elif kind == "completed" and record["id"] in planned:
                     completed[record["id"]] = planned.pop(record["id"])
                 elif kind == "done":
@@ -124,25 +137,25 @@ class Checkpoint:
                     planned.pop(record["id"], None)
                 elif kind == "progress":
                     recovered.progress = record["progress"]
-                    recovered.lastInstanceId = max(
-                        recovered.lastInstanceId, record["lastInstanceId"]
+                    recovered.last_instance_id = max(
+                        recovered.last_instance_id, record["lastInstanceId"]
                     )
         recovered.completed = sorted(completed.values(), key=lambda record: record["id"])
         recovered.unfinished = sorted(planned.values(), key=lambda record: record["id"])
         return recovered
 
-    def _segmentNumbers(self) -> list[int]:
+    def _segment_numbers(self) -> list[int]:
         try:
-            names = os.listdir(self.walDirectory)
+            names = os.listdir(self.wal_directory)
         except FileNotFoundError:
             return []
         return sorted(int(match[1]) for name in names if (match := _SEGMENT.match(name)))
 
-    def _segmentPath(self, number: int) -> str:
-        return os.path.join(self.walDirectory, f"segment-{number:06d}.jsonl")
+    def _segment_path(self, number: int) -> str:
+        return os.path.join(self.wal_directory, f"segment-{number:06d}.jsonl")
 
-    def _readSegment(self, number: int) -> list[Record]:
-        path = self._segmentPath(number)
+    def _read_segment(self, number: int) -> list[Record]:
+        path = self._segment_path(number)
         with open(path, encoding="utf-8") as file:
             lines = file.read().split("\n")
         records = []
@@ -169,7 +182,21 @@ class Checkpoint:
 
         `retention` says how much completed history the windows need (see `Retention`).
         """
-        os.makedirs(self.walDirectory, exist_ok=True)
+        with self._disk("open the write-ahead log"):
+            self._open(zeroTime, sources, retention, recovered)
+
+    def _disk(self, action: str) -> contextlib.AbstractContextManager[None]:
+        """Turn an OSError of the block into a `CheckpointError` naming the directory."""
+        return _disk_errors(f"cannot {action} of checkpoint {self.directory}")
+
+    def _open(
+        self,
+        zeroTime: Time,
+        sources: list[EventSource],
+        retention: Retention,
+        recovered: Recovered | None,
+    ) -> None:
+        os.makedirs(self.wal_directory, exist_ok=True)
         self._retention = retention
         metadata = {
             "version": FORMAT_VERSION,
@@ -181,7 +208,7 @@ class Checkpoint:
             self._recent = {record["id"]: record for record in recovered.completed}
             self._planned = {record["id"]: record for record in recovered.unfinished}
             self._progress = dict(recovered.progress)
-            self._lastInstanceId = recovered.lastInstanceId
+            self._last_instance_id = recovered.last_instance_id
         self._roll()
 
     def _roll(self) -> None:
@@ -189,23 +216,27 @@ class Checkpoint:
 
         That is the completed batches windows need, the unfinished ones and the progress.
         """
-        older = self._segmentNumbers()
-        self._segmentNumber = (older[-1] if older else 0) + 1
+        older = self._segment_numbers()
+        self._segment_number = (older[-1] if older else 0) + 1
         self._recent = {record["id"]: record for record in self._needed()}
         if self._segment is not None:
             self._segment.close()
-        self._segment = open(self._segmentPath(self._segmentNumber), "a", encoding="utf-8")  # noqa: SIM115
-        self._segmentRecords = 0
+        self._segment = open(self._segment_path(self._segment_number), "a", encoding="utf-8")  # noqa: SIM115
+        self._segment_records = 0
         for record in self._recent.values():
             self._append({**record, "kind": "done"})
         for record in self._planned.values():  # unfinished until re-run
             self._append({**record, "kind": "planned"})
         self._append(
-            {"kind": "progress", "progress": self._progress, "lastInstanceId": self._lastInstanceId}
+            {
+                "kind": "progress",
+                "progress": self._progress,
+                "lastInstanceId": self._last_instance_id,
+            }
         )
         self._sync()
         for number in older:
-            os.remove(self._segmentPath(number))
+            os.remove(self._segment_path(number))
 
     def _needed(self) -> list[Record]:
         """The completed batches windows may need (the last `count` per source, and more).
@@ -231,6 +262,10 @@ class Checkpoint:
 
     def planned(self, batch: Batch) -> None:
         """Log the batch durably before its jobs run (a batch hook)."""
+        with self._disk("log a planned batch"):
+            self._log_planned(batch)
+
+    def _log_planned(self, batch: Batch) -> None:
         event = batch.event
         assert event.instanceId is not None
         # a batch re-run after a restart was accepted before the progress now known
@@ -246,12 +281,16 @@ class Checkpoint:
             "progress": self._progress,
         }
         self._planned[event.instanceId] = record
-        self._lastInstanceId = max(self._lastInstanceId, event.instanceId)
+        self._last_instance_id = max(self._last_instance_id, event.instanceId)
         self._append(record)
         self._sync()
 
     def completed(self, batch: Batch) -> None:
         """Log that the batch's jobs ended (a batch hook); compact the log now and then."""
+        with self._disk("log a completed batch"):
+            self._log_completed(batch)
+
+    def _log_completed(self, batch: Batch) -> None:
         instance_id = batch.event.instanceId
         assert instance_id is not None
         record = self._planned.pop(instance_id)
@@ -260,26 +299,35 @@ class Checkpoint:
         self._append({"kind": "completed", "id": instance_id})
         if self._segment is not None:
             self._segment.flush()  # made durable by the next planned record's sync
-        if self._segmentRecords >= SEGMENT_RECORDS:
+        if self._segment_records >= SEGMENT_RECORDS:
             self._roll()
 
     def close(self) -> None:
         """Make everything written durable and close the log."""
         if self._segment is not None:
-            self._sync()
-            self._segment.close()
+            with self._disk("close the write-ahead log"):
+                self._sync()
+                self._segment.close()
             self._segment = None
 
     def _append(self, record: Record) -> None:
         if self._segment is None:
             raise CheckpointError(f"the write-ahead log of {self.directory} is not open")
         self._segment.write(json.dumps(record, separators=(",", ":"), default=repr) + "\n")
-        self._segmentRecords += 1
+        self._segment_records += 1
 
     def _sync(self) -> None:
         assert self._segment is not None
         self._segment.flush()
         os.fsync(self._segment.fileno())
+
+
+@contextlib.contextmanager
+def _disk_errors(message: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise CheckpointError(f"{message}: {exc}") from exc
 
 
 def _plain(value: Any) -> Any:
@@ -308,7 +356,7 @@ def matching_sources(ssc: StreamingContext, recovered: Recovered) -> dict[str, E
     A source that is new, or whose parameters changed (say a timer's period), starts afresh.
     """
     matched = {}
-    for source in ssc._sources:
+    for source in ssc.sources:
         product = recovered.products.get(source.name)
         if product is None:
             continue
@@ -353,30 +401,39 @@ def missed_events(source: EventSource, since: Time, now: Time) -> list[Event]:
     return missed
 
 
+def all_missed_events(sources: list[EventSource], since: dict[str, Time], now: Time) -> list[Event]:
+    """What every source in `sources` missed, from `since[name]` until `now` (may block)."""
+    return [event for source in sources for event in missed_events(source, since[source.name], now)]
+
+
 async def resume(
-    ssc: StreamingContext, checkpoint: Checkpoint, recovered: Recovered | None
+    ssc: StreamingContext,
+    checkpoint: Checkpoint,
+    recovered: Recovered | None,
+    scheduler: JobScheduler,
 ) -> set[str]:
     """Open the write-ahead log and, after a crash, bring the graph back to where it was.
 
-    Restores every known source's index sequence, rebuilds the RDDs windows need from the
-    completed batches, re-runs unfinished batches with their recorded inputs, and fires the
-    events the primary sources missed. Returns the names of the sources to `restart()`
-    (the others are new, or changed, and `start()` afresh).
+    Restores every known source's index sequence, removes what interrupted writes left behind,
+    rebuilds the RDDs windows need from the completed batches, re-runs unfinished batches with
+    their recorded inputs, and fires the events the primary sources missed, all sources' as one
+    sequence in time order (the scheduler orders them as it orders live events). Returns the
+    names of the sources to `restart()` (the others are new, or changed, and `start()` afresh).
     """
-    scheduler, graph = ssc._scheduler, ssc._graph
+    graph = ssc.graph
     known = {} if recovered is None else matching_sources(ssc, recovered)
     progress = {} if recovered is None else recovered.progress
     progress = {name: fired for name, fired in progress.items() if name in known}
     for name, (time, index) in progress.items():
-        known[name]._indexes = itertools.count(index + 1)
-        known[name].resumedFrom = Time(time)
-    scheduler.trackProgress(progress)
+        known[name].resume_indexes(index, Time(time))
+    scheduler.track_progress(progress)
     if recovered is not None:
-        scheduler.resumeAfter(recovered.lastInstanceId)
-    await run_blocking(checkpoint.open, ssc.zeroTime, ssc._sources, graph.retention(), recovered)
-    scheduler.addBatchHooks(checkpoint.planned, checkpoint.completed)
+        scheduler.resume_after(recovered.last_instance_id)
+    await run_blocking(checkpoint.open, ssc.zeroTime, ssc.sources, graph.retention(), recovered)
+    scheduler.add_batch_hooks(checkpoint.planned, checkpoint.completed)
     if recovered is None:
         return set()
+    await run_blocking(graph.remove_interrupted_writes)
     batches = []
     for records, rerun in ((checkpoint.history(), False), (recovered.unfinished, True)):
         for record in records:
@@ -389,14 +446,21 @@ async def resume(
         sum(rerun for *_, rerun in batches),
     )
     await scheduler.replay(batches)
+    now = ssc.startedAt
+    primaries = [source for source in known.values() if not source.parents]
+    since = {
+        source.name: Time(progress[source.name][0] + 1)
+        if source.name in progress
+        else recovered.zero_time
+        for source in primaries
+    }
+    missed = await run_blocking(all_missed_events, primaries, since, now)  # may walk files
+    # from here on nothing awaits: every missed event is queued before the first is accepted
     for source in known.values():
         if isinstance(source, DerivedEventSource):
-            source.resumePending()
-    now = ssc._resumedAt = ssc.clock.now()
-    for name, source in known.items():
-        if source.parents:
-            continue  # derived sources receive their parents' missed events
-        since = Time(progress[name][0] + 1) if name in progress else recovered.zeroTime
-        for event in await run_blocking(missed_events, source, since, now):  # may walk files
-            source.post(event)
+            source.resume_pending()
+    for event in missed:
+        event.source.post(event)
+    if missed:
+        log.info("checkpoint: catching up %d events missed during the downtime", len(missed))
     return set(known)

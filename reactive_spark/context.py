@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 import os
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from pyspark import RDD, SparkContext
+from pyspark import RDD, SparkContext, StorageLevel
 
-from reactive_spark._callbacks import adapt_callback, require_callable
-from reactive_spark._validation import require_int
+from reactive_spark._callbacks import adapt_callback, callable_name, require_callable
+from reactive_spark._validation import require_checkpoint_path, require_int
 from reactive_spark.checkpoint import Checkpoint, resume
+from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.dependencies import EventDependency
-from reactive_spark.dstream.base import DStream
+from reactive_spark.dstream.base import DStream, TransformedDStream, UnionDStream
+from reactive_spark.dstream.inputs import FileInputDStream, QueueInputDStream
+from reactive_spark.dstream.socket import SocketInputDStream
 from reactive_spark.errors import (
     ContextStateError,
     ForeignContextError,
@@ -26,36 +30,64 @@ from reactive_spark.errors import (
 )
 from reactive_spark.events import Event, EventSource
 from reactive_spark.graph import DStreamGraph
-from reactive_spark.scheduler import JobInfo, JobScheduler, StreamingListener, run_blocking
-from reactive_spark.sources.timer import TimerEventSource
-from reactive_spark.time import (
-    Clock,
-    Duration,
-    SystemClock,
-    Time,
-    VirtualClock,
-    to_duration,
-    to_time,
+from reactive_spark.jobs import (
+    Failure,
+    ReceiverInfo,
+    SourceErrorInfo,
+    StreamingListener,
+    StreamingStarted,
+    now_ms,
 )
+from reactive_spark.log.stream import DirectLogInputDStream
+from reactive_spark.loop_watchdog import LoopWatchdog
+from reactive_spark.scheduler import JobScheduler, run_blocking
+from reactive_spark.sources.backlog import BacklogEventSource
+from reactive_spark.sources.file_watcher import FileWatcherEventSource
+from reactive_spark.sources.manual import ManualEventSource
+from reactive_spark.sources.observable import ObservableEventSource
+from reactive_spark.sources.rest import RestEventSource
+from reactive_spark.sources.timer import TimerEventSource
+from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.log.backend import LogBackend, LogRecord
-    from reactive_spark.log.stream import DirectLogInputDStream
-    from reactive_spark.sources.backlog import BacklogEventSource
-    from reactive_spark.sources.file_watcher import FileWatcherEventSource
-    from reactive_spark.sources.observable import ObservableEventSource
-    from reactive_spark.sources.rest import RestEventSource
 
 __all__ = ["StreamingContext"]
+
+R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
 INITIALIZED, ACTIVE, STOPPED = "initialized", "active", "stopped"
 
-#: advanceTo lets the loop run other tasks every this many virtual instants, and waits for the
-#: scheduler when this many accepted events are waiting.
+#: Serves the web console for `StreamingContext.serve`; `reactive_spark.web`, which sits above
+#: this module, registers it when imported.
+_CONSOLE: Callable[[StreamingContext, str, int], Awaitable[Any]] | None = None
+
+
+def register_console(serve: Callable[[StreamingContext, str, int], Awaitable[Any]]) -> None:
+    """Make `serve(ssc, host, port)` what `StreamingContext.serve` runs (`reactive_spark.web`).
+
+    Examples:
+        >>> import reactive_spark.web  # registers the console
+        >>> _CONSOLE is not None
+        True
+    """
+    global _CONSOLE
+    _CONSOLE = serve
+
+
+#: The checkpoint directory `getOrCreate` is building a context for, so that the context
+#: `setupFunc` creates knows it (and `ssc.recovered` can tell whether it recovers).
+_BUILDING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "reactive_spark_building_for", default=None
+)
+
+#: advanceTo lets the loop run other tasks every this many virtual instants.
 YIELD_EVERY = 64
-MAX_BACKLOG = 10_000
+#: A graceful stop waits at most this many batch durations for batches to read what
+#: receivers received (Spark's spark.streaming.gracefulStopTimeout default).
+GRACEFUL_DRAIN_PERIODS = 10
 
 
 class StreamingContext:
@@ -71,12 +103,30 @@ class StreamingContext:
             checkpoints of `DStream.checkpoint`.
         maxConcurrentJobs: How many jobs of one event may run at once.
 
-    Example:
-        >>> # async with StreamingContext(sc, Seconds(1), clock=VirtualClock(t0)) as ssc:
-        >>> #     ssc.queueStream([[1, 2], [3]]).map(lambda x: x * 10).pprint()
-        >>> #     await ssc.start()
-        >>> #     await ssc.runUntil(t0 + Seconds(2))
+    Examples:
+        >>> import asyncio
+        >>> from reactive_spark import Seconds, StreamingContext, VirtualClock
+        >>> async def main():
+        ...     async with StreamingContext(sc, Seconds(1), clock=VirtualClock(t0)) as ssc:
+        ...         ssc.queueStream([[1, 2], [3]]).map(lambda x: x * 10).pprint()
+        ...         await ssc.start()
+        ...         await ssc.runUntil(t0 + Seconds(2))
+        >>> asyncio.run(main())
+        -------------------------------------------
+        Time: 2024-01-01 00:00:01+00:00
+        -------------------------------------------
+        10
+        20
+        <BLANKLINE>
+        -------------------------------------------
+        Time: 2024-01-01 00:00:02+00:00
+        -------------------------------------------
+        30
+        <BLANKLINE>
     """
+
+    #: Started and not stopped, in start order (`getActive`); PySpark keeps one per process.
+    _active: ClassVar[list[StreamingContext]] = []
 
     def __init__(
         self,
@@ -95,10 +145,10 @@ class StreamingContext:
         if clock is not None and not isinstance(clock, Clock):
             raise InvalidArgumentError(f"clock must be a Clock, got {clock!r}")
         require_int(maxConcurrentJobs, "maxConcurrentJobs")
-        if checkpoint is not None and (not isinstance(checkpoint, str) or not checkpoint):
-            raise InvalidArgumentError(
-                f"checkpoint must be a directory path, got {checkpoint!r}",
-            )
+        if checkpoint is not None:
+            checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
+        if checkpoint is None:
+            checkpoint = _BUILDING_FOR.get()
         self._sc = spark
         self.batchDuration = (
             None if batchDuration is None else to_duration(batchDuration, "batchDuration")
@@ -106,18 +156,36 @@ class StreamingContext:
         self.clock = clock or SystemClock()
         self.checkpointDirectory = checkpoint
         self._graph = DStreamGraph(self)
-        self._scheduler = JobScheduler(self, maxConcurrentJobs)
+        self._scheduler = JobScheduler(self._graph, spark, maxConcurrentJobs, self._on_crash)
+        self._scheduler.add_failure_sink(self._note_failure)
+        #: Hand an event to the scheduler, on the loop only (derived sources' fast path).
+        self.accept_event: Callable[[Event], None] = self._scheduler.accept
         self._sources: list[EventSource] = []
+        self._source_names: set[str] = set()
         self._state = INITIALIZED
-        self._zeroTime: Time | None = None
+        self._zero_time: Time | None = None
         self._checkpoint: Checkpoint | None = None
-        self._resumedAt: Time | None = None  # when a restart from a checkpoint caught up
+        self._started_at: Time | None = None
         self.defaultTimer: TimerEventSource | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loopThread: int | None = None
+        self._loop_thread: int | None = None
         self._terminated: asyncio.Event | None = None
         self._crash: BaseException | None = None
         self._advancing = False
+        # the first failure awaitTermination has not raised yet, and what wakes its callers
+        self._unraised: Failure | None = None
+        self._unraised_lock = threading.Lock()
+        #: Failures no `advanceTo` has returned yet (from start's recovery, or between calls).
+        self._unreturned: list[Failure] = []
+        self._attention: asyncio.Event | None = None
+        self._sources_stopped = False
+        self._stop_complete = False
+        self._starting_source: EventSource | None = None
+        self._recovered = False
+        self._watchdog: LoopWatchdog | None = None
+        #: Where the web console is mounted (`reactive_spark.web` sets it): REST triggers link
+        #: their answers to `<console_prefix>/api/batches/<instanceId>`.
+        self.console_prefix = ""
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -133,7 +201,54 @@ class StreamingContext:
     @property
     def zeroTime(self) -> Time:
         """When the context started (before start: the clock's current time)."""
-        return self._zeroTime if self._zeroTime is not None else self.clock.now()
+        return self._zero_time if self._zero_time is not None else self.clock.now()
+
+    @property
+    def queueDepth(self) -> int:
+        """Events waiting: posted and not accepted yet, or accepted and not processed yet."""
+        return self._scheduler.queue_depth
+
+    @property
+    def processedThrough(self) -> int:
+        """The `instanceId` of the last event whose batch was processed (-1: none yet)."""
+        return self._scheduler.processed_through
+
+    @property
+    def startedAt(self) -> Time:
+        """When `start()` ran (before that: the clock's current time).
+
+        The zero time, except for a context restarted from a checkpoint: then the restart, from
+        which sources new to the application start.
+        """
+        if self._started_at is not None:
+            return self._started_at
+        return self.zeroTime
+
+    @property
+    def recovered(self) -> bool:
+        """Whether this context recovers (or recovered) from a checkpoint.
+
+        Before `start()`: whether its checkpoint directory holds a checkpoint to recover from;
+        after: whether `start()` did. `getOrCreate` runs `setupFunc` on every start (the graph
+        is code, not checkpoint data), and a context created inside it already knows its
+        checkpoint directory, so `setupFunc` can skip what only a new application should do.
+
+        Examples:
+            >>> import tempfile
+            >>> def setup():
+            ...     ssc = StreamingContext(sc, 1)
+            ...     if not ssc.recovered:
+            ...         print("a new application")
+            ...     ssc.queueStream([[1]]).pprint()
+            ...     return ssc
+            >>> created = StreamingContext.getOrCreate(tempfile.mkdtemp(), setup)
+            a new application
+        """
+        if self._state != INITIALIZED:
+            return self._recovered
+        return (
+            self.checkpointDirectory is not None and Checkpoint(self.checkpointDirectory).exists()
+        )
 
     @property
     def graph(self) -> DStreamGraph:
@@ -150,22 +265,41 @@ class StreamingContext:
 
     async def __aexit__(self, *exc_info: object) -> None:
         """Stop the context (not the SparkContext it was given) on leaving the block."""
-        if self._state == ACTIVE:
+        if self._state != INITIALIZED and not self._stop_complete:
             await self.stop(stopSparkContext=False)
 
     # -- definitions -------------------------------------------------------------------------
-    def _requireNotStarted(self, action: str) -> None:
+    def require_not_started(self, action: str) -> None:
+        """Raise `ContextStateError` saying `action` is not allowed once started."""
         if self._state != INITIALIZED:
             raise ContextStateError(f"cannot {action}: the StreamingContext is {self._state}")
 
-    def _registerSource(self, source: EventSource) -> int:
+    def register_source(self, source: EventSource) -> int:
+        """Add a new source (its constructor calls this); returns its creation order.
+
+        Names identify sources across restarts, so two sources may not share one.
+        """
         if self._state != INITIALIZED:
             raise ContextStateError(
                 f"cannot create event source {source.name!r}: the StreamingContext is "
                 f"{self._state}",
             )
+        if source.name in self._source_names:
+            raise InvalidArgumentError(
+                f"name {source.name!r} is already used by another event source of this "
+                "context; names identify sources across restarts, give each its own",
+            )
+        self._source_names.add(source.name)
         self._sources.append(source)
         return len(self._sources) - 1
+
+    def unique_source_name(self, base: str) -> str:
+        """`base`, or `base#2`, `base#3`, ... if taken (names of unnamed operator results)."""
+        name, number = base, 1
+        while name in self._source_names:
+            number += 1
+            name = f"{base}#{number}"
+        return name
 
     def timer(
         self,
@@ -176,8 +310,11 @@ class StreamingContext:
     ) -> TimerEventSource:
         """A timer firing at `start + k * period` while `<= end` (`end=None`: forever).
 
-        Example:
-            >>> # daily = ssc.timer(datetime(2024, 1, 1, tzinfo=UTC), None, Days(1), "daily")
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> [event.datetime.day for event in daily.between(t0, t0 + Days(2))]
+            [1, 2, 3]
         """
         return TimerEventSource(self, start, end, period, name)
 
@@ -188,16 +325,16 @@ class StreamingContext:
         pattern: str | None = None,
         *,
         recursive: bool = True,
-        settle: Duration | timedelta | float = 0.05,
+        settle: Duration | timedelta | float = 0.02,
         maxDelay: Duration | timedelta | float = 1.6,
     ) -> FileWatcherEventSource:
         """A source firing `FileEvent`s for files that appear or change under `path`.
 
-        Example:
-            >>> # uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
+        Examples:
+            >>> uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
+            >>> uploads.accepts("incoming/day1.csv"), uploads.accepts("incoming/day1.csv.part")
+            (True, False)
         """
-        from reactive_spark.sources.file_watcher import FileWatcherEventSource
-
         return FileWatcherEventSource(
             self, path, name, pattern=pattern, recursive=recursive, settle=settle, maxDelay=maxDelay
         )
@@ -213,22 +350,31 @@ class StreamingContext:
     ) -> RestEventSource:
         """A source firing `RestEvent`s for HTTP requests on its routes (`.get` / `.post`).
 
-        Example:
-            >>> # rest = ssc.restServer(port=4140, name="triggers").post("/jobs/report")
+        Examples:
+            >>> rest = ssc.restServer(port=4140, name="triggers").post("/jobs/report")
+            >>> rest.routes
+            {'/jobs/report': {'POST'}}
         """
-        from reactive_spark.sources.rest import RestEventSource
-
         return RestEventSource(self, host, port, name, token=token, maxBodySize=maxBodySize)
 
     def rxEventSource(self, observable: Any, name: str) -> ObservableEventSource:
         """A source firing an `ObservableEvent` for every value `observable` emits.
 
-        Example:
-            >>> # source = ssc.rxEventSource(reactivex.interval(60.0), "minutely")
+        Examples:
+            >>> import reactivex
+            >>> minutely = ssc.rxEventSource(reactivex.interval(60.0), "minutely")
         """
-        from reactive_spark.sources.observable import ObservableEventSource
-
         return ObservableEventSource(self, observable, name)
+
+    def manualSource(self, name: str) -> ManualEventSource:
+        """A source that fires when triggered: `source.trigger(value)`, or the console's button.
+
+        Examples:
+            >>> rerun = ssc.manualSource("rerun")
+            >>> rerun.kind
+            'manual'
+        """
+        return ManualEventSource(self, name)
 
     def queueStream(
         self,
@@ -240,11 +386,9 @@ class StreamingContext:
 
         Once the queue is empty each event gets `default`, or an empty RDD.
 
-        Example:
-            >>> # ssc.queueStream([[1, 2], [3]]).count().pprint()
+        Examples:
+            >>> counts = ssc.queueStream([[1, 2], [3]]).count()
         """
-        from reactive_spark.dstream.inputs import QueueInputDStream
-
         if isinstance(rdds, str | bytes) or not isinstance(rdds, Iterable):
             raise InvalidArgumentError(f"rdds must be a sequence of RDDs or lists, got {rdds!r}")
         return QueueInputDStream(self, rdds, oneAtATime, default)
@@ -255,23 +399,37 @@ class StreamingContext:
         Bound to a file watcher it reads the event's files; otherwise the files modified
         between the stream's previous event and this one.
 
-        Example:
-            >>> # ssc.textFileStream("logs").filter(lambda l: "ERROR" in l).pprint()
+        Examples:
+            >>> errors = ssc.textFileStream("logs").filter(lambda line: "ERROR" in line)
         """
-        from reactive_spark.dstream.inputs import FileInputDStream
-
         return FileInputDStream(self, directory)
+
+    def socketTextStream(
+        self,
+        hostname: str,
+        port: int,
+        storageLevel: StorageLevel = StorageLevel.MEMORY_AND_DISK_2,
+    ) -> DStream[str]:
+        """UTF-8 lines received over TCP from `hostname:port`, as in pyspark.streaming.
+
+        A receiver on the event loop connects (and reconnects after a failure); each line is
+        stamped with its arrival, and a batch reads the lines that arrived in (previous event,
+        this event]. `storageLevel` is accepted for PySpark's signature: lines wait on the driver
+        until their batch.
+
+        Examples:
+            >>> words = ssc.socketTextStream("127.0.0.1", 9999).flatMap(lambda line: line.split())
+        """
+        return SocketInputDStream(self, hostname, port, storageLevel)
 
     def binaryRecordsStream(self, directory: str, recordLength: int) -> DStream[bytes]:
         """Fixed-length records (`recordLength` bytes) of the files that appear in `directory`.
 
         Files are picked as by `textFileStream`.
 
-        Example:
-            >>> # ssc.binaryRecordsStream("frames", 16).map(lambda r: r[:4]).pprint()
+        Examples:
+            >>> headers = ssc.binaryRecordsStream("frames", 16).map(lambda record: record[:4])
         """
-        from reactive_spark.dstream.inputs import FileInputDStream
-
         return FileInputDStream(self, directory, recordLength)
 
     def directStream(
@@ -291,11 +449,15 @@ class StreamingContext:
         batch. Elements are `messageHandler(record)`, by default `(key, value)`; the batch's
         RDD has `offsetRanges()`.
 
-        Example:
-            >>> # clicks = ssc.directStream(FileLog("data/log"), ["clicks"]).bind(every_minute)
+        Examples:
+            >>> import tempfile
+            >>> from reactive_spark import Minutes
+            >>> from reactive_spark.log import FileLog
+            >>> log = FileLog(tempfile.mkdtemp())
+            >>> log.create_topic("clicks", partitions=2)
+            >>> every_minute = ssc.timer(t0, None, Minutes(1), "minutely")
+            >>> clicks = ssc.directStream(log, ["clicks"]).bind(every_minute)
         """
-        from reactive_spark.log.stream import DirectLogInputDStream
-
         return DirectLogInputDStream(
             self, log, topics, fromOffsets, startingOffsets, maxRatePerPartition, messageHandler
         )
@@ -310,22 +472,46 @@ class StreamingContext:
     ) -> BacklogEventSource:
         """A source firing a `LogEvent` when `threshold` records wait for a direct stream.
 
-        Example:
-            >>> # full = ssc.backlogSource(clicks, 1000, "backlog", interval=Seconds(5))
+        Examples:
+            >>> import tempfile
+            >>> from reactive_spark import Seconds
+            >>> from reactive_spark.log import FileLog
+            >>> log = FileLog(tempfile.mkdtemp())
+            >>> log.create_topic("clicks")
+            >>> clicks = ssc.directStream(log, ["clicks"])
+            >>> full = ssc.backlogSource(clicks, 1000, "backlog", interval=Seconds(5))
+            >>> clicks = clicks.bind(full)
         """
-        from reactive_spark.sources.backlog import BacklogEventSource
-
         return BacklogEventSource(self, stream, threshold, name, interval)
 
     def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
-        """The elements of all `dstreams`, for each event.
+        """The elements of all `dstreams`, for each event, in argument order.
 
-        Example:
-            >>> # ssc.union(errors, warnings).pprint()
+        A union of direct log streams merges their records in a recorded order (inputs in
+        argument order, then partition, then offset) and its RDDs have `offsetRanges()`; see
+        `UnionDStream`.
+
+        Examples:
+            >>> lines = ssc.queueStream([["ERROR a", "WARN b", "INFO c"]])
+            >>> errors = lines.filter(lambda line: "ERROR" in line)
+            >>> warnings = lines.filter(lambda line: "WARN" in line)
+            >>> both = ssc.union(errors, warnings)
         """
         if not dstreams:
             raise InvalidArgumentError("union needs at least one DStream, got none")
-        return self.transform(list(dstreams), lambda rdds: self._sc.union(list(rdds)))
+        return UnionDStream(self, self._own_streams(dstreams))
+
+    def _own_streams(self, dstreams: Sequence[DStream[Any]]) -> list[DStream[Any]]:
+        """`dstreams` as a list, if it holds at least one DStream, all of this context."""
+        streams = list(dstreams)
+        if not streams:
+            raise InvalidArgumentError("dstreams must hold at least one DStream, got none")
+        for stream in streams:
+            if not isinstance(stream, DStream):
+                raise InvalidArgumentError(f"dstreams must hold DStreams, got {stream!r}")
+            if stream.context() is not self:
+                raise ForeignContextError(f"{stream.name} belongs to another StreamingContext")
+        return streams
 
     def transform(
         self, dstreams: Sequence[DStream[Any]], transformFunc: Callable[..., Any]
@@ -335,19 +521,11 @@ class StreamingContext:
         `transformFunc` may take `(rdds)`, `(time, rdds)` or `(time, rdds, event)`; `rdds` is
         in the order of `dstreams` (an empty RDD for a stream without one for the event).
 
-        Example:
-            >>> # ssc.transform([a, b], lambda rdds: rdds[0].subtract(rdds[1]))
+        Examples:
+            >>> a, b = ssc.queueStream([[1, 2, 3]]), ssc.queueStream([[2]])
+            >>> only_a = ssc.transform([a, b], lambda rdds: rdds[0].subtract(rdds[1]))
         """
-        from reactive_spark.dstream.transformed import TransformedDStream
-
-        streams = list(dstreams)
-        if not streams:
-            raise InvalidArgumentError("dstreams must hold at least one DStream, got none")
-        for stream in streams:
-            if not isinstance(stream, DStream):
-                raise InvalidArgumentError(f"dstreams must hold DStreams, got {stream!r}")
-            if stream.context() is not self:
-                raise ForeignContextError(f"{stream.name} belongs to another StreamingContext")
+        streams = self._own_streams(dstreams)
         adapted = adapt_callback(transformFunc, 1, "transformFunc", "StreamingContext.transform")
         return TransformedDStream(
             self,
@@ -360,13 +538,13 @@ class StreamingContext:
     def checkpoint(self, directory: str) -> None:
         """Checkpoint to `directory` (as `StreamingContext(..., checkpoint=directory)`).
 
-        Example:
-            >>> # ssc.checkpoint("/data/checkpoint")
+        Examples:
+            >>> ssc.checkpoint("/data/checkpoint")
+            >>> ssc.checkpointDirectory
+            '/data/checkpoint'
         """
-        self._requireNotStarted("set the checkpoint directory")
-        if not isinstance(directory, str) or not directory:
-            raise InvalidArgumentError(f"directory must be a directory path, got {directory!r}")
-        self.checkpointDirectory = directory
+        self.require_not_started("set the checkpoint directory")
+        self.checkpointDirectory = require_checkpoint_path(directory, "directory")
 
     @classmethod
     def getOrCreate(
@@ -376,57 +554,118 @@ class StreamingContext:
 
         As in pyspark.streaming, but the graph is code, not data: `setupFunc` runs on every
         start, and `start()` recovers from what `checkpointPath` holds (see docs/checkpoints.md).
+        Inside `setupFunc`, `ssc.recovered` says whether it is recovering.
 
-        Example:
-            >>> # ssc = StreamingContext.getOrCreate("/data/checkpoint", build)
+        Examples:
+            >>> def build():
+            ...     ssc = StreamingContext(sc, 1)
+            ...     ssc.queueStream([[1]]).pprint()
+            ...     return ssc
+            >>> recoverable = StreamingContext.getOrCreate("/data/checkpoint", build)
+            >>> recoverable.checkpointDirectory
+            '/data/checkpoint'
         """
-        if not isinstance(checkpointPath, str) or not checkpointPath:
-            raise InvalidArgumentError(
-                f"checkpointPath must be a directory path, got {checkpointPath!r}",
-            )
+        directory = require_checkpoint_path(checkpointPath, "checkpointPath")
         require_callable(setupFunc, "setupFunc", "getOrCreate")
-        ssc = setupFunc()
+        building = _BUILDING_FOR.set(directory)
+        try:
+            ssc = setupFunc()
+        finally:
+            _BUILDING_FOR.reset(building)
         if not isinstance(ssc, StreamingContext):
             raise InvalidArgumentError(
                 f"setupFunc must return a StreamingContext, got {ssc!r}",
             )
-        if ssc.checkpointDirectory not in (None, checkpointPath):
+        if ssc.checkpointDirectory not in (None, directory):
             raise InvalidArgumentError(
                 f"setupFunc's context checkpoints to {ssc.checkpointDirectory!r}, not to "
-                f"checkpointPath {checkpointPath!r}",
+                f"checkpointPath {directory!r}",
             )
-        ssc.checkpoint(checkpointPath)
+        ssc.checkpoint(directory)
+        return ssc
+
+    @classmethod
+    def getActive(cls) -> StreamingContext | None:
+        """The context started most recently and not stopped yet, or None (as in PySpark).
+
+        Examples:
+            >>> StreamingContext.getActive() is None
+            True
+        """
+        return cls._active[-1] if cls._active else None
+
+    @classmethod
+    def getActiveOrCreate(
+        cls, checkpointPath: str | None, setupFunc: Callable[[], StreamingContext]
+    ) -> StreamingContext:
+        """The active context, else `getOrCreate(checkpointPath, setupFunc)` (or `setupFunc()`).
+
+        Examples:
+            >>> def setup():
+            ...     ssc = StreamingContext(sc, 1)
+            ...     ssc.queueStream([[1]]).pprint()
+            ...     return ssc
+            >>> StreamingContext.getActiveOrCreate(None, setup).state
+            'initialized'
+        """
+        require_callable(setupFunc, "setupFunc", "getActiveOrCreate")
+        active = cls.getActive()
+        if active is not None:
+            return active
+        if checkpointPath is not None:
+            return cls.getOrCreate(checkpointPath, setupFunc)
+        ssc = setupFunc()
+        if not isinstance(ssc, StreamingContext):
+            raise InvalidArgumentError(f"setupFunc must return a StreamingContext, got {ssc!r}")
         return ssc
 
     def remember(self, duration: Duration | timedelta | float) -> None:
         """Keep every stream's RDDs for `duration` (for `slice`); may be set once.
 
-        Example:
-            >>> # ssc.remember(Minutes(5))
+        Examples:
+            >>> from reactive_spark import Minutes
+            >>> ssc.remember(Minutes(5))
         """
-        self._requireNotStarted("set the remember duration")
+        self.require_not_started("set the remember duration")
         self._graph.remember(to_duration(duration, "duration"))
 
     def addStreamingListener(self, listener: StreamingListener) -> None:
-        """Notify `listener` of fired events, batches and jobs.
+        """Notify `listener` of fired events, batches, jobs, source errors and receivers.
 
-        Example:
-            >>> # ssc.addStreamingListener(MyListener())
+        Examples:
+            >>> from reactive_spark import StreamingListener
+            >>> class Failures(StreamingListener):
+            ...     def onJobCompleted(self, job):
+            ...         if job.failed:
+            ...             print(job.describe())
+            >>> ssc.addStreamingListener(Failures())
         """
         if not isinstance(listener, StreamingListener):
             raise InvalidArgumentError(
                 f"listener must be a StreamingListener, got {listener!r}",
             )
-        self._scheduler.addListener(listener)
+        self._scheduler.add_listener(listener)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         """Start the sources and the scheduler; no stream may be created or bound after this.
 
         Unbound outputs are bound to the default timer `timer(zeroTime + batchDuration, None,
-        batchDuration)`.
+        batchDuration)`. A source that fails to start is reported (`onSourceError`) and its
+        error raised, after the context stopped again.
         """
-        self._requireNotStarted("start")
+        self.require_not_started("start")
+        try:
+            await self._start()
+        except BaseException as exc:
+            if self._starting_source is not None and isinstance(exc, Exception):
+                self.report_source_error(self._starting_source, "start", exc)
+            await self.stop(stopSparkContext=False)
+            raise
+        assert self._zero_time is not None
+        log.info("StreamingContext started at %s", self._zero_time.isoformat())
+
+    async def _start(self) -> None:
         loop = asyncio.get_running_loop()
         self._graph.validate()
         self.clock.attach(loop)
@@ -434,8 +673,9 @@ class StreamingContext:
         if self.checkpointDirectory is not None:
             self._checkpoint = Checkpoint(self.checkpointDirectory)
             recovered = await run_blocking(self._checkpoint.load)
-        self._zeroTime = self.clock.now() if recovered is None else recovered.zeroTime
-        unbound = self._graph.unboundOutputs()
+        self._started_at = self.clock.now()
+        self._zero_time = self._started_at if recovered is None else recovered.zero_time
+        unbound = self._graph.unbound_outputs()
         if unbound:
             if self.batchDuration is None:
                 raise ContextStateError(
@@ -443,105 +683,320 @@ class StreamingContext:
                     "context has no batchDuration for the default timer; bind them or pass one",
                 )
             self.defaultTimer = TimerEventSource(
-                self, self._zeroTime + self.batchDuration, None, self.batchDuration, "DefaultTimer"
+                self, self._zero_time + self.batchDuration, None, self.batchDuration, "DefaultTimer"
             )
             for stream in unbound:
-                stream._bound.append(self.defaultTimer)
-                self._graph.bind(stream, self.defaultTimer)
+                stream.bind(self.defaultTimer)
         if self.checkpointDirectory is not None:
             rdds = os.path.join(self.checkpointDirectory, "rdds")
             await run_blocking(self._sc.setCheckpointDir, rdds)
-        elif any(s._checkpointInterval or s._checkpointCount for s in self._graph.streams) and (
+        elif self._graph.checkpoints_rdds() and (
             await run_blocking(self._sc.getCheckpointDir) is None
         ):
             raise ContextStateError(
                 "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
                 "nor the SparkContext has a checkpoint directory",
             )
-        self._graph.start(self._zeroTime, self._sources)
-        await run_blocking(self._graph.startInputs)
+        self._graph.start(self._zero_time, self._sources)
+        await run_blocking(self._graph.start_inputs)
         self._loop = loop
-        self._loopThread = threading.get_ident()
+        self._loop_thread = threading.get_ident()
         self._terminated = asyncio.Event()
+        self._attention = asyncio.Event()
         self._state = ACTIVE
+        self._recovered = recovered is not None
+        StreamingContext._active.append(self)
         self._scheduler.start(loop)
-        try:
-            resumed: set[str] = set()
-            if self._checkpoint is not None:
-                resumed = await resume(self, self._checkpoint, recovered)
-            for source in self._sources:
-                await _settle(source.restart() if source.name in resumed else source.start())
-        except BaseException:
-            log.exception("an event source failed to start; stopping the StreamingContext")
-            await self.stop(stopSparkContext=False)
-            raise
-        log.info("StreamingContext started at %s", self._zeroTime)
+        self._watchdog = LoopWatchdog(loop)
+        self._watchdog.start()
+        resumed: set[str] = set()
+        if self._checkpoint is not None:
+            resumed = await resume(self, self._checkpoint, recovered, self._scheduler)
+        for receiver in self._graph.receivers():
+            receiver.start_receiver(loop)
+        for source in self._sources:
+            self._starting_source = source
+            await _settle(source.restart() if source.name in resumed else source.start())
+        self._starting_source = None
+        self.tell_listeners("onStreamingStarted", StreamingStarted(int(now_ms())))
 
-    async def stop(self, stopSparkContext: bool = True, stopGracefully: bool = False) -> None:
+    async def stop(
+        self,
+        stopSparkContext: bool = True,
+        stopGracefully: bool = False,
+        *,
+        stopGraceFully: bool | None = None,
+    ) -> None:
         """Stop the sources and the scheduler, then (by default) the SparkContext.
 
-        With `stopGracefully` every accepted event is processed first; otherwise queued events
-        are dropped and running Spark jobs cancelled.
+        With `stopGracefully` (PySpark also spells it `stopGraceFully`) every event posted so
+        far is processed first: a REST request answered 202 runs, later ones get 503.
+        Otherwise queued events are dropped (their REST requests get 503) and running Spark
+        jobs cancelled. A graceful stop that was cancelled or timed out is finished by calling
+        `stop(stopGracefully=False)`, which cancels what still runs.
+
+        Examples:
+            >>> import asyncio
+            >>> async def main():
+            ...     ssc.queueStream([[1]]).foreachRDD(lambda rdd: print(rdd.count()))
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0)
+            ...     try:  # finish what is queued, but give up after a minute
+            ...         await asyncio.wait_for(ssc.stop(False, stopGracefully=True), 60)
+            ...     except TimeoutError:
+            ...         await ssc.stop(False, stopGracefully=False)  # cancel what still runs
+            ...     print(ssc.state)
+            >>> asyncio.run(main())
+            stopped
         """
-        if self._state == STOPPED:
-            return
-        was_active = self._state == ACTIVE
-        self._state = STOPPED
-        if was_active:
-            for source in self._sources:
-                try:
-                    await _settle(source.stop())
-                except Exception:
-                    log.exception("event source %r failed to stop", source)
-            await self._scheduler.stop(graceful=stopGracefully)
+        graceful = stopGracefully if stopGraceFully is None else stopGraceFully
+        if not isinstance(graceful, bool):
+            raise InvalidArgumentError(f"stopGracefully must be a bool, got {graceful!r}")
+        if self._state == INITIALIZED:
+            self._state = STOPPED
+            self._stop_complete = True
+        if not self._stop_complete:
+            if self._state == ACTIVE and graceful:
+                self._scheduler.flush()  # what was posted is accepted, and will run
+                await self._drain_receivers()
+            self._state = STOPPED
+            if self in StreamingContext._active:
+                StreamingContext._active.remove(self)
+            if not graceful:
+                self._scheduler.abort()  # what was posted and not accepted yet never runs
+            await self._stop_receivers()
+            await self._stop_sources()
+            await self._scheduler.stop(graceful)
             if self._checkpoint is not None:
                 await run_blocking(self._checkpoint.close)
+            if self._watchdog is not None:
+                self._watchdog.stop()
+            self._stop_complete = True
+            log.info("StreamingContext stopped")
         if stopSparkContext:
             await run_blocking(self._sc.stop)
-        if self._terminated is not None:
-            self._terminated.set()
-        log.info("StreamingContext stopped")
+        self._wake_awaiters(terminated=True)
 
-    def _onCrash(self, error: BaseException) -> None:
+    async def _drain_receivers(self) -> None:
+        """Stop receiving, then let the sources fire until batches read what was received.
+
+        As Spark's graceful stop, within `GRACEFUL_DRAIN_PERIODS` batch durations (10 s without
+        one); on a virtual clock nothing fires by itself, so there is nothing to wait for.
+        """
+        receivers = self._graph.receivers()
+        if not receivers:
+            return
+        await self._stop_receivers()
+        if self.clock.isVirtual:
+            return
+        period = self.batchDuration.totalSeconds() if self.batchDuration else 1.0
+        deadline = asyncio.get_running_loop().time() + GRACEFUL_DRAIN_PERIODS * period
+        while any(receiver.pending for receiver in receivers):
+            if asyncio.get_running_loop().time() > deadline or not self.acceptingEvents:
+                log.warning("stopping with received lines no batch has read yet")
+                return
+            await asyncio.sleep(0.05)
+        await self._scheduler.idle(raiseCrash=False)
+
+    async def _stop_receivers(self) -> None:
+        for receiver in self._graph.receivers():
+            await receiver.stop_receiver()
+
+    async def _stop_sources(self) -> None:
+        if self._sources_stopped:
+            return
+        self._sources_stopped = True
+        for source in self._sources:
+            try:
+                await _settle(source.stop())
+            except Exception as exc:
+                self.report_source_error(source, "stop", exc)
+
+    def _on_crash(self, error: BaseException) -> None:
         self._crash = error
-        if self._terminated is not None:
+        self._wake_awaiters()
+
+    def _wake_awaiters(self, terminated: bool = False) -> None:
+        """Wake `awaitTermination` callers (on the loop)."""
+        if terminated and self._terminated is not None:
             self._terminated.set()
+        attention, self._attention = self._attention, asyncio.Event()
+        if attention is not None:
+            attention.set()
+
+    def _note_failure(self, failure: Failure) -> None:
+        """Keep the failure for `advanceTo` and, if first, for `awaitTermination` (any thread)."""
+        with self._unraised_lock:
+            if isinstance(self.clock, VirtualClock):  # only advanceTo returns them
+                self._unreturned.append(failure)
+            if self._unraised is not None:
+                return
+            self._unraised = failure
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake_awaiters)
+
+    def _raise_unraised(self) -> None:
+        with self._unraised_lock:
+            failure, self._unraised = self._unraised, None
+        if failure is not None:
+            raise JobFailedError([failure])
+        if self._crash is not None:
+            raise self._crash
 
     async def awaitTermination(self, timeout: float | None = None) -> None:
-        """Wait until the context is stopped (or `timeout` seconds pass); re-raise a crash."""
+        """Wait until the context is stopped (or `timeout` seconds pass).
+
+        As in PySpark, a job failure (or a failed source) raises `JobFailedError` here with the
+        first failure since the last one raised; the context keeps running, so a caller that
+        catches it may wait again. A scheduler crash is re-raised.
+
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark import JobFailedError, Seconds
+            >>> async def main():
+            ...     ssc.queueStream([[0]]).map(lambda x: 1 // x).pprint()
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0 + Seconds(1))
+            ...     try:
+            ...         await ssc.awaitTerminationOrTimeout(5)
+            ...     except JobFailedError as failed:
+            ...         print(failed.failures[0].userError.summary)
+            ...     await ssc.stop(stopSparkContext=False)
+            >>> asyncio.run(main())
+            ZeroDivisionError: integer division or modulo by zero
+        """
         await self.awaitTerminationOrTimeout(timeout)
 
     async def awaitTerminationOrTimeout(self, timeout: float | None) -> bool:
-        """Wait up to `timeout` seconds for the context to stop; True if it stopped."""
+        """Wait up to `timeout` seconds for the context to stop; True if it stopped.
+
+        Raises the first failure not raised yet, as `awaitTermination` does.
+        """
         if self._state == INITIALIZED or self._terminated is None:
             raise ContextStateError("cannot await termination: the StreamingContext is not started")
-        try:
-            await asyncio.wait_for(self._terminated.wait(), timeout)
-        except TimeoutError:
-            return False
-        if self._crash is not None:
-            raise self._crash
-        return True
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
+        ):
+            raise InvalidArgumentError(f"timeout must be a non-negative number, got {timeout!r}")
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            attention = self._attention
+            self._raise_unraised()
+            if self._terminated.is_set():
+                return True
+            remaining = None if deadline is None else deadline - loop.time()
+            if (remaining is not None and remaining <= 0) or attention is None:
+                return False
+            try:
+                await asyncio.wait_for(attention.wait(), remaining)
+            except TimeoutError:
+                self._raise_unraised()
+                return self._terminated.is_set()
+
+    async def serve(self, host: str = "127.0.0.1", port: int = 4040) -> None:
+        """Serve the web console on `host:port` until the context stops; starts it if needed.
+
+        The console (`reactive_spark.web`) shows the sources, the batches and jobs as they run,
+        their errors and the lineage; failed jobs do not end it.
+
+        Examples:
+            ```python
+            # a fragment, inside a coroutine
+            ssc = StreamingContext(sc, 1)
+            ssc.socketTextStream("localhost", 9999).flatMap(str.split).countByValue().pprint()
+            await ssc.serve(port=4040)  # http://127.0.0.1:4040/
+            ```
+        """
+        if _CONSOLE is None:
+            raise ContextStateError("the web console is not available: import reactive_spark.web")
+        await _CONSOLE(self, host, port)
 
     # -- events ------------------------------------------------------------------------------
-    def _postEvent(self, event: Event) -> None:
-        if self._state != ACTIVE or self._loop is None:
-            log.warning("dropping %r: the StreamingContext is %s", event, self._state)
+    def tell_listeners(self, callback: str, argument: Any) -> None:
+        """Call `callback(argument)` on every streaming listener."""
+        self._scheduler.tell(callback, argument)
+
+    def report_receiver(
+        self,
+        callback: str,
+        stream: DStream[Any],
+        location: str,
+        active: bool,
+        error: BaseException | None = None,
+    ) -> None:
+        """Tell the listeners about a receiver (`onReceiverStarted`, `...Error`, `...Stopped`)."""
+        info = ReceiverInfo(stream.id, stream.name, location, active=active, error=error)
+        self.tell_listeners(callback, info)
+
+    async def run_blocking(self, func: Callable[..., R], *args: Any) -> R:
+        """Run blocking `func(*args)` in a worker thread, off the event loop (for sources).
+
+        Examples:
+            >>> import asyncio
+            >>> asyncio.run(ssc.run_blocking(sum, [1, 2, 3]))
+            6
+        """
+        return await run_blocking(func, *args)
+
+    @property
+    def acceptingEvents(self) -> bool:
+        """Whether an event posted now will be processed (active, and no scheduler crash)."""
+        return self._state == ACTIVE and self._scheduler.accepting
+
+    def post_event(self, event: Event) -> None:
+        """Hand `event` to the scheduler from any thread (`EventSource.post` calls this)."""
+        if self._state != ACTIVE or not self._scheduler.accepting or self._loop is None:
+            log.warning("dropping %r: the StreamingContext is not accepting events", event)
             return
-        if threading.get_ident() == self._loopThread:
+        if threading.get_ident() == self._loop_thread:
             self._scheduler.accept(event)
         else:
             self._loop.call_soon_threadsafe(self._scheduler.accept, event)
 
-    async def advanceTo(self, time: Time | datetime) -> list[JobInfo]:
+    def report_source_error(
+        self,
+        source: EventSource,
+        operation: str,
+        error: BaseException,
+        event: Event | None = None,
+        function: object = None,
+    ) -> None:
+        """Report a failure of `source` (any thread): listeners, `advanceTo`, `awaitTermination`.
+
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> ssc.report_source_error(daily, "poll", OSError("feed is down"))
+        """
+        name = function if isinstance(function, str) or function is None else None
+        if name is None and function is not None:
+            name = callable_name(function)
+        self._scheduler.report(SourceErrorInfo(source.name, operation, error, event, name))
+
+    async def advanceTo(self, time: Time | datetime) -> list[Failure]:
         """Move a virtual clock to `time`, firing every event due on the way, in order.
 
-        Events are accepted instant by instant and their batches processed in that order;
-        when it returns every job has completed. Returns the failed jobs (later events still
-        ran).
+        The clock moves past an instant only when the batches of every event at or before it
+        have completed, as in a real run with an infinitely fast Spark. When it returns every
+        job has completed. Returns the failures (jobs, plans, sources) since the previous call
+        returned, or since `start` (which re-runs what a crash interrupted); later events
+        still ran.
 
-        Example:
-            >>> # failures = await ssc.advanceTo(t0 + Days(7))
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark import Seconds
+            >>> async def main():
+            ...     ssc.queueStream([[1], [2]]).foreachRDD(lambda rdd: print(rdd.collect()))
+            ...     await ssc.start()
+            ...     failures = await ssc.advanceTo(t0 + Seconds(2))
+            ...     await ssc.stop(stopSparkContext=False)
+            ...     return failures
+            >>> asyncio.run(main())
+            [1]
+            [2]
+            []
         """
         target = to_time(time, "time")
         clock = self.clock
@@ -556,35 +1011,46 @@ class StreamingContext:
         if self._advancing:
             raise ContextStateError("advanceTo is already running on this context")
         self._advancing = True
-        failures = self._scheduler.collectFailures()
+        scheduler = self._scheduler
         try:
-            await self._scheduler.idle()
+            await scheduler.idle()
             steps = 0
             while True:
                 due = clock.nextDue()
                 if due is None or due > target:
                     break
                 clock.advanceTo(due)
-                # accepting each instant's events before moving on keeps them in time order;
-                # their batches are processed meanwhile, in that order, by the scheduler
-                self._scheduler.flush()
+                if scheduler.busy:
+                    await scheduler.idle()
                 steps += 1
-                if self._scheduler.backlog > MAX_BACKLOG:
-                    await self._scheduler.idle()
-                elif steps % YIELD_EVERY == 0:
+                if steps % YIELD_EVERY == 0:
                     await asyncio.sleep(0)
             clock.advanceTo(target)
-            await self._scheduler.idle()
+            await scheduler.idle()
         finally:
             self._advancing = False
-            self._scheduler.stopCollecting(failures)
+        with self._unraised_lock:
+            failures, self._unreturned = self._unreturned, []
         return failures
 
     async def runUntil(self, time: Time | datetime) -> None:
         """`advanceTo(time)`, then raise `JobFailedError` with every failure, if any.
 
-        Example:
-            >>> # await ssc.runUntil(datetime(2024, 12, 31, tzinfo=UTC))
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark import JobFailedError, Seconds
+            >>> async def main():
+            ...     numbers = ssc.queueStream([[1], [0]]).map(lambda x: 1 // x)
+            ...     numbers.foreachRDD(lambda rdd: print(rdd.collect()))
+            ...     await ssc.start()
+            ...     try:
+            ...         await ssc.runUntil(t0 + Seconds(2))
+            ...     except JobFailedError as failed:
+            ...         print(len(failed.failures), failed.failures[0].event.index)
+            ...     await ssc.stop(stopSparkContext=False)
+            >>> asyncio.run(main())
+            [1]
+            1 1
         """
         failures = await self.advanceTo(time)
         if failures:

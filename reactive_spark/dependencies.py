@@ -67,6 +67,17 @@ class Dependency(ABC):
     def prepare(self, graph: DStreamGraph) -> None:  # noqa: B027
         """Finish configuration once the whole graph is known (at start; default: nothing)."""
 
+    #: Whether the dependency keeps state across events that a restart must restore (windows
+    #: remember what they emitted); such state is recorded with every batch.
+    stateful = False
+
+    def save_state(self) -> Any:
+        """The state before computing the current event, as JSON (see `stateful`)."""
+        return None
+
+    def restore_state(self, state: Any) -> None:  # noqa: B027
+        """Restore what `saveState` returned for a batch re-planned after a restart."""
+
     def describe(self) -> str:
         """A short description for graphs and logs."""
         return type(self).__name__
@@ -110,17 +121,27 @@ class TailDependency(Dependency):
         self.windowLength = windowLength
         self.slideLength = slideLength
         self.skipLength = skipLength
-        self._emittedAt = 0
+        self._emitted_at = 0
+
+    stateful = True
+
+    def save_state(self) -> int:
+        """Parent RDDs generated since the last emitted window (before this event's)."""
+        return self.parent.generatedCount - self._emitted_at
+
+    def restore_state(self, state: Any) -> None:
+        """Count the parent RDDs since the last window from the parent's RDDs rebuilt so far."""
+        self._emitted_at = self.parent.generatedCount - int(state)
 
     def compute(self, event: Event) -> RDD[Any] | None:
         """The window due at `event`, if one is due and non-empty."""
         if self.parent.reactsTo(event):
             self.parent.getOrCompute(event)
         generated = self.parent.generatedCount
-        if generated - self._emittedAt < self.slideLength:
+        if generated - self._emitted_at < self.slideLength:
             return None
-        self._emittedAt = generated
-        history = self.parent.generatedUpTo(event.time)
+        self._emitted_at = generated
+        history = self.parent.generated_up_to(event.time)
         kept = history[: len(history) - self.skipLength] if self.skipLength else history
         return _union(self.parent, kept[-self.windowLength :])
 
@@ -134,9 +155,9 @@ class TailDependency(Dependency):
 
 
 class LegacyWindowDependency(TailDependency):
-    """The legacy `window(windowDuration, slideDuration)`: a tail window in parent batches.
+    """The legacy `window(windowDuration, slide_duration)`: a tail window in parent batches.
 
-    It equals `tailWindow(windowDuration / parentSlide, slideDuration / parentSlide)`.
+    It equals `tailWindow(windowDuration / parentSlide, slide_duration / parentSlide)`.
 
     `parentSlide` is the period of the timer driving the parent (times the slides of legacy
     windows in between). It is estimated when the window is defined, so bad durations raise at
@@ -147,36 +168,41 @@ class LegacyWindowDependency(TailDependency):
         self,
         parent: DStream[Any],
         windowDuration: Duration,
-        slideDuration: Duration,
+        slide_duration: Duration,
         estimatedParentSlide: Duration | None,
     ) -> None:
         super().__init__(parent, 1, 1, 0)
         self.windowDuration = windowDuration
-        self.slideDuration = slideDuration
+        self.slide_duration = slide_duration
         if estimatedParentSlide is not None:
             self.resolve(estimatedParentSlide)
 
-    def resolve(self, parentSlide: Duration) -> None:
-        """Turn the durations into counts of parent batches."""
+    @staticmethod
+    def check(windowDuration: Duration, slide_duration: Duration, parentSlide: Duration) -> None:
+        """Raise unless both durations are multiples of the parent's slide."""
         for name, duration in (
-            ("windowDuration", self.windowDuration),
-            ("slideDuration", self.slideDuration),
+            ("windowDuration", windowDuration),
+            ("slideDuration", slide_duration),
         ):
             if not duration.isMultipleOf(parentSlide):
                 raise InvalidArgumentError(
                     f"{name} must be a multiple of the parent stream's slide duration "
                     f"({parentSlide.milliseconds} ms), got {duration.milliseconds} ms",
                 )
+
+    def resolve(self, parentSlide: Duration) -> None:
+        """Turn the durations into counts of parent batches."""
+        self.check(self.windowDuration, self.slide_duration, parentSlide)
         self.windowLength = self.windowDuration // parentSlide
-        self.slideLength = self.slideDuration // parentSlide
+        self.slideLength = self.slide_duration // parentSlide
 
     def prepare(self, graph: DStreamGraph) -> None:
         """Settle the counts from the timer that really drives the parent."""
-        parent_slide = graph.slideDuration(self.parent)
+        parent_slide = graph.slide_duration(self.parent)
         if parent_slide is None:
             raise InvalidArgumentError(
                 f"window({self.windowDuration.milliseconds} ms, "
-                f"{self.slideDuration.milliseconds} ms) needs a parent driven by one regular "
+                f"{self.slide_duration.milliseconds} ms) needs a parent driven by one regular "
                 f"timer, but {self.parent.name} is not; use tailWindow (counts events) or "
                 "timeWindow (any events) instead",
             )
@@ -186,7 +212,7 @@ class LegacyWindowDependency(TailDependency):
         """`LegacyWindowDependency(window, slide)`."""
         return (
             f"LegacyWindowDependency({self.windowDuration.milliseconds} ms, "
-            f"{self.slideDuration.milliseconds} ms)"
+            f"{self.slide_duration.milliseconds} ms)"
         )
 
 
@@ -201,14 +227,24 @@ class TimeWindowDependency(Dependency):
         self,
         parent: DStream[Any],
         windowDuration: Duration,
-        slideDuration: Duration,
+        slide_duration: Duration,
         origin: Time | None,
     ) -> None:
         super().__init__(parent)
         self.windowDuration = windowDuration
-        self.slideDuration = slideDuration
+        self.slide_duration = slide_duration
         self._origin = origin
-        self._lastEmittedEnd: Time | None = None
+        self._last_emitted_end: Time | None = None
+
+    stateful = True
+
+    def save_state(self) -> int | None:
+        """The end of the last emitted window (ms), if any."""
+        return None if self._last_emitted_end is None else self._last_emitted_end.milliseconds
+
+    def restore_state(self, state: Any) -> None:
+        """Restore the end of the last emitted window."""
+        self._last_emitted_end = None if state is None else Time(int(state))
 
     @property
     def origin(self) -> Time:
@@ -221,28 +257,28 @@ class TimeWindowDependency(Dependency):
         """The latest complete window not emitted yet, if any and non-empty."""
         if self.parent.reactsTo(event):
             self.parent.getOrCompute(event)
-        last_end = event.time.floor(self.slideDuration, self.origin)
-        before = [item for item in self.parent.generatedUpTo(event.time) if item.time < last_end]
+        last_end = event.time.floor(self.slide_duration, self.origin)
+        before = [item for item in self.parent.generated_up_to(event.time) if item.time < last_end]
         if not before:
             return None
         latest = before[-1].time
-        end = latest.floor(self.slideDuration, self.origin) + self.slideDuration
-        if self._lastEmittedEnd is not None and end <= self._lastEmittedEnd:
+        end = latest.floor(self.slide_duration, self.origin) + self.slide_duration
+        if self._last_emitted_end is not None and end <= self._last_emitted_end:
             return None
         start = end - self.windowDuration
         window = [item for item in before if start <= item.time < end]
         if not window:
             return None
-        self._lastEmittedEnd = end
+        self._last_emitted_end = end
         return _union(self.parent, window)
 
     def retention(self) -> Retention:
         """The parent RDDs within one window and one slide of the latest event."""
-        return Retention(duration=self.windowDuration + self.slideDuration)
+        return Retention(duration=self.windowDuration + self.slide_duration)
 
     def describe(self) -> str:
         """`TimeWindowDependency(window, slide)`."""
         return (
             f"TimeWindowDependency({self.windowDuration.milliseconds} ms, "
-            f"{self.slideDuration.milliseconds} ms)"
+            f"{self.slide_duration.milliseconds} ms)"
         )

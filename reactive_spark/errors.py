@@ -1,6 +1,6 @@
 """The exception hierarchy: every error reactive-spark raises is a `ReactiveSparkError`.
 
-Example:
+Examples:
     >>> from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
     >>> issubclass(InvalidArgumentError, ValueError) and issubclass(
     ...     InvalidArgumentError, ReactiveSparkError
@@ -14,16 +14,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reactive_spark.scheduler import JobInfo
+    from reactive_spark.jobs import Failure
 
 __all__ = [
     "ContextStateError",
+    "DirectoryNotFoundError",
     "ForeignContextError",
     "InvalidArgumentError",
     "InvalidCallbackError",
     "JobFailedError",
+    "JobSkippedError",
     "OffsetOutOfRangeError",
     "ReactiveSparkError",
+    "StreamComputeError",
 ]
 
 
@@ -47,6 +50,10 @@ class ForeignContextError(InvalidArgumentError):
     """A stream or source of another StreamingContext was given."""
 
 
+class DirectoryNotFoundError(ReactiveSparkError, FileNotFoundError):
+    """A directory an input or source reads does not exist; the message names it."""
+
+
 class OffsetOutOfRangeError(ReactiveSparkError):
     """Records asked of a log lie outside what it holds (e.g. below its earliest offset).
 
@@ -54,16 +61,48 @@ class OffsetOutOfRangeError(ReactiveSparkError):
     """
 
 
-class JobFailedError(ReactiveSparkError):
-    """One or more jobs failed while the context was advanced; `failures` holds every one.
+class StreamComputeError(ReactiveSparkError):
+    """Computing a stream's RDD for an event raised `error` (planning failed there).
 
-    Example:
+    `stream` is the stream whose function raised; the user's exception is `error` (and the
+    cause).
+    """
+
+    def __init__(self, stream: object, error: Exception) -> None:
+        self.stream = stream
+        self.error = error
+        super().__init__(f"computing {getattr(stream, 'name', stream)} failed: {error!r}")
+
+
+class JobSkippedError(ReactiveSparkError):
+    """A job did not run: a commit it reads from (`aggregateExactlyOnce`) failed in its batch.
+
+    `commit` names the stream whose commit failed; the commit's own error is the cause.
+    """
+
+    def __init__(self, stream: str, commit: str, error: BaseException) -> None:
+        self.commit = commit
+        super().__init__(f"{stream} did not run: {commit} failed to commit ({error!r})")
+
+
+class JobFailedError(ReactiveSparkError):
+    """Jobs (or plans, or event sources) failed; `failures` holds every one.
+
+    Raised by `runUntil` with every failure of the run, and by `awaitTermination` with the
+    first failure since it last raised. The message names each failed stream or source, the
+    function and the user's own exception, and shows the first one's Python traceback (from
+    the executor, for a function that failed inside a Spark task).
+
+    Examples:
         >>> JobFailedError([]).failures
         []
     """
 
-    def __init__(self, failures: Sequence[JobInfo]) -> None:
+    def __init__(self, failures: Sequence[Failure]) -> None:
         self.failures = list(failures)
-        lines = [f"{len(self.failures)} job(s) failed:"]
+        lines = [f"{len(self.failures)} failure(s):"]
         lines += [f"  - {info.describe()}" for info in self.failures]
+        first = self.failures[0].userError if self.failures else None
+        if first is not None:
+            lines += ["", first.traceback.rstrip()]
         super().__init__("\n".join(lines))

@@ -4,8 +4,8 @@ An event decides when a batch is generated. Every event has a `source`, an `inde
 events of that source from 0, a `time`, and an `instanceId` unique and increasing across the
 context, assigned when the context accepts the event. Events order by `(time, instanceId)`.
 
-Example:
-    >>> from reactive_spark.time import Duration, Time
+Examples:
+    >>> from reactive_spark.time import Duration, Time, to_time
     >>> a = Event(None, 0, Time(5), 1)
     >>> b = Event(None, 0, Time(5), 2)
     >>> a < b
@@ -43,6 +43,7 @@ __all__ = [
     "ObservableEvent",
     "RestEvent",
     "TimerEvent",
+    "register_operator",
 ]
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class Event:
         time: When the event happened (for a timer: the nominal tick time).
         instanceId: Unique and increasing across the context; assigned on acceptance.
 
-    Example:
+    Examples:
         >>> from reactive_spark.time import Duration, Time
         >>> Event(None, 3, Time(1_000)).datetime.isoformat()
         '1970-01-01T00:00:01+00:00'
@@ -201,6 +202,22 @@ class ObservableEvent(Event):
         """The event as JSON-friendly fields (a value JSON cannot hold as its repr)."""
         return {**super().describe(), "value": json_friendly(self.value)}
 
+    @classmethod
+    def fromRecord(cls, source: Any, fields: dict[str, Any]) -> ObservableEvent:
+        """The event `describe()` gave `fields` (a value JSON could not hold is its repr).
+
+        Examples:
+            >>> ObservableEvent.fromRecord(None, {"index": 3, "time": 5, "value": [1]}).value
+            [1]
+        """
+        return cls(
+            source,
+            fields["index"],
+            Time(fields["time"]),
+            fields.get("value"),
+            fields.get("instanceId"),
+        )
+
 
 class LogEvent(Event):
     """Enough records wait in a log: `backlog` is how many."""
@@ -219,6 +236,29 @@ class LogEvent(Event):
     def describe(self) -> dict[str, Any]:
         """The event as JSON-friendly fields."""
         return {**super().describe(), "backlog": self.backlog}
+
+
+#: The functions behind the operator methods: `source.map(f)` is `operators.map(f)(source)`.
+#: The `operators` package registers them (`register_operator`) when it is imported; it sits
+#: above this module, which must not import it.
+OperatorFactory = Callable[..., Callable[["EventSource"], "EventSource"]]
+_OPERATORS: dict[str, OperatorFactory] = {}
+
+
+def register_operator(name: str, factory: OperatorFactory) -> OperatorFactory:
+    """Make `factory` the operator behind the `EventSource.<name>` method.
+
+    Examples:
+        >>> from reactive_spark import operators
+        >>> _OPERATORS["map"] is operators.map
+        True
+    """
+    _OPERATORS[name] = factory
+    return factory
+
+
+def _operator(name: str) -> OperatorFactory:
+    return _OPERATORS[name]
 
 
 @runtime_checkable
@@ -245,7 +285,7 @@ class EventSource(ABC):
     the context's event loop and may return an awaitable; events must come from callbacks or
     threads of the source's own, not from inside `start`.
 
-    Example:
+    Examples:
         >>> from reactive_spark.time import Seconds
         >>> class Heartbeat(EventSource):
         ...     def start(self):
@@ -266,10 +306,13 @@ class EventSource(ABC):
         self._ssc = context
         self.name = name
         self._listeners: tuple[Callable[[Event], Any], ...] = ()
-        self._indexes = itertools.count()
-        self._order = context._registerSource(self)
-        self._rank = self._order  # replaced by the lineage rank when the context starts
-        self._catchUp = "all"
+        #: The indexes this source's next events get (the scheduler draws from it).
+        self.index_sequence = itertools.count()
+        #: The position of this source in the context's creation order.
+        self.order = context.register_source(self)
+        #: Orders simultaneous events: the lineage rank, fixed when the context starts.
+        self.rank = self.order
+        self._catch_up = "all"
         #: The time of the last event this source fired before a restart (from the checkpoint).
         self.resumedFrom: Time | None = None
 
@@ -291,8 +334,25 @@ class EventSource(ABC):
     def stop(self) -> Awaitable[None] | None:
         """Stop firing events; called once when the context stops."""
 
-    def between(self, start: Time, end: Time) -> list[Event]:
-        """The events this source would have fired in `[start, end]` (default: none)."""
+    #: What kind of source this is, as the web console shows it.
+    kind = "custom"
+
+    def nextFireTime(self) -> Time | None:
+        """When the source fires next, if it knows (a timer does; default: None).
+
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> daily.nextFireTime() is None  # nothing is scheduled before the context starts
+            True
+        """
+        return None
+
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
+        """The events this source would have fired in `[start, end]` (default: none).
+
+        Subclasses that override it should accept `datetime` too (`to_time` converts).
+        """
         return []
 
     @abstractmethod
@@ -308,10 +368,12 @@ class EventSource(ABC):
         for the whole gap (see `coalesce`), `"latest"` only the last missed event, `"skip"`
         none. A day of downtime on a 15-minute timer need not mean 96 jobs.
 
-        Example:
-            >>> # quarterly = ssc.timer(t0, None, Minutes(15), "q"); quarterly.catchUp = "latest"
+        Examples:
+            >>> from reactive_spark import Minutes
+            >>> quarterly = ssc.timer(t0, None, Minutes(15), "quarterly")
+            >>> quarterly.catchUp = "latest"
         """
-        return self._catchUp
+        return self._catch_up
 
     @catchUp.setter
     def catchUp(self, policy: str) -> None:
@@ -319,13 +381,16 @@ class EventSource(ABC):
             raise InvalidArgumentError(
                 f"catchUp must be one of {', '.join(CATCH_UP_POLICIES)}, got {policy!r}",
             )
-        self._catchUp = policy
+        self._catch_up = policy
 
     def coalesce(self, events: list[Event]) -> Event:
         """One event standing for `events`, missed in a row (default: the last of them).
 
-        Example:
-            >>> # a file watcher's carries every missed file: coalesce(missed).paths
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> daily.coalesce(daily.between(t0, t0 + Days(2))).datetime.day
+            3
         """
         return events[-1]
 
@@ -334,8 +399,12 @@ class EventSource(ABC):
 
         Subclasses whose events carry more than `index` and `time` override it.
 
-        Example:
-            >>> # source.eventFromRecord(event.describe())  # an equal event
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> [event] = daily.between(t0, t0)
+            >>> daily.eventFromRecord(event.describe()).time == event.time
+            True
         """
         return Event(self, fields["index"], Time(fields["time"]), fields.get("instanceId"))
 
@@ -364,7 +433,7 @@ class EventSource(ABC):
             raise InvalidArgumentError(
                 f"event must come from source {self.name!r}, got one of {event.source!r}",
             )
-        self._ssc._postEvent(event)
+        self._ssc.post_event(event)
 
     def fire(self, time: Time | None = None) -> Event:
         """Post a plain `Event` stamped `time` (default: now on the context's clock)."""
@@ -374,84 +443,123 @@ class EventSource(ABC):
 
     def nextIndex(self) -> int:
         """Reserve the next event index of this source. Thread-safe."""
-        return next(self._indexes)
+        return next(self.index_sequence)
 
-    def _notify(self, event: Event) -> None:
+    def resume_indexes(self, lastIndex: int, lastTime: Time) -> None:
+        """Continue numbering after `lastIndex`, fired at `lastTime` before a restart."""
+        self.index_sequence = itertools.count(lastIndex + 1)
+        self.resumedFrom = lastTime
+
+    def notify(self, event: Event) -> None:
+        """Hand an accepted event to the listeners (the scheduler calls this, on the loop).
+
+        A listener that raises is reported as a failure of this source (`onSourceError`);
+        the other listeners still get the event.
+        """
         for listener in self._listeners:
             try:
                 listener(event)
-            except Exception:
-                log.exception("listener %r of event source %r failed on %r", listener, self, event)
+            except Exception as exc:
+                self._ssc.report_source_error(self, "listener", exc, event, listener)
 
     # -- operators (see `reactive_spark.operators`) ---------------------------------------
     def map(self, f: Callable[[Event], Any], name: str | None = None) -> EventSource:
         """A derived source with every event of this one, carrying `f(event)` as `value`.
 
-        Example:
-            >>> # sizes = uploads.map(lambda e: len(e.paths))
+        Examples:
+            >>> from reactive_spark import Hours
+            >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+            >>> hours = hourly.map(lambda event: event.datetime.hour)
+            >>> [event.value for event in hours.between(t0, t0 + Hours(2))]
+            [0, 1, 2]
         """
-        from reactive_spark import operators
-
-        return operators.map(f, name)(self)
+        return _operator("map")(f, name)(self)
 
     def filter(self, predicate: Callable[[Event], bool], name: str | None = None) -> EventSource:
         """A derived source with the events of this one for which `predicate` is true.
 
-        Example:
-            >>> # job1 = rest.filter(lambda e: e.path == "/job1")
+        Examples:
+            >>> from reactive_spark import Hours
+            >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+            >>> even = hourly.filter(lambda event: event.datetime.hour % 2 == 0)
+            >>> [event.datetime.hour for event in even.between(t0, t0 + Hours(4))]
+            [0, 2, 4]
         """
-        from reactive_spark import operators
-
-        return operators.filter(predicate, name)(self)
+        return _operator("filter")(predicate, name)(self)
 
     def delay(self, duration: Duration | timedelta | float, name: str | None = None) -> EventSource:
         """A derived source firing every event of this one `duration` later.
 
-        Example:
-            >>> # settled = uploads.delay(Minutes(5))
+        Examples:
+            >>> from reactive_spark import Hours, Minutes
+            >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+            >>> later = hourly.delay(Minutes(30))
+            >>> [event.datetime.strftime("%H:%M") for event in later.between(t0, t0 + Hours(2))]
+            ['00:30', '01:30']
         """
-        from reactive_spark import operators
-
-        return operators.delay(duration, name)(self)
+        return _operator("delay")(duration, name)(self)
 
     def merge(self, *others: EventSource, name: str | None = None) -> EventSource:
         """A derived source with every event of this one and of `others`.
 
-        Example:
-            >>> # anything = daily.merge(rest, uploads)
+        Examples:
+            >>> from reactive_spark import Hours
+            >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+            >>> every_2h = ssc.timer(t0, None, Hours(2), "every-2h")
+            >>> merged = hourly.merge(every_2h)
+            >>> [(e.parent.source.name, e.datetime.hour) for e in merged.between(t0, t0 + Hours(2))]
+            [('hourly', 0), ('every-2h', 0), ('hourly', 1), ('hourly', 2), ('every-2h', 2)]
         """
-        from reactive_spark import operators
-
-        return operators.merge(*others, name=name)(self)
+        return _operator("merge")(*others, name=name)(self)
 
     def join(
         self, other: EventSource, within: Duration | timedelta | float, name: str | None = None
     ) -> EventSource:
         """A derived source firing a pair event when this and `other` fire within `within`.
 
-        Example:
-            >>> # both = uploads.join(approvals, Minutes(10))
+        Examples:
+            >>> from reactive_spark import Hours, Minutes
+            >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+            >>> halves = ssc.timer(t0 + Minutes(50), None, Minutes(90), "halves")
+            >>> pairs = hourly.join(halves, Minutes(10))
+            >>> [
+            ...     (p.left.datetime.strftime("%H:%M"), p.right.datetime.strftime("%H:%M"))
+            ...     for p in pairs.between(t0, t0 + Hours(5))
+            ... ]
+            [('01:00', '00:50'), ('04:00', '03:50')]
         """
-        from reactive_spark import operators
-
-        return operators.join(other, within, name)(self)
+        return _operator("join")(other, within, name)(self)
 
     def pipe(self, *rx_operators: Callable[[Any], Any], name: str | None = None) -> EventSource:
         """A derived source firing what RxPY operators make of this source's events.
 
-        Example:
-            >>> # import reactivex.operators as ops
-            >>> # batches = uploads.pipe(ops.buffer_with_count(10))
+        Examples:
+            >>> import reactivex.operators as ops
+            >>> from reactive_spark import Hours
+            >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+            >>> pairs = hourly.pipe(ops.buffer_with_count(2))
+            >>> [len(event.value) for event in pairs.between(t0, t0 + Hours(5))]
+            [2, 2, 2]
         """
-        from reactive_spark import operators
-
-        return operators.pipe(*rx_operators, name=name)(self)
+        return _operator("pipe")(*rx_operators, name=name)(self)
 
     def toObservable(self) -> reactivex.Observable[Event]:
         """The events of this source as a reactivex Observable (hot: subscribe before start).
 
-        Example:
-            >>> # received = []; source.toObservable().subscribe(received.append)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark import Hours
+            >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+            >>> received = []
+            >>> subscription = hourly.toObservable().subscribe(received.append)
+            >>> job = ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(hourly)
+            >>> async def run():
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0 + Hours(2))
+            ...     await ssc.stop(stopSparkContext=False)
+            >>> asyncio.run(run())
+            >>> [event.index for event in received]
+            [0, 1, 2]
         """
 
         def subscribe(

@@ -1,6 +1,6 @@
 """DStreamGraph: the streams, their bindings, zero time, job generation and metadata clearing.
 
-`generateJobs(event)` is the one place an event's batch is planned: every stream bound to the
+`generate_jobs(event)` is the one place an event's batch is planned: every stream bound to the
 event's source is asked for its RDD (`getOrCompute`), each RDD becomes a job, and what every
 input read is recorded with the batch.
 """
@@ -11,16 +11,24 @@ import functools
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.dependencies import Retention
-from reactive_spark.errors import ContextStateError
+from reactive_spark.dependencies import LegacyWindowDependency, Retention
+from reactive_spark.dstream.inputs import ReceiverInputDStream
+from reactive_spark.errors import ContextStateError, StreamComputeError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.scheduler import Batch, Job, materialize, plan_failure
+from reactive_spark.jobs import (
+    Batch,
+    Job,
+    StreamInputInfo,
+    commits_first,
+    materialize,
+    plan_failure,
+)
+from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
-    from reactive_spark.dstream.base import DStream
-    from reactive_spark.dstream.foreach import ForEachDStream
+    from reactive_spark.dstream.base import DStream, ForEachDStream
     from reactive_spark.dstream.inputs import InputDStream
 
 __all__ = ["DStreamGraph"]
@@ -36,28 +44,28 @@ class DStreamGraph:
         self.recorders: list[DStream[Any]] = []  # streams whose reads go into Batch.inputs
         self.outputs: list[ForEachDStream] = []
         self._bindings: dict[EventSource, list[DStream[Any]]] = {}
-        self.zeroTime: Time | None = None
-        self.rememberDuration: Duration | None = None
+        self.zero_time: Time | None = None
+        self.remember_duration: Duration | None = None
         self._reaching: dict[int, set[EventSource]] = {}
         self.touched: set[DStream[Any]] = set()
         self._replaying: dict[str, dict[str, Any]] | None = None
 
     # -- building ----------------------------------------------------------------------------
-    def addStream(self, stream: DStream[Any]) -> int:
+    def add_stream(self, stream: DStream[Any]) -> int:
         """Register a new stream; returns its id (its position in creation order)."""
         self.streams.append(stream)
         return len(self.streams) - 1
 
-    def addInput(self, stream: InputDStream) -> None:
+    def add_input(self, stream: InputDStream) -> None:
         """Register an input stream."""
         self.inputs.append(stream)
         self.recorders.append(stream)
 
-    def addRecorder(self, stream: DStream[Any]) -> None:
-        """Register a stream that records what it read for each event (`describeRead`)."""
+    def add_recorder(self, stream: DStream[Any]) -> None:
+        """Register a stream that records what it read for each event (`describe_read`)."""
         self.recorders.append(stream)
 
-    def addOutput(self, stream: ForEachDStream) -> None:
+    def add_output(self, stream: ForEachDStream) -> None:
         """Register an output stream."""
         self.outputs.append(stream)
 
@@ -65,26 +73,30 @@ class DStreamGraph:
         """Record that `stream` generates a job on every event of `source`."""
         self._bindings.setdefault(source, []).append(stream)
 
-    def boundSources(self) -> list[EventSource]:
+    def bound_sources(self) -> list[EventSource]:
         """The sources some stream is bound to."""
         return list(self._bindings)
 
-    def boundStreams(self, source: EventSource) -> list[DStream[Any]]:
+    def bound_streams(self, source: EventSource) -> list[DStream[Any]]:
         """The streams bound to `source`, in creation (lineage) order."""
         return list(self._bindings.get(source, []))
 
-    def unboundOutputs(self) -> list[ForEachDStream]:
+    def checkpoints_rdds(self) -> bool:
+        """Whether some stream checkpoints its RDDs (then Spark needs a checkpoint directory)."""
+        return any(stream.checkpointed for stream in self.streams)
+
+    def unbound_outputs(self) -> list[ForEachDStream]:
         """Output streams bound to no source (they go on the default timer)."""
         return [stream for stream in self.outputs if not stream.boundSources]
 
     def remember(self, duration: Duration) -> None:
         """Keep every stream's RDDs for `duration`; may be set once."""
-        if self.rememberDuration is not None:
+        if self.remember_duration is not None:
             raise ContextStateError(
-                f"remember duration already set as {self.rememberDuration.milliseconds} ms; "
+                f"remember duration already set as {self.remember_duration.milliseconds} ms; "
                 "it cannot be set again",
             )
-        self.rememberDuration = duration
+        self.remember_duration = duration
 
     # -- starting ----------------------------------------------------------------------------
     def validate(self) -> None:
@@ -98,22 +110,30 @@ class DStreamGraph:
     def start(self, zeroTime: Time, sources: list[EventSource]) -> None:
         """Fix zero time, the streams' memory needs and the order of simultaneous events."""
         self.validate()
-        self.zeroTime = zeroTime
+        self.zero_time = zeroTime
         for streams in self._bindings.values():
-            streams.sort(key=lambda stream: stream._id)
+            streams.sort(key=lambda stream: stream.id)
         self._reaching = self._reaching_sources()
         for stream in self.streams:
             for dependency in stream.dependencies:
                 dependency.prepare(self)
-        remembered = Retention(duration=self.rememberDuration or Duration(0))
+        remembered = Retention(duration=self.remember_duration or Duration(0))
         for stream in self.streams:
-            stream._requireRetention(remembered)
+            stream.require_retention(remembered)
             for dependency in stream.dependencies:
-                dependency.parent._requireRetention(dependency.retention())
+                dependency.parent.require_retention(dependency.retention())
         for source, rank in self._lineage_ranks(sources).items():
-            source._rank = rank
+            source.rank = rank
 
-    def startInputs(self) -> None:
+    def remove_interrupted_writes(self) -> list[str]:
+        """Delete what writes interrupted by a crash left behind (before batches re-run)."""
+        return [path for stream in self.streams for path in stream.remove_interrupted_writes()]
+
+    def receivers(self) -> list[ReceiverInputDStream]:
+        """The inputs fed by receivers (`socketTextStream`)."""
+        return [stream for stream in self.inputs if isinstance(stream, ReceiverInputDStream)]
+
+    def start_inputs(self) -> None:
         """Let every input fix where it starts reading (may block: a worker thread calls it)."""
         for stream in self.inputs:
             stream.start()
@@ -123,36 +143,34 @@ class DStreamGraph:
 
         Events start at the streams bound to their source and travel up while streams react.
         """
-        children: dict[int, list[DStream[Any]]] = {stream._id: [] for stream in self.streams}
+        children: dict[int, list[DStream[Any]]] = {stream.id: [] for stream in self.streams}
         for stream in self.streams:
             for parent in stream.parents:
-                children[parent._id].append(stream)
+                children[parent.id].append(stream)
         reaching: dict[int, set[EventSource]] = {}
         for stream in reversed(self.streams):  # children are created after their parents
             sources = set(stream.boundSources)
-            for child in children[stream._id]:
-                sources |= reaching[child._id]
+            for child in children[stream.id]:
+                sources |= reaching[child.id]
             if stream.boundSources:
                 sources &= set(stream.boundSources)
-            reaching[stream._id] = sources
+            reaching[stream.id] = sources
         return reaching
 
-    def slideDuration(self, stream: DStream[Any]) -> Duration | None:
+    def slide_duration(self, stream: DStream[Any]) -> Duration | None:
         """How often `stream` produces an RDD, when that is regular (legacy window semantics).
 
         The slide of the nearest legacy window upstream, else the period shared by every timer
         whose events reach the stream; None when irregular. Before start, bindings made later
         are not known yet: unbound streams are assumed to run on the default timer.
         """
-        from reactive_spark.sources.timer import TimerEventSource
-
-        inherited = self._windowSlide(stream)
+        inherited = self._window_slide(stream)
         if inherited is not None:
             return inherited
-        if self.zeroTime is not None:
-            sources = self._reaching.get(stream._id, set())
+        if self.zero_time is not None:
+            sources = self._reaching.get(stream.id, set())
         else:
-            sources = set(self._nearestBound(stream))
+            sources = set(self._nearest_bound(stream))
             if not sources and self._ssc.batchDuration is not None:
                 return self._ssc.batchDuration
         periods = {s.period for s in sources if isinstance(s, TimerEventSource)}
@@ -160,23 +178,21 @@ class DStreamGraph:
             return periods.pop()
         return None
 
-    def _windowSlide(self, stream: DStream[Any]) -> Duration | None:
-        from reactive_spark.dependencies import LegacyWindowDependency
-
+    def _window_slide(self, stream: DStream[Any]) -> Duration | None:
         for dependency in stream.dependencies:
             if isinstance(dependency, LegacyWindowDependency):
-                return dependency.slideDuration
+                return dependency.slide_duration
         for parent in stream.parents:
-            found = self._windowSlide(parent)
+            found = self._window_slide(parent)
             if found is not None:
                 return found
         return None
 
-    def _nearestBound(self, stream: DStream[Any]) -> list[EventSource]:
+    def _nearest_bound(self, stream: DStream[Any]) -> list[EventSource]:
         if stream.boundSources:
             return stream.boundSources
         for parent in stream.parents:
-            found = self._nearestBound(parent)
+            found = self._nearest_bound(parent)
             if found:
                 return found
         return []
@@ -187,10 +203,10 @@ class DStreamGraph:
         for stream in self.streams:  # parents are always created before their children
             above: set[int] = set()
             for parent in stream.parents:
-                above.add(parent._id)
-                above |= ancestors[parent._id]
-            ancestors[stream._id] = above
-        bound = {source: {s._id for s in self._bindings.get(source, [])} for source in sources}
+                above.add(parent.id)
+                above |= ancestors[parent.id]
+            ancestors[stream.id] = above
+        bound = {source: {s.id for s in self._bindings.get(source, [])} for source in sources}
         upstream = {
             source: set().union(*(ancestors[i] for i in ids)) if ids else set()
             for source, ids in bound.items()
@@ -203,13 +219,13 @@ class DStreamGraph:
                 if first is not second and (derived or bound[first] & upstream[second]):
                     successors[first].append(second)
                     waiting[second] += 1
-        ready = [(source._order, source) for source in sources if waiting[source] == 0]
+        ready = [(source.order, source) for source in sources if waiting[source] == 0]
         heapq.heapify(ready)
         ranks: dict[EventSource, int] = {}
         while ready or len(ranks) < len(sources):
             if not ready:  # a cycle: fall back to creation order for what is left
-                rest = min((s for s in sources if s not in ranks), key=lambda s: s._order)
-                ready.append((rest._order, rest))
+                rest = min((s for s in sources if s not in ranks), key=lambda s: s.order)
+                ready.append((rest.order, rest))
             _, source = heapq.heappop(ready)
             if source in ranks:
                 continue
@@ -217,22 +233,58 @@ class DStreamGraph:
             for successor in successors[source]:
                 waiting[successor] -= 1
                 if waiting[successor] == 0 and successor not in ranks:
-                    heapq.heappush(ready, (successor._order, successor))
+                    heapq.heappush(ready, (successor.order, successor))
         return ranks
+
+    def describe(self, sources: list[EventSource]) -> dict[str, Any]:
+        """The lineage as JSON: streams (dependencies, bindings, outputs) and `sources`.
+
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> job = ssc.queueStream([[1]]).map(str).foreachRDD(print).bind(daily)
+            >>> [s["name"] for s in ssc.graph.describe(ssc.sources)["streams"]]
+            ['queueStream[0]', 'map[1](str)', 'foreachRDD[2](print)']
+        """
+        return {
+            "streams": [
+                {
+                    "id": stream.id,
+                    "name": stream.name,
+                    "function": stream.functionName,
+                    "output": stream.isOutput,
+                    "input": not stream.dependencies,
+                    "boundTo": [source.name for source in stream.boundSources],
+                    "parents": [
+                        {"id": dependency.parent.id, "dependency": dependency.describe()}
+                        for dependency in stream.dependencies
+                    ],
+                }
+                for stream in self.streams
+            ],
+            "sources": [
+                {
+                    "name": source.name,
+                    "kind": source.kind,
+                    "parents": [parent.name for parent in source.parents],
+                }
+                for source in sources
+            ],
+        }
 
     # -- per event ---------------------------------------------------------------------------
     def retention(self) -> Retention:
         """The most history any stream must remember (what recovery must rebuild)."""
         needed = Retention()
         for stream in self.streams:
-            needed = needed.merge(stream.recoveryRetention())
+            needed = needed.merge(stream.recovery_retention())
         return needed
 
-    def replayedRead(self, stream: DStream[Any]) -> dict[str, Any] | None:
+    def replayed_read(self, stream: DStream[Any]) -> dict[str, Any] | None:
         """What `stream` read for the batch being re-planned from a checkpoint, if any."""
         return None if self._replaying is None else self._replaying.get(stream.name)
 
-    def generateJobs(self, event: Event, reads: dict[str, dict[str, Any]] | None = None) -> Batch:
+    def generate_jobs(self, event: Event, reads: dict[str, dict[str, Any]] | None = None) -> Batch:
         """Plan the batch of `event`: one job per bound stream that has an RDD for it.
 
         With `reads` (from a checkpoint), inputs read exactly what they recorded.
@@ -249,34 +301,39 @@ class DStreamGraph:
         for stream in self._bindings.get(event.source, []):
             try:
                 rdd = stream.getOrCompute(event)
-            except Exception as exc:
-                failures.append(plan_failure(stream, event, exc))
+            except StreamComputeError as exc:
+                failing: DStream[Any] = exc.stream  # type: ignore[assignment]
+                failures.append(plan_failure(failing, event, exc.error))
                 continue
             if rdd is None:
                 continue
             if stream.isOutput:
-                action = stream.outputAction(event, rdd)  # type: ignore[attr-defined]
+                action = stream.output_action(event, rdd)  # type: ignore[attr-defined]
                 jobs.append(Job(stream, event, action, "output"))
             else:
                 jobs.append(Job(stream, event, functools.partial(materialize, rdd), "materialize"))
         inputs = {}
+        input_infos = {}
         for stream in self.recorders:
-            read = stream.describeRead(event)
+            read = stream.describe_read(event)
             if read is not None:
                 inputs[stream.name] = read
-        return Batch(event, jobs, inputs, failures)
+                records = stream.record_count(read)
+                if records is not None:
+                    input_infos[stream.id] = StreamInputInfo(stream.id, stream.name, records, read)
+        return Batch(event, commits_first(jobs), inputs, failures, inputInfos=input_infos)
 
-    def clearMetadata(self, event: Event) -> None:
+    def clear_metadata(self, event: Event) -> None:
         """Let the streams asked for `event` forget what no window or `remember` needs.
 
         Forgotten RDDs that no stream remembers any more are unpersisted. Streams not asked
         generated nothing new, so what they remember is still bounded.
         """
         touched, self.touched = self.touched, set()
-        cached = [rdd for s in touched for rdd in s.clearMetadata(event) if rdd.is_cached]
+        cached = [rdd for s in touched for rdd in s.clear_metadata(event) if rdd.is_cached]
         if not cached:
             return
-        remembered = {id(item.rdd) for stream in self.streams for item in stream._generated}
+        remembered = {id(rdd) for stream in self.streams for rdd in stream.remembered_rdds()}
         for rdd in {id(rdd): rdd for rdd in cached}.values():
             if id(rdd) not in remembered:
                 rdd.unpersist(blocking=False)

@@ -2,47 +2,53 @@
 
 On the event loop, events are accepted in `(time, lineage rank, source order)` order and
 numbered (`instanceId`, `index`) as they are accepted. Then, in a worker thread and one event
-at a time, each batch is planned (`DStreamGraph.generateJobs`, which calls into Spark), handed
+at a time, each batch is planned (`DStreamGraph.generate_jobs`, which calls into Spark), handed
 to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
 `maxConcurrentJobs` at once; the queued events are handed to the worker thread in runs, so the
 loop is never blocked and pays one thread handoff per run, not per event. This module is the
 one place that runs blocking work in threads.
+
+Every failure (a job, a plan, an event source) goes through `report`, which logs it once,
+tells the listeners and the failure sinks (`advanceTo`, `awaitTermination`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import dataclasses
 import heapq
 import itertools
 import logging
-import time as _time
 import traceback
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
+from reactive_spark.errors import JobSkippedError
 from reactive_spark.events import Event
+from reactive_spark.jobs import (
+    Batch,
+    BatchInfo,
+    Failure,
+    Job,
+    JobInfo,
+    OutputOperationInfo,
+    SourceErrorInfo,
+    StreamingListener,
+    now_ms,
+)
 
 if TYPE_CHECKING:
-    from pyspark import RDD
+    from pyspark import SparkContext
 
-    from reactive_spark.context import StreamingContext
-    from reactive_spark.dstream.base import DStream
+    from reactive_spark.graph import DStreamGraph
 
-__all__ = [
-    "Batch",
-    "BatchInfo",
-    "Job",
-    "JobInfo",
-    "JobScheduler",
-    "StreamingListener",
-    "run_blocking",
-]
+__all__ = ["JobScheduler", "run_blocking"]
 
 log = logging.getLogger(__name__)
 
@@ -52,133 +58,16 @@ R = TypeVar("R")
 async def run_blocking(func: Callable[..., R], *args: Any) -> R:
     """Run blocking `func(*args)` in anyio's worker threads, never on the event loop.
 
-    Example:
-        >>> # count = await run_blocking(rdd.count)
+    Examples:
+        >>> import asyncio
+        >>> asyncio.run(run_blocking(sum, [1, 2, 3]))
+        6
     """
     return await anyio.to_thread.run_sync(func, *args)
 
 
-@dataclass
-class Job:
-    """One unit of work of a batch: a bound stream's output function or materialisation."""
-
-    stream: DStream[Any]
-    event: Event
-    action: Callable[[], Any]
-    kind: str = "output"
-
-    @property
-    def description(self) -> str:
-        """`<stream> on <source>#<index>`, shown in logs and in the Spark UI."""
-        return f"{self.stream.name} on {self.event.source.name}#{self.event.index}"
-
-
-@dataclass
-class JobInfo:
-    """What happened to a job: timing (epoch ms, float) and the error, if it failed.
-
-    `kind` is `"output"` (an output operation), `"materialize"` (a bound non-output stream) or
-    `"plan"` (computing the stream's RDD failed before any job could run).
-    """
-
-    streamName: str
-    event: Event
-    kind: str
-    submitTime: float
-    startTime: float | None = None
-    endTime: float | None = None
-    error: BaseException | None = None
-    traceback: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        """Whether the job raised."""
-        return self.error is not None
-
-    @property
-    def duration(self) -> float | None:
-        """Seconds the job ran, once it ended."""
-        if self.startTime is None or self.endTime is None:
-            return None
-        return (self.endTime - self.startTime) / 1000
-
-    def describe(self) -> str:
-        """One line naming the stream, the event and the outcome."""
-        event = f"{self.event.source.name}#{self.event.index} at {self.event.time}"
-        if self.error is None:
-            return f"{self.kind} job of {self.streamName} on {event}: ok"
-        return f"{self.kind} job of {self.streamName} on {event} failed: {self.error!r}"
-
-
-@dataclass
-class Batch:
-    """An event's planned batch: its jobs, what each input read, and planning failures.
-
-    `progress` (kept only with a checkpoint) says, per source name, the `[time, index]` of the
-    last event accepted up to this batch's event: what need not be fired again after a crash.
-    """
-
-    event: Event
-    jobs: list[Job]
-    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    failures: list[JobInfo] = field(default_factory=list)
-    progress: dict[str, list[int]] = field(default_factory=dict)
-
-
-@dataclass
-class BatchInfo:
-    """What happened to an event's batch; `jobs` fills in as jobs end."""
-
-    event: Event
-    inputs: dict[str, dict[str, Any]]
-    plannedTime: float
-    jobs: list[JobInfo] = field(default_factory=list)
-    completedTime: float | None = None
-
-    @property
-    def failures(self) -> list[JobInfo]:
-        """The failed jobs of this batch."""
-        return [job for job in self.jobs if job.failed]
-
-
-class StreamingListener:
-    """Receives scheduling events; override the methods you need (all default to no-ops).
-
-    `onEventFired` is called on the event loop; the others in the scheduler's worker
-    threads, so a listener that shares state with the loop must hand it over safely
-    (`loop.call_soon_threadsafe`).
-
-    Example:
-        >>> class Failures(StreamingListener):
-        ...     def __init__(self):
-        ...         self.failed = []
-        ...
-        ...     def onJobCompleted(self, job):
-        ...         if job.failed:
-        ...             self.failed.append(job)
-    """
-
-    def onEventFired(self, event: Event) -> None:
-        """An event was accepted (it has its `instanceId`)."""
-
-    def onBatchStarted(self, batch: BatchInfo) -> None:
-        """The event's batch was planned; its jobs are about to run."""
-
-    def onJobStarted(self, job: JobInfo) -> None:
-        """A job started running."""
-
-    def onJobCompleted(self, job: JobInfo) -> None:
-        """A job ended; `job.error` is set when it failed."""
-
-    def onBatchCompleted(self, batch: BatchInfo) -> None:
-        """Every job of the batch ended."""
-
-
-def _now_ms() -> float:
-    return _time.time() * 1000
-
-
 BatchHook = Callable[[Batch], None]
+FailureSink = Callable[[Failure], None]
 OrderKey = tuple[int, int, int]
 
 #: The most queued events one worker thread processes before yielding back to the loop.
@@ -188,18 +77,26 @@ MAX_EVENTS_PER_HANDOFF = 256
 class JobScheduler:
     """Accepts events in order and processes them one at a time (see module docs)."""
 
-    def __init__(self, ssc: StreamingContext, maxConcurrentJobs: int) -> None:
-        self._ssc = ssc
-        self._graph = ssc._graph
-        self.maxConcurrentJobs = maxConcurrentJobs
+    def __init__(
+        self,
+        graph: DStreamGraph,
+        sparkContext: SparkContext,
+        max_concurrent_jobs: int,
+        onCrash: Callable[[BaseException], None],
+    ) -> None:
+        self._graph = graph
+        self._sc = sparkContext
+        self.max_concurrent_jobs = max_concurrent_jobs
+        self._on_crash = onCrash
         self._listeners: list[StreamingListener] = []
-        self._beforeJobs: list[BatchHook] = []
-        self._afterJobs: list[BatchHook] = []
+        self._before_jobs: list[BatchHook] = []
+        self._after_jobs: list[BatchHook] = []
+        self._failure_sinks: list[FailureSink] = []
         # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
         self._pending: dict[OrderKey, deque[Event]] = {}
-        self._pendingKeys: list[OrderKey] = []
-        self._instanceIds = itertools.count()
-        self._flushScheduled = False
+        self._pending_keys: list[OrderKey] = []
+        self._instance_ids = itertools.count()
+        self._flush_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         # accepted events waiting for the worker thread, and how many are not processed yet
         self._ready: deque[Event] = deque()
@@ -209,21 +106,25 @@ class JobScheduler:
         self._bound: frozenset[Any] = frozenset()
         # with a checkpoint: what every source fired so far, and its state at each bound event
         self._progress: dict[str, list[int]] | None = None
-        self._progressAt: dict[int, dict[str, list[int]]] = {}
+        self._progress_at: dict[int, dict[str, list[int]]] = {}
         self._processor: asyncio.Task[None] | None = None
-        self._jobThreads: ThreadPoolExecutor | None = None
-        self._dropping = False
-        self._collectors: list[list[JobInfo]] = []
-        self._jobGroup = f"reactive-spark-{id(self):x}"
-        self.processedEvents = 0
+        self._job_threads: ThreadPoolExecutor | None = None
+        self._closed = False  # no more events are accepted
+        self._dropping = False  # queued events are dropped, running jobs cancelled
+        #: Whether posted events will be processed (not closed, not crashed).
+        self.accepting = True
+        self._job_group = f"reactive-spark-{id(self):x}"
+        self.processed_events = 0
+        #: The instanceId of the last event whose batch was processed (events go in order).
+        self.processed_through = -1
         self.crash: BaseException | None = None
 
-    # -- listeners and hooks -----------------------------------------------------------------
-    def addListener(self, listener: StreamingListener) -> None:
-        """Notify `listener` of events, batches and jobs."""
+    # -- listeners, hooks and failure sinks --------------------------------------------------
+    def add_listener(self, listener: StreamingListener) -> None:
+        """Notify `listener` of events, batches, jobs and source errors."""
         self._listeners.append(listener)
 
-    def addBatchHooks(
+    def add_batch_hooks(
         self, before: BatchHook | None = None, after: BatchHook | None = None
     ) -> None:
         """Call `before(batch)` once a batch is planned and before its jobs, `after` once done.
@@ -231,19 +132,28 @@ class JobScheduler:
         Hooks run in the scheduler's worker thread, like planning and jobs.
         """
         if before is not None:
-            self._beforeJobs.append(before)
+            self._before_jobs.append(before)
         if after is not None:
-            self._afterJobs.append(after)
+            self._after_jobs.append(after)
 
-    def trackProgress(self, progress: dict[str, list[int]]) -> None:
+    def add_failure_sink(self, sink: FailureSink) -> None:
+        """Call `sink(failure)` for every failure, from the thread that saw it."""
+        self._failure_sinks.append(sink)
+
+    def remove_failure_sink(self, sink: FailureSink) -> None:
+        """Stop calling a sink added by `addFailureSink`."""
+        self._failure_sinks.remove(sink)
+
+    def track_progress(self, progress: dict[str, list[int]]) -> None:
         """Keep what every source fired (for the checkpoint), starting from `progress`."""
         self._progress = dict(progress)
 
-    def resumeAfter(self, lastInstanceId: int) -> None:
+    def resume_after(self, last_instance_id: int) -> None:
         """Number accepted events from `lastInstanceId + 1` (after a restart)."""
-        self._instanceIds = itertools.count(lastInstanceId + 1)
+        self._instance_ids = itertools.count(last_instance_id + 1)
 
-    def _tell(self, method: str, argument: Any) -> None:
+    def tell(self, method: str, argument: Any) -> None:
+        """Call `method(argument)` on every listener; a listener that raises is logged."""
         if not self._listeners:
             return
         for listener in list(self._listeners):
@@ -252,6 +162,18 @@ class JobScheduler:
             except Exception:
                 log.exception("streaming listener %r failed in %s", listener, method)
 
+    def report(self, failure: Failure) -> None:
+        """Log `failure` once, tell the listeners and every failure sink. Any thread."""
+        user = failure.userError
+        trace = "" if user is None else user.traceback
+        log.error("reactive-spark: %s\n%s", failure.describe(), trace)
+        if isinstance(failure, SourceErrorInfo):
+            self.tell("onSourceError", failure)
+        else:
+            self.tell("onJobCompleted", failure)
+        for sink in list(self._failure_sinks):
+            sink(failure)
+
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start processing events on `loop`."""
@@ -259,32 +181,51 @@ class JobScheduler:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
-        self._bound = frozenset(self._graph.boundSources())
-        if self.maxConcurrentJobs > 1:
-            self._jobThreads = ThreadPoolExecutor(
-                self.maxConcurrentJobs, thread_name_prefix="reactive-spark-job"
+        self._bound = frozenset(self._graph.bound_sources())
+        if self.max_concurrent_jobs > 1:
+            self._job_threads = ThreadPoolExecutor(
+                self.max_concurrent_jobs, thread_name_prefix="reactive-spark-job"
             )
         self._processor = loop.create_task(self._process_forever(), name="reactive-spark-jobs")
 
+    def _close(self, *, dropping: bool) -> None:
+        self._closed = True
+        self._dropping = self._dropping or dropping
+        self.accepting = False
+
+    def abort(self) -> None:
+        """Accept nothing more and drop every queued event (on the loop).
+
+        The running batch still ends; `stop(graceful=False)` also cancels its Spark jobs.
+        """
+        self._close(dropping=True)
+        self._pending.clear()
+        self._pending_keys.clear()
+        self._done(len(self._ready))
+        self._ready.clear()
+
     async def stop(self, graceful: bool) -> None:
-        """Stop processing: after the queued events (`graceful`), or after the running batch."""
+        """Stop processing: after the queued events (`graceful`), or after the running batch.
+
+        A graceful stop that was cancelled or timed out can be escalated by calling
+        `stop(graceful=False)`, which drops what is still queued and cancels running jobs.
+        """
         if self._processor is None or self._idle is None:
+            self._close(dropping=False)
             return
-        if graceful:
-            await self.idle()
+        if graceful and not self._dropping:
+            await self.idle(raiseCrash=False)
+            self._close(dropping=False)
         else:
-            self._pending.clear()
-            self._pendingKeys.clear()
-            self._dropping = True
-            self._done(len(self._ready))
-            self._ready.clear()
-            await run_blocking(self._ssc.sparkContext.cancelJobGroup, self._jobGroup)
+            self.abort()
+            await run_blocking(self._sc.cancelJobGroup, self._job_group)
             await self._idle.wait()
         self._processor.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._processor
-        if self._jobThreads is not None:
-            self._jobThreads.shutdown(wait=True)
+        if self._job_threads is not None:
+            self._job_threads.shutdown(wait=True)
+            self._job_threads = None
 
     # -- accepting events --------------------------------------------------------------------
     def accept(self, event: Event) -> None:
@@ -294,14 +235,17 @@ class JobScheduler:
         a source whose streams feed another's goes first), then `tiebreak`; events still tied
         keep the order they were posted in.
         """
-        key: OrderKey = (event.time._ms, event.source._rank, event.tiebreak)
+        if self._closed:
+            log.warning("dropping %r: the scheduler is stopped", event)
+            return
+        key: OrderKey = (event.time.milliseconds, event.source.rank, event.tiebreak)
         tied = self._pending.get(key)
         if tied is None:
             self._pending[key] = tied = deque()
-            heapq.heappush(self._pendingKeys, key)
+            heapq.heappush(self._pending_keys, key)
         tied.append(event)
-        if not self._flushScheduled and self._loop is not None:
-            self._flushScheduled = True
+        if not self._flush_scheduled and self._loop is not None:
+            self._flush_scheduled = True
             self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
@@ -310,9 +254,9 @@ class JobScheduler:
         Listeners may fire more events (derived sources do); they are accepted in order too.
         An event no stream is bound to has no batch: it is only numbered and announced.
         """
-        self._flushScheduled = False
-        pending, keys, ready, bound = self._pending, self._pendingKeys, self._ready, self._bound
-        instance_ids = self._instanceIds
+        self._flush_scheduled = False
+        pending, keys, ready, bound = self._pending, self._pending_keys, self._ready, self._bound
+        instance_ids = self._instance_ids
         queued = 0
         while keys:
             key = keys[0]
@@ -323,33 +267,44 @@ class JobScheduler:
                 del pending[key]
             source = event.source
             if event.index is None:
-                event.index = next(source._indexes)
+                event.index = next(source.index_sequence)
             event.instanceId = next(instance_ids)
             if self._progress is not None:
-                self._progress[source.name] = [event.time._ms, event.index]
+                self._progress[source.name] = [event.time.milliseconds, event.index]
             if self._listeners:
-                self._tell("onEventFired", event)
-            source._notify(event)
+                self.tell("onEventFired", event)
+            source.notify(event)
             if source in bound:
                 if self._progress is not None:
-                    self._progressAt[event.instanceId] = dict(self._progress)
+                    self._progress_at[event.instanceId] = dict(self._progress)
                 ready.append(event)
                 queued += 1
             else:
-                self.processedEvents += 1
+                self.processed_events += 1
         if queued:
             self._unprocessed += queued
             assert self._idle is not None and self._wake is not None
             self._idle.clear()
             self._wake.set()
 
-    async def idle(self) -> None:
-        """Wait until every accepted event has been processed."""
+    @property
+    def busy(self) -> bool:
+        """Whether events wait to be accepted or accepted events wait to be processed."""
+        return bool(self._pending_keys) or self._unprocessed > 0
+
+    async def idle(self, *, raiseCrash: bool = True) -> None:
+        """Wait until every posted event has been accepted and processed.
+
+        Events that batches post while they run (at the same instant) are waited for too.
+        """
         if self._idle is None:
             return
-        self.flush()
-        await self._idle.wait()
-        if self.crash is not None:
+        while True:
+            self.flush()
+            await self._idle.wait()
+            if not self._pending_keys or self._dropping:
+                break
+        if raiseCrash and self.crash is not None:
             raise self.crash
 
     @property
@@ -357,20 +312,15 @@ class JobScheduler:
         """Accepted events waiting to be processed."""
         return len(self._ready)
 
+    @property
+    def queue_depth(self) -> int:
+        """Events waiting: posted and not accepted yet, or accepted and not processed yet."""
+        return len(self._ready) + sum(len(tied) for tied in list(self._pending.values()))
+
     def _done(self, count: int) -> None:
         self._unprocessed -= count
         if self._unprocessed == 0 and self._idle is not None:
             self._idle.set()
-
-    def collectFailures(self) -> list[JobInfo]:
-        """Start collecting failed jobs into the returned list (see `stopCollecting`)."""
-        collected: list[JobInfo] = []
-        self._collectors.append(collected)
-        return collected
-
-    def stopCollecting(self, collected: list[JobInfo]) -> None:
-        """Stop filling a list made by `collectFailures`."""
-        self._collectors.remove(collected)
 
     # -- processing --------------------------------------------------------------------------
     async def _process_forever(self) -> None:
@@ -395,10 +345,10 @@ class JobScheduler:
                     events[0],
                 )
                 self.crash = exc
-                self._dropping = True
+                self._close(dropping=True)
                 self._done(len(ready))
                 ready.clear()
-                self._ssc._onCrash(exc)
+                self._on_crash(exc)
             finally:
                 self._done(len(events))
 
@@ -426,100 +376,134 @@ class JobScheduler:
         self, event: Event, reads: dict[str, Any] | None = None, runJobs: bool = True
     ) -> None:
         """Plan the event's batch, run its hooks and jobs, then clear metadata (worker thread)."""
-        submitted = _now_ms()
-        batch = self._graph.generateJobs(event, reads)
-        if event.instanceId is not None and self._progressAt:
-            batch.progress = self._progressAt.pop(event.instanceId, batch.progress)
+        submitted = now_ms()
+        batch = self._graph.generate_jobs(event, reads)
+        if event.instanceId is not None and self._progress_at:
+            batch.progress = self._progress_at.pop(event.instanceId, batch.progress)
         if runJobs:
-            self._runBatch(batch, submitted)
-            self.processedEvents += 1
-        elif batch.failures:
-            log.warning("rebuilding %s: %s", batch.event, batch.failures[0].describe())
-        self._graph.clearMetadata(event)
+            self._run_batch(batch, submitted)
+            self.processed_events += 1
+            if event.instanceId is not None:
+                self.processed_through = event.instanceId
+        else:
+            for failure in batch.failures:  # a batch rebuilt for the windows failed to plan
+                self.report(failure)
+        self._graph.clear_metadata(event)
 
-    def _runBatch(self, batch: Batch, submitted: float) -> None:
+    def _run_batch(self, batch: Batch, submitted: float) -> None:
         """Report planning failures, call the batch hooks around the jobs, run the jobs."""
         if not (batch.jobs or batch.failures):  # a batch with neither is not reported
-            for hook in self._beforeJobs:
+            for hook in self._before_jobs:
                 hook(batch)
-            for hook in self._afterJobs:
+            for hook in self._after_jobs:
                 hook(batch)
             return
-        info = BatchInfo(batch.event, batch.inputs, submitted)
+        info = BatchInfo(batch.event, batch.inputs, submitted, inputInfos=batch.inputInfos)
+        if self._listeners:  # each callback gets the batch as it is then, as in PySpark
+            self.tell("onBatchSubmitted", _snapshot(info))
+        for hook in self._before_jobs:
+            hook(batch)
+        info.startedTime = now_ms()
+        if self._listeners:
+            self.tell("onBatchStarted", _snapshot(info))
         for failure in batch.failures:
-            self._report(info, failure)
-        for hook in self._beforeJobs:
-            hook(batch)
+            info.jobs.append(failure)
+            self.report(failure)
         if batch.jobs:
-            self._tell("onBatchStarted", info)
-            self._runJobs(batch, info)
-            info.completedTime = _now_ms()
-        for hook in self._afterJobs:
+            self._run_jobs(batch, info)
+        info.completedTime = now_ms()
+        for hook in self._after_jobs:
             hook(batch)
-        if batch.jobs:
-            self._tell("onBatchCompleted", info)
+        self.tell("onBatchCompleted", info)
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s", describe_batch(info))
 
-    def _runJobs(self, batch: Batch, info: BatchInfo) -> None:
+    def _run_jobs(self, batch: Batch, info: BatchInfo) -> None:
         """Run the batch's jobs, at most `maxConcurrentJobs` at once; report each outcome."""
         infos = [
-            JobInfo(job.stream.name, batch.event, job.kind, info.plannedTime) for job in batch.jobs
+            JobInfo(
+                job.stream.name,
+                batch.event,
+                job.kind,
+                info.plannedTime,
+                function=job.stream.functionName,
+                streamId=job.stream.id,
+            )
+            for job in batch.jobs
         ]
-        if self._jobThreads is None or len(batch.jobs) == 1:
-            for job, job_info in zip(batch.jobs, infos, strict=True):
-                self._execute(job, job_info)
+        pairs = list(zip(batch.jobs, infos, strict=True))
+        info_of = {id(job): job_info for job, job_info in pairs}
+        if any(job.stream.commitsFirst for job in batch.jobs):
+            # commits run first, one at a time; a job reading a failed one is skipped
+            for job, job_info in pairs:
+                if job.stream.commitsFirst:
+                    self._execute_after(job, job_info, info_of)
+            pairs = [(job, job_info) for job, job_info in pairs if not job.stream.commitsFirst]
+        if self._job_threads is None or len(pairs) <= 1:
+            for job, job_info in pairs:
+                self._execute_after(job, job_info, info_of)
         else:
             running = [
-                self._jobThreads.submit(self._execute, job, job_info)
-                for job, job_info in zip(batch.jobs, infos, strict=True)
+                self._job_threads.submit(self._execute_after, job, job_info, info_of)
+                for job, job_info in pairs
             ]
             wait(running)
+            for future in running:  # a BaseException (a simulated crash) is never swallowed
+                crash = future.exception()
+                if crash is not None:
+                    raise crash
         for job_info in infos:
+            info.jobs.append(job_info)
             if job_info.failed:
-                self._report(info, job_info)
+                self.report(job_info)
             else:
-                info.jobs.append(job_info)
-                self._tell("onJobCompleted", job_info)
+                self.tell("onJobCompleted", job_info)
+            if self._listeners:
+                self.tell("onOutputOperationCompleted", OutputOperationInfo(copy.copy(job_info)))
+
+    def _execute_after(self, job: Job, info: JobInfo, info_of: dict[int, JobInfo]) -> None:
+        """Run `job`, unless a commit it reads (`job.after`) failed: then report it skipped."""
+        for commit in job.after:
+            commit_info = info_of[id(commit)]
+            if commit_info.error is not None:
+                info.startTime = info.endTime = now_ms()
+                info.error = JobSkippedError(job.stream.name, commit.stream.name, commit_info.error)
+                return
+        self._execute(job, info)
 
     def _execute(self, job: Job, info: JobInfo) -> None:
-        info.startTime = _now_ms()
-        self._tell("onJobStarted", info)
+        info.startTime = now_ms()
+        if self._listeners:
+            self.tell("onJobStarted", info)
+            self.tell("onOutputOperationStarted", OutputOperationInfo(copy.copy(info)))
         try:
-            self._ssc.sparkContext.setJobGroup(self._jobGroup, job.description, True)
+            self._sc.setJobGroup(self._job_group, job.description, True)
             job.action()
         except Exception as exc:
             info.error = exc
-            info.traceback = traceback.format_exc()
+            if self._dropping:  # the context is stopping: Spark cancelled the job
+                info.cancelled = True
+                log.info("reactive-spark: cancelled %s (the context is stopping)", job.description)
+            else:
+                info.traceback = "".join(traceback.format_exception(exc))
         finally:
-            info.endTime = _now_ms()
-
-    def _report(self, batch: BatchInfo, info: JobInfo) -> None:
-        batch.jobs.append(info)
-        log.error("reactive-spark: %s\n%s", info.describe(), info.traceback or "")
-        for collected in self._collectors:
-            collected.append(info)
-        self._tell("onJobCompleted", info)
+            info.endTime = now_ms()
 
 
-def plan_failure(stream: DStream[Any], event: Event, error: BaseException) -> JobInfo:
-    """A `JobInfo` for a stream whose RDD could not be computed for `event`."""
-    now = _now_ms()
-    return JobInfo(
-        stream.name,
-        event,
-        "plan",
-        now,
-        now,
-        now,
-        error,
-        "".join(traceback.format_exception(error)),
+def _snapshot(info: BatchInfo) -> BatchInfo:
+    """A copy of `info` that later changes to the batch do not touch."""
+    return dataclasses.replace(info, jobs=list(info.jobs))
+
+
+def describe_batch(info: BatchInfo) -> str:
+    """One line for the log: source, UTC time, jobs, duration and each output's outcome."""
+    event = info.event
+    seconds = ((info.completedTime or 0) - (info.startedTime or info.plannedTime)) / 1000
+    outcomes = ", ".join(
+        f"{job.streamName} {job.status}" if job.status != "succeeded" else job.streamName
+        for job in info.jobs
     )
-
-
-def materialize(rdd: RDD[Any]) -> None:
-    """Compute every partition of `rdd` (and cache it, if persisted), keeping nothing."""
-
-    def drain(iterator: Any) -> None:  # nested, so executors need not import reactive_spark
-        for _ in iterator:
-            pass
-
-    rdd.foreachPartition(drain)
+    return (
+        f"batch {event.source.name}#{event.index} at {event.time.isoformat()}: "
+        f"{len(info.jobs)} job(s) in {seconds:.2f} s: {outcomes}"
+    )

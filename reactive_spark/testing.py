@@ -1,9 +1,10 @@
 """Helpers for testing your own pipelines on virtual time: batches in, batches out.
 
-Example:
-    >>> # from reactive_spark.testing import run_batches
-    >>> # out = await run_batches(sc, lambda s: s.map(lambda x: x + 1), [[1, 2], [3]])
-    >>> # assert out == [[2, 3], [4]]
+Examples:
+    >>> import asyncio
+    >>> from reactive_spark.testing import run_batches
+    >>> asyncio.run(run_batches(sc, lambda s: s.map(lambda x: x + 1), [[1, 2], [3]]))
+    [[2, 3], [4]]
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from typing import Any
 
 from pyspark import RDD, SparkContext
 
+from reactive_spark.clock import VirtualClock
 from reactive_spark.context import StreamingContext
 from reactive_spark.dstream.base import DStream
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import EventSource
-from reactive_spark.time import Duration, Time, VirtualClock, to_duration, to_time
+from reactive_spark.time import Duration, Time, to_duration, to_time
 
 __all__ = ["collect", "run_batches"]
 
@@ -32,8 +34,18 @@ def collect(
 
     The collecting output is bound to `source`; without one it runs on the default timer.
 
-    Example:
-        >>> # results = collect(ssc.queueStream([[1], [2]]).map(str), source=daily)
+    Examples:
+        >>> import asyncio
+        >>> from reactive_spark import Days
+        >>> daily = ssc.timer(t0, None, Days(1), "daily")
+        >>> results = collect(ssc.queueStream([[1], [2]]).map(str), source=daily)
+        >>> async def run():
+        ...     await ssc.start()
+        ...     await ssc.runUntil(t0 + Days(1))
+        ...     await ssc.stop(stopSparkContext=False)
+        >>> asyncio.run(run())
+        >>> results
+        [['1'], ['2']]
     """
     batches: list[list[Any]] = []
 
@@ -63,9 +75,10 @@ async def run_batches(
     `numBatches` ticks (default: the longest input) and returns the collected batches, after
     raising `JobFailedError` if any job failed.
 
-    Example:
-        >>> # await run_batches(sc, lambda a, b: a.union(b), [[1], [2]], [[3], [4]])
-        >>> # [[1, 3], [2, 4]]
+    Examples:
+        >>> import asyncio
+        >>> asyncio.run(run_batches(sc, lambda a, b: a.union(b), [[1], [2]], [[3], [4]]))
+        [[1, 3], [2, 4]]
     """
     if not inputs:
         raise InvalidArgumentError("run_batches needs at least one input (a list of batches)")

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
 from typing import Any
+
+from pyspark import SparkConf, SparkContext
 
 from reactive_spark import (
     DStream,
@@ -13,7 +22,7 @@ from reactive_spark import (
     Time,
     VirtualClock,
 )
-from reactive_spark.scheduler import BatchInfo, JobInfo
+from reactive_spark.jobs import BatchInfo, JobInfo
 
 
 class Recorder(StreamingListener):
@@ -50,3 +59,58 @@ def virtual(
 ) -> StreamingContext:
     """A StreamingContext on a virtual clock starting at `start` (default: the epoch)."""
     return StreamingContext(sc, batch, clock=VirtualClock(start), **options)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ChildProcess:
+    """`python -m <module> <args>` from the project root, in a process group of its own (so
+    the driver and its JVM die together); its output lines wait in `lines`."""
+
+    def __init__(self, module: str, *args: str, env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.strip())
+        self.lines.put("exited")
+
+    def next_line(self, timeout: float = 120) -> str:
+        return self.lines.get(timeout=timeout)
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=60)
+
+
+def quiet_spark_context(appName: str, master: str = "local[2]") -> SparkContext:
+    """A SparkContext for tests: quiet, on loopback, two cores at most, workers on this
+    interpreter (the session's, and each child process's)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = (
+        SparkConf()
+        .setMaster(master)
+        .setAppName(appName)
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.driver.host", "127.0.0.1")
+        .set("spark.sql.shuffle.partitions", "2")
+        .set("spark.cores.max", "2")
+        .set("spark.executor.memory", "512m")
+    )
+    sc = SparkContext(conf=conf)
+    sc.setLogLevel("ERROR")
+    return sc

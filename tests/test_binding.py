@@ -232,19 +232,6 @@ async def test_remember_and_slice(sc: SparkContext) -> None:
     await ssc.stop(stopSparkContext=False)
 
 
-async def test_max_concurrent_jobs_runs_jobs_of_one_event_together(sc: SparkContext) -> None:
-    import threading
-
-    barrier = threading.Barrier(2, timeout=30)
-    ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0), maxConcurrentJobs=2)
-    data = ssc.queueStream([[1]])
-    data.foreachRDD(lambda rdd: barrier.wait())
-    data.foreachRDD(lambda rdd: barrier.wait())
-    await ssc.start()
-    await ssc.runUntil(T0 + Seconds(1))
-    await ssc.stop(stopSparkContext=False)
-
-
 async def test_rdd_checkpoint_by_count(sc: SparkContext, tmp_path) -> None:  # type: ignore[no-untyped-def]
     ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0), checkpoint=str(tmp_path))
     checked: list[bool] = []

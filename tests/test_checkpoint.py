@@ -15,7 +15,7 @@ from pyspark import SparkContext
 
 from reactive_spark import Days, Event, Minutes, StreamingContext, Time
 from reactive_spark.checkpoint import Checkpoint, CheckpointError
-from reactive_spark.errors import ContextStateError
+from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.sources.timer import TimerEventSource
 
 from .helpers import virtual
@@ -207,7 +207,7 @@ def test_the_log_survives_a_torn_record_and_compacts(tmp_path: Path) -> None:
     store = Checkpoint(str(tmp_path))
     assert store.load() is None
     store.open(T0, [], Retention(count=2), None)
-    segment = Path(store._segmentPath(store._segmentNumber))
+    segment = Path(store._segment_path(store._segment_number))
     records = [
         {
             "kind": "planned",
@@ -233,7 +233,7 @@ def test_the_log_survives_a_torn_record_and_compacts(tmp_path: Path) -> None:
     assert [record["id"] for record in recovered.completed] == [0, 1, 2, 3]
     assert [record["id"] for record in recovered.unfinished] == [4]
     assert recovered.progress == {"s": [4, 4]}
-    assert recovered.lastInstanceId == 4
+    assert recovered.last_instance_id == 4
 
     # reopening compacts: only the two latest completed batches (the retention) are kept
     reopened = Checkpoint(str(tmp_path))
@@ -244,7 +244,7 @@ def test_the_log_survives_a_torn_record_and_compacts(tmp_path: Path) -> None:
     assert again is not None
     assert [record["id"] for record in again.completed] == [2, 3]
     assert [record["id"] for record in again.unfinished] == [4]
-    assert again.lastInstanceId == 4
+    assert again.last_instance_id == 4
     assert module.SEGMENT_RECORDS > 0
 
 
@@ -484,3 +484,11 @@ async def test_a_join_pairs_across_a_restart(sc: SparkContext, tmp_path: Path) -
     await second.runUntil(T0 + Hours(3) + Minutes(30))
     await second.stop(stopSparkContext=False)
     assert pairs == [T0 + Minutes(20) + Hours(h) for h in range(4)]
+
+
+def test_a_checkpoint_behind_a_url_the_driver_cannot_fsync_is_refused(sc: SparkContext) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"checkpoint must be .* hdfs:// URL"):
+        StreamingContext(sc, 1, checkpoint="hdfs:///apps/reports/checkpoint")
+    with pytest.raises(InvalidArgumentError, match=r"checkpointPath .* s3a://"):
+        StreamingContext.getOrCreate("s3a://bucket/checkpoint", lambda: StreamingContext(sc, 1))
+    assert StreamingContext(sc, 1, checkpoint="file:///tmp/ck").checkpointDirectory == "/tmp/ck"

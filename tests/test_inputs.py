@@ -74,3 +74,32 @@ async def test_binaryRecordsStream_reads_fixed_length_records(
     assert [sorted(items) for _, items in seen] == [[b"AAAA", b"BBBB"], [b"CCCC"]]
     with pytest.raises(ValueError, match="recordLength must be"):
         StreamingContext(sc, Seconds(1)).binaryRecordsStream(str(tmp_path), 0)
+
+
+async def test_a_file_written_elsewhere_and_moved_in_is_read_once(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Spark's own recipe on the system clock: the file keeps its older mtime when moved in."""
+    import asyncio
+
+    from reactive_spark import SystemClock
+
+    watched, staging = tmp_path / "in", tmp_path / "staging"
+    watched.mkdir()
+    staging.mkdir()
+    ssc = StreamingContext(sc, 0.5, clock=SystemClock())
+    read: list[str] = []
+    ssc.textFileStream(str(watched)).foreachRDD(lambda rdd: read.extend(rdd.collect()))
+    await ssc.start()
+    try:
+        (staging / "moved.txt").write_text("moved line\n")
+        await asyncio.sleep(1.2)  # at least two batches run before it arrives
+        os.rename(staging / "moved.txt", watched / "moved.txt")
+        for _ in range(100):
+            if read:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.2)  # later batches must not read it again
+    finally:
+        await ssc.stop(stopSparkContext=False)
+    assert read == ["moved line"]

@@ -29,7 +29,7 @@ async def test_windows_remember_a_bounded_history(sc: SparkContext) -> None:
     timed.foreachRDD(lambda rdd: sizes.append(rdd.getNumPartitions())).bind(tick)
     await ssc.start()
     await ssc.runUntil(T0 + Seconds(EVENTS))
-    assert ssc._scheduler.processedEvents == EVENTS
+    assert ssc._scheduler.processed_events == EVENTS
     # the map stream keeps what its windows need: 7 RDDs (tail), 15 s of RDDs (time window)
     assert per_event.rememberedCount <= 16
     assert tail.rememberedCount <= 1

@@ -85,7 +85,7 @@ async def test_pprint_and_print(sc: SparkContext, capsys: pytest.CaptureFixture[
     await ssc.runUntil(T0 + Seconds(1))
     await ssc.stop(stopSparkContext=False)
     out = capsys.readouterr().out
-    header = "-------------------------------------------\nTime: 6000 ms\n"
+    header = "-------------------------------------------\nTime: 1970-01-01 00:00:06+00:00\n"
     header += "-------------------------------------------\n"
     expected_full = header + "\n".join(str(i) for i in range(10)) + "\n...\n\n"
     expected_short = header + "0\n1\n...\n\n"

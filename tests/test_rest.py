@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -45,7 +48,13 @@ async def test_post_fires_an_event_and_answers_202(standalone) -> None:  # type:
         async with http.get(f"{base}/jobs/status", headers=AUTH) as response:
             assert response.status == 202
             second = await response.json()
-    assert answer == {"source": "triggers", "index": 0, "time": T0.milliseconds, "instanceId": 0}
+    assert answer == {
+        "source": "triggers",
+        "index": 0,
+        "time": T0.milliseconds,
+        "instanceId": 0,
+        "status": "/api/batches/0",
+    }
     assert second["index"] == 1 and second["instanceId"] > answer["instanceId"]
     await ssc.advanceTo(T0)
     assert len(seen) == 1
@@ -151,3 +160,68 @@ async def test_a_source_that_cannot_start_stops_the_context(sc: SparkContext) ->
         with pytest.raises(OSError):
             await ssc.start()
     assert ssc.state == "stopped"
+
+
+async def raw_request(base: str, request: bytes) -> tuple[int, dict[str, str]]:
+    """Send bytes no HTTP client would send; returns the status and the JSON answer."""
+    host, port = base.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(request)
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+async def test_hostile_input_gets_a_4xx_json_error_never_500(standalone) -> None:  # type: ignore[no-untyped-def]
+    ssc, base, seen = standalone
+    deep = b"[" * 100_000
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{base}/jobs/report", data=deep, headers=AUTH) as response,
+    ):
+        assert response.status in (400, 413)
+        assert "error" in await response.json()
+    status, answer = await raw_request(
+        base,
+        b"POST /jobs/report HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\r\n"
+        b"Content-Length: 0\r\nConnection: close\r\n\r\n",
+    )
+    assert status == 401 and "bearer token" in answer["error"]
+    await ssc.advanceTo(T0)
+    assert seen == []
+
+
+async def test_a_deeply_nested_body_is_a_bad_request(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="nested", maxBodySize=1_000_000).post("/run")
+    ssc.queueStream([]).bind(rest)
+    await ssc.start()
+    async with TestClient(TestServer(rest.app)) as client:
+        response = await client.post("/run", data=b"[" * 100_000)
+        assert response.status == 400
+        assert (await response.json())["error"] == "body is nested too deeply"
+    await ssc.stop(stopSparkContext=False)
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/q?x=1", "query string"),
+        ("/jobs#top", "query string or fragment"),
+        ("/a/../admin", "'..' segments"),
+        ("/a/./b", "'.' and '..'"),
+        ("/a//b", "empty segment"),
+        ("/a%20b", "percent-escapes"),
+        ("/a\nb", "control characters"),
+    ],
+)
+def test_routes_no_request_can_reach_raise_at_definition(
+    sc: SparkContext, path: str, reason: str
+) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="routes")
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        rest.post(path)
+    rest.post("/jobs/").get("/a/b.c")  # a trailing slash and dots inside names are fine

@@ -3,33 +3,55 @@
 A DStream turns an event into (at most) one RDD. When a bound event fires, the graph asks the
 bound streams for their RDD; each stream asks its parents through its dependencies, and stops
 at a stream that does not react to the event (DESIGN §6).
+
+Here too are the nodes DStream's operations create: `TransformedDStream` (every
+transformation and window), `ForEachDStream` (every output operation) and `StateDStream`
+(`updateStateByKey`). The operations themselves are mixins (`transformations`, `output`,
+`pair`, `windows`) that build on `_derive`, `_output`, `_windowed` and `_stateful`.
 """
 
 from __future__ import annotations
 
 import logging
-import operator
+import os
+import shutil
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from pyspark import RDD, StorageLevel
 
-from reactive_spark._callbacks import adapt_callback, callable_name, require_callable
+from reactive_spark._callbacks import callable_name
 from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Dependency, EventDependency, Retention
+from reactive_spark.dstream.files import remove_interrupted_writes, save_atomically
 from reactive_spark.dstream.output import OutputOperations
 from reactive_spark.dstream.pair import PairOperations
+from reactive_spark.dstream.transformations import TransformOperations
 from reactive_spark.dstream.windows import WindowOperations
-from reactive_spark.errors import ForeignContextError, InvalidArgumentError
+from reactive_spark.errors import (
+    ContextStateError,
+    ForeignContextError,
+    InvalidArgumentError,
+    InvalidCallbackError,
+    StreamComputeError,
+)
 from reactive_spark.events import Event, EventSource
+from reactive_spark.offsets import HasOffsetRanges, union_log_rdds
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["DStream", "Generated"]
+__all__ = [
+    "DStream",
+    "ForEachDStream",
+    "Generated",
+    "StateDStream",
+    "TransformedDStream",
+    "UnionDStream",
+]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -51,17 +73,26 @@ class Generated(NamedTuple):
         return self.event.time
 
 
-class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
+class DStream(
+    TransformOperations[T], OutputOperations, PairOperations, WindowOperations, Generic[T]
+):
     """A discretized stream: one RDD (at most) per event it reacts to.
 
     Streams are created by a StreamingContext (inputs) or by operations on other streams, and
     only before the context starts. The API is pyspark.streaming's, plus `bind`, `tailWindow`
     and `timeWindow`.
 
-    Example:
-        >>> # lines = ssc.textFileStream("logs")
-        >>> # lines.filter(lambda l: "ERROR" in l).saveAsTextFiles("errors").bind(daily)
+    Examples:
+        >>> from reactive_spark import Days
+        >>> daily = ssc.timer(t0, None, Days(1), "daily")
+        >>> lines = ssc.queueStream([["ERROR disk full", "INFO ok"]])
+        >>> errors = lines.filter(lambda line: "ERROR" in line)
+        >>> saved = errors.saveAsTextFiles("errors").bind(daily)
     """
+
+    #: Whether the stream's job commits what the streams reading it see (`aggregateExactlyOnce`):
+    #: in a batch, their jobs then run after it, and only if it succeeded.
+    commitsFirst = False
 
     def __init__(
         self,
@@ -70,28 +101,32 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         operation: str,
         func: object = None,
     ) -> None:
-        ssc._requireNotStarted(f"create a {operation} stream")
+        ssc.require_not_started(f"create a {operation} stream")
         for dependency in dependencies:
             _require_same_context(ssc, dependency.parent, "parent")
         self._ssc = ssc
         self.dependencies = list(dependencies)
-        self._funcName = None if func is None else callable_name(func)
+        self._func_name = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
         # the RDD of the event being planned (events are planned one at a time)
         self._memo: tuple[int, RDD[Any] | None] | None = None
-        # what the stream read for the event being planned, for the checkpoint (`describeRead`)
-        self._lastRead: tuple[int, dict[str, Any]] | None = None
+        # what the stream read for the event being planned, for the checkpoint (`describe_read`)
+        self._last_read: tuple[int, dict[str, Any]] | None = None
         self._generated: deque[Generated] = deque()
         self.generatedCount = 0
-        self._storageLevel: StorageLevel | None = None
-        self._checkpointInterval: Duration | None = None
-        self._checkpointCount: int | None = None
-        self._sinceCheckpoint: tuple[Time, int] | None = None
+        self._storage_level: StorageLevel | None = None
+        self._checkpoint_interval: Duration | None = None
+        self._checkpoint_count: int | None = None
+        self._since_checkpoint: tuple[Time, int] | None = None
         self._retention = Retention()
-        self._keepCount, self._keepMilliseconds = 1, 0
+        self._keep_count, self._keep_milliseconds = 1, 0
         self.isOutput = False
-        self._id = ssc._graph.addStream(self)
-        self._name = f"{operation}[{self._id}]" + (f"({self._funcName})" if self._funcName else "")
+        #: The operation that made the stream (`map`, `union`, `directStream(...)`, ...).
+        self.operation = operation
+        self._id = ssc.graph.add_stream(self)
+        self._name = f"{operation}[{self._id}]" + (
+            f"({self._func_name})" if self._func_name else ""
+        )
 
     # -- identity ----------------------------------------------------------------------------
     @property
@@ -107,6 +142,21 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         return self._ssc
 
     @property
+    def id(self) -> int:
+        """The stream's id: its position in the order streams were created (from 0)."""
+        return self._id
+
+    @property
+    def functionName(self) -> str | None:
+        """The name of the user function this stream applies, if it applies one."""
+        return self._func_name
+
+    @property
+    def checkpointed(self) -> bool:
+        """Whether this stream's RDDs are checkpointed (`checkpoint(...)` was called)."""
+        return self._checkpoint_interval is not None or self._checkpoint_count is not None
+
+    @property
     def parents(self) -> list[DStream[Any]]:
         """The streams this one depends on."""
         return [dependency.parent for dependency in self.dependencies]
@@ -118,19 +168,23 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         A stream may be bound to several sources. A stream reacts to an event when it is bound
         to the event's source or to nothing at all.
 
-        Example:
-            >>> # lines.map(parse).saveAsTextFiles("daily").bind(ssc.timer(t0, None, Days(1), "d"))
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> saved = ssc.queueStream([["a b"]]).map(str.upper).saveAsTextFiles("out").bind(daily)
+            >>> [source.name for source in saved.boundSources]
+            ['daily']
         """
         if not isinstance(source, EventSource):
             raise InvalidArgumentError(f"source must be an EventSource, got {source!r}")
-        self._ssc._requireNotStarted(f"bind {self.name} to {source.name!r}")
+        self._ssc.require_not_started(f"bind {self.name} to {source.name!r}")
         if source.context is not self._ssc:
             raise ForeignContextError(
                 f"source {source.name!r} belongs to another StreamingContext than {self.name}",
             )
         if source not in self._bound:
             self._bound.append(source)
-            self._ssc._graph.bind(self, source)
+            self._ssc.graph.bind(self, source)
         return self
 
     @property
@@ -152,38 +206,43 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         memo = self._memo
         if memo is not None and memo[0] == key:
             return memo[1]
-        rdd = self._compute(event) if self.reactsTo(event) else None
+        try:
+            rdd = self._compute(event) if self.reactsTo(event) else None
+        except StreamComputeError:
+            raise
+        except Exception as exc:
+            raise StreamComputeError(self, exc) from exc
         if rdd is not None:
             self._register(event, rdd)
         self._memo = (key, rdd)
-        self._ssc._graph.touched.add(self)
+        self._ssc.graph.touched.add(self)
         return rdd
 
     def _register(self, event: Event, rdd: RDD[Any]) -> None:
-        if self._storageLevel is not None and not rdd.is_cached:
-            rdd.persist(self._storageLevel)
-        if self._checkpointDue(event):
+        if self._storage_level is not None and not rdd.is_cached:
+            rdd.persist(self._storage_level)
+        if self._checkpoint_due(event):
             rdd.checkpoint()
-            self._sinceCheckpoint = (event.time, 0)
+            self._since_checkpoint = (event.time, 0)
         self._generated.append(Generated(event, rdd))
         self.generatedCount += 1
 
-    def _checkpointDue(self, event: Event) -> bool:
-        if self._checkpointInterval is None and self._checkpointCount is None:
+    def _checkpoint_due(self, event: Event) -> bool:
+        if self._checkpoint_interval is None and self._checkpoint_count is None:
             return False
-        if self._sinceCheckpoint is None:
-            self._sinceCheckpoint = (self._ssc.zeroTime, 0)
-        last_time, count = self._sinceCheckpoint
+        if self._since_checkpoint is None:
+            self._since_checkpoint = (self._ssc.zeroTime, 0)
+        last_time, count = self._since_checkpoint
         count += 1
-        self._sinceCheckpoint = (last_time, count)
+        self._since_checkpoint = (last_time, count)
         by_time = (
-            self._checkpointInterval is not None
-            and event.time - last_time >= self._checkpointInterval
+            self._checkpoint_interval is not None
+            and event.time - last_time >= self._checkpoint_interval
         )
-        by_count = self._checkpointCount is not None and count >= self._checkpointCount
+        by_count = self._checkpoint_count is not None and count >= self._checkpoint_count
         return bool(by_time or by_count)
 
-    def generatedUpTo(self, time: Time) -> list[Generated]:
+    def generated_up_to(self, time: Time) -> list[Generated]:
         """The remembered RDDs whose events happened at or before `time`, oldest first."""
         return [item for item in tuple(self._generated) if item.time <= time]
 
@@ -192,35 +251,48 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         """How many generated RDDs this stream currently remembers."""
         return len(self._generated)
 
-    def describeRead(self, event: Event) -> dict[str, Any] | None:
+    def describe_read(self, event: Event) -> dict[str, Any] | None:
         """What this stream read for `event` that a re-run must read again, if anything.
 
         Inputs record what they consume, `updateStateByKey` where it saved its state.
         """
-        read = self._lastRead
+        read = self._last_read
         return read[1] if read is not None and read[0] == id(event) else None
 
-    def _recordRead(self, event: Event, read: dict[str, Any]) -> None:
-        """Keep `read` for `describeRead`; the stream must be a graph recorder (`addRecorder`)."""
-        self._lastRead = (id(event), read)
+    def record_count(self, read: dict[str, Any]) -> int | None:
+        """How many records a read holds, for inputs (None: this stream is not an input)."""
+        return None
 
-    def recoveryRetention(self) -> Retention:
+    def _record_read(self, event: Event, read: dict[str, Any]) -> None:
+        """Keep `read` for `describe_read`; the stream must be a graph recorder (`add_recorder`)."""
+        self._last_read = (id(event), read)
+
+    def remove_interrupted_writes(self) -> list[str]:
+        """Delete what a write that a crash interrupted left behind (default: nothing)."""
+        return []
+
+    def recovery_retention(self) -> Retention:
         """The batches a restart must re-plan for this stream (default: what it remembers)."""
         return self._retention
 
-    def _requireRetention(self, retention: Retention) -> None:
+    def require_retention(self, retention: Retention) -> None:
+        """Remember at least what `retention` asks (a dependency or `remember` needs it)."""
         self._retention = self._retention.merge(retention)
         # the latest RDD is always kept, as Spark's remember does
-        self._keepCount = max(self._retention.count, 1)
-        self._keepMilliseconds = self._retention.duration.milliseconds
+        self._keep_count = max(self._retention.count, 1)
+        self._keep_milliseconds = self._retention.duration.milliseconds
 
-    def clearMetadata(self, event: Event) -> list[RDD[Any]]:
+    def remembered_rdds(self) -> list[RDD[Any]]:
+        """The RDDs this stream remembers."""
+        return [item.rdd for item in tuple(self._generated)]
+
+    def clear_metadata(self, event: Event) -> list[RDD[Any]]:
         """Forget per-event state and the RDDs no dependency or `remember` needs any more.
 
         Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
         """
-        self._memo = self._lastRead = None
-        generated, keep, duration = self._generated, self._keepCount, self._keepMilliseconds
+        self._memo = self._last_read = None
+        generated, keep, duration = self._generated, self._keep_count, self._keep_milliseconds
         if len(generated) <= keep:
             return []
         horizon = event.time.milliseconds - duration
@@ -233,15 +305,16 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
     def persist(self, storageLevel: StorageLevel) -> DStream[T]:
         """Persist every RDD of this stream at `storageLevel`.
 
-        Example:
-            >>> # stream.persist(StorageLevel.MEMORY_AND_DISK)
+        Examples:
+            >>> from pyspark import StorageLevel
+            >>> kept = ssc.queueStream([[1]]).map(str).persist(StorageLevel.MEMORY_AND_DISK)
         """
         if not isinstance(storageLevel, StorageLevel):
             raise InvalidArgumentError(
                 f"storageLevel must be a pyspark StorageLevel, got {storageLevel!r}",
             )
-        self._ssc._requireNotStarted(f"persist {self.name}")
-        self._storageLevel = storageLevel
+        self._ssc.require_not_started(f"persist {self.name}")
+        self._storage_level = storageLevel
         return self
 
     def cache(self) -> DStream[T]:
@@ -258,16 +331,19 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
 
         Either criterion triggers a checkpoint; the context needs a checkpoint directory.
 
-        Example:
-            >>> # stream.checkpoint(Minutes(10), count=100)
+        Examples:
+            >>> from reactive_spark import Minutes
+            >>> cut = ssc.queueStream([[1]]).map(str).checkpoint(Minutes(10), count=100)
+            >>> cut.checkpointed
+            True
         """
         if interval is None and count is None:
             raise InvalidArgumentError("checkpoint needs an interval, a count, or both")
         if count is not None:
             require_int(count, "count")
-        self._ssc._requireNotStarted(f"checkpoint {self.name}")
-        self._checkpointInterval = None if interval is None else to_duration(interval, "interval")
-        self._checkpointCount = count
+        self._ssc.require_not_started(f"checkpoint {self.name}")
+        self._checkpoint_interval = None if interval is None else to_duration(interval, "interval")
+        self._checkpoint_count = count
         return self
 
     # -- building blocks ---------------------------------------------------------------------
@@ -278,8 +354,6 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         user: object = None,
         others: Sequence[DStream[Any]] = (),
     ) -> DStream[Any]:
-        from reactive_spark.dstream.transformed import TransformedDStream
-
         streams = [self, *others]
         for other in others:
             if not isinstance(other, DStream):
@@ -288,7 +362,14 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         dependencies = [EventDependency(stream) for stream in streams]
         return TransformedDStream(self._ssc, dependencies, compute, operation, user)
 
-    def _transformRDD(
+    def _union(self, others: Sequence[DStream[Any]]) -> DStream[Any]:
+        for other in others:
+            if not isinstance(other, DStream):
+                raise InvalidArgumentError(f"union: other must be a DStream, got {other!r}")
+            _require_same_context(self._ssc, other, "other")
+        return UnionDStream(self._ssc, [self, *others])
+
+    def _transform_rdd(
         self,
         func: Callable[[RDD[Any]], RDD[Any]],
         operation: str,
@@ -296,7 +377,7 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
     ) -> DStream[Any]:
         return self._derive(lambda rdds, event: func(rdds[0]), operation, user)
 
-    def _transformRDDWith(
+    def _transform_rddwith(
         self,
         func: Callable[[RDD[Any], RDD[Any]], RDD[Any]],
         other: DStream[Any],
@@ -310,168 +391,49 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
             [other],
         )
 
-    # -- transformations ---------------------------------------------------------------------
-    def transform(self, func: Callable[..., RDD[U]]) -> DStream[U]:
-        """A stream of `func(rdd)` for every RDD.
-
-        `func` may take `(rdd)`, `(time, rdd)` or `(time, rdd, event)`.
-
-        Example:
-            >>> # stream.transform(lambda rdd: rdd.sortBy(lambda x: x))
-        """
-        adapted = adapt_callback(func, 1, "func", "transform")
-        return self._derive(adapted, "transform", func)
-
-    def transformWith(
+    def _output(
         self,
-        func: Callable[..., RDD[U]],
-        other: DStream[Any],
-        keepSerializer: bool = False,
-    ) -> DStream[U]:
-        """A stream of `func(rdd_a, rdd_b)` over this stream and `other`.
+        adapted: Callable[[tuple[RDD[Any], ...], Any], Any],
+        operation: str,
+        user: object = None,
+        target: tuple[str, str | None] | None = None,
+    ) -> DStream[Any]:
+        return ForEachDStream(self, adapted, operation, user, target)
 
-        `func` may take `(a, b)`, `(time, a, b)` or `(time, a, b, event)`. When only one side has
-        an RDD for an event, the other side is an empty RDD.
+    def _windowed(self, dependency: Dependency, operation: str) -> DStream[Any]:
+        dependency.parent.keep_for_windows()
+        return TransformedDStream(self._ssc, [dependency], lambda rdds, event: rdds[0], operation)
 
-        Example:
-            >>> # a.transformWith(lambda x, y: x.subtract(y), b)
-        """
-        adapted = adapt_callback(func, 2, "func", "transformWith")
-        return self._derive(adapted, "transformWith", func, [other])
-
-    def map(self, f: Callable[[T], U], preservesPartitioning: bool = False) -> DStream[U]:
-        """Apply `f` to every element.
-
-        Example:
-            >>> # numbers.map(lambda x: x * 2)
-        """
-        require_callable(f, "f", "map")
-        return self._transformRDD(lambda rdd: rdd.map(f, preservesPartitioning), "map", f)
-
-    def flatMap(
+    def _stateful(
         self,
-        f: Callable[[T], Iterable[U]],
-        preservesPartitioning: bool = False,
-    ) -> DStream[U]:
-        """Apply `f` to every element and flatten the results.
+        updateFunc: Callable[[list[Any], Any], Any],
+        numPartitions: int,
+        initialRDD: RDD[Any] | None,
+    ) -> DStream[Any]:
+        return StateDStream(self, updateFunc, numPartitions, initialRDD)
 
-        Example:
-            >>> # lines.flatMap(str.split)
-        """
-        require_callable(f, "f", "flatMap")
-        return self._transformRDD(lambda rdd: rdd.flatMap(f, preservesPartitioning), "flatMap", f)
-
-    def filter(self, f: Callable[[T], bool]) -> DStream[T]:
-        """Keep the elements for which `f` is true.
-
-        Example:
-            >>> # lines.filter(lambda line: "ERROR" in line)
-        """
-        require_callable(f, "f", "filter")
-        return self._transformRDD(lambda rdd: rdd.filter(f), "filter", f)
-
-    def mapPartitions(
-        self,
-        f: Callable[[Iterable[T]], Iterable[U]],
-        preservesPartitioning: bool = False,
-    ) -> DStream[U]:
-        """Apply `f` to every partition's iterator.
-
-        Example:
-            >>> # numbers.mapPartitions(lambda it: [sum(it)])
-        """
-        require_callable(f, "f", "mapPartitions")
-        return self._transformRDD(
-            lambda rdd: rdd.mapPartitions(f, preservesPartitioning), "mapPartitions", f
-        )
-
-    def mapPartitionsWithIndex(
-        self,
-        f: Callable[[int, Iterable[T]], Iterable[U]],
-        preservesPartitioning: bool = False,
-    ) -> DStream[U]:
-        """Apply `f(partitionIndex, iterator)` to every partition.
-
-        Example:
-            >>> # numbers.mapPartitionsWithIndex(lambda i, it: [(i, sum(it))])
-        """
-        require_callable(f, "f", "mapPartitionsWithIndex")
-        return self._transformRDD(
-            lambda rdd: rdd.mapPartitionsWithIndex(f, preservesPartitioning),
-            "mapPartitionsWithIndex",
-            f,
-        )
-
-    def glom(self) -> DStream[list[T]]:
-        """Turn every partition into a list.
-
-        Example:
-            >>> # numbers.glom()
-        """
-        return self._transformRDD(lambda rdd: rdd.glom(), "glom")
-
-    def reduce(self, func: Callable[[T, T], T]) -> DStream[T]:
-        """One element per RDD: the reduction of its elements with `func` (none when empty).
-
-        Example:
-            >>> # numbers.reduce(operator.add)
-        """
-        require_callable(func, "func", "reduce")
-        return self._transformRDD(
-            lambda rdd: rdd.map(lambda x: (None, x)).reduceByKey(func, 1).map(lambda kv: kv[1]),
-            "reduce",
-            func,
-        )
-
-    def count(self) -> DStream[int]:
-        """One element per RDD: its number of elements (0 for an empty batch, as in Scala).
-
-        Example:
-            >>> # lines.count()
-        """
-        sc = self._ssc.sparkContext
-
-        def count_rdd(rdd: RDD[Any]) -> RDD[Any]:
-            counts = rdd.mapPartitions(lambda it: [(None, sum(1 for _ in it))])
-            zero = sc.parallelize([(None, 0)], 1)
-            return counts.union(zero).reduceByKey(operator.add, 1).map(lambda kv: kv[1])
-
-        return self._transformRDD(count_rdd, "count")
-
-    def countByValue(self) -> DStream[tuple[T, int]]:
-        """`(value, count)` pairs for the distinct elements of every RDD.
-
-        Example:
-            >>> # words.countByValue()
-        """
-        return self.map(lambda x: (x, 1)).reduceByKey(operator.add)
-
-    def repartition(self, numPartitions: int) -> DStream[T]:
-        """Reshuffle every RDD into `numPartitions` partitions.
-
-        Example:
-            >>> # stream.repartition(8)
-        """
-        require_int(numPartitions, "numPartitions")
-        return self._transformRDD(lambda rdd: rdd.repartition(numPartitions), "repartition")
-
-    def union(self, other: DStream[U]) -> DStream[T | U]:
-        """The elements of this stream and `other` (whichever have an RDD for the event).
-
-        Example:
-            >>> # errors.union(warnings)
-        """
-
-        def unite(rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any]:
-            return self._ssc.sparkContext.union(list(rdds))
-
-        return self._derive(unite, "union", None, [other])
+    def keep_for_windows(self) -> None:
+        """Persist this stream's RDDs in memory unless told otherwise: windows read them often."""
+        if self._storage_level is None:
+            self._storage_level = StorageLevel.MEMORY_ONLY
 
     def slice(self, begin: Time | datetime, end: Time | datetime) -> list[RDD[T]]:
         """The remembered RDDs whose events lie in `[begin, end]` (see `ssc.remember`).
 
-        Example:
-            >>> # stream.slice(t0, t1)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark import Minutes, Seconds
+            >>> ssc.remember(Minutes(1))
+            >>> numbers = ssc.queueStream([[1], [2], [3]])
+            >>> job = numbers.foreachRDD(lambda rdd: None)
+            >>> async def run():
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0 + Seconds(3))
+            ...     sliced = numbers.slice(t0 + Seconds(2), t0 + Seconds(3))
+            ...     await ssc.stop(stopSparkContext=False)
+            ...     return [rdd.collect() for rdd in sliced]
+            >>> asyncio.run(run())
+            [[2], [3]]
         """
         first = to_time(begin, "begin")
         last = to_time(end, "end")
@@ -481,10 +443,226 @@ class DStream(OutputOperations, PairOperations, WindowOperations, Generic[T]):
         return [item.rdd for item in remembered if first <= item.time <= last]
 
 
+class TransformedDStream(DStream[Any]):
+    """`compute(parent_rdds, event)` over the parents' RDDs for an event.
+
+    With one parent, no parent RDD means no RDD. With several, a parent without an RDD for the
+    event contributes an empty RDD, and no parent RDD at all means no RDD.
+    """
+
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        dependencies: Sequence[Dependency],
+        compute: RDDFunction,
+        operation: str,
+        func: object = None,
+    ) -> None:
+        super().__init__(ssc, dependencies, operation, func)
+        self._function = compute
+        self._window_states = [
+            dependency for dependency in self.dependencies if dependency.stateful
+        ]
+        if self._window_states:
+            ssc.graph.add_recorder(self)  # windows record their state with every batch
+
+    def _compute(self, event: Event) -> RDD[Any] | None:
+        if self._window_states:
+            replayed = self._ssc.graph.replayed_read(self)
+            if replayed is not None:
+                for dependency, state in zip(self._window_states, replayed["windows"], strict=True):
+                    dependency.restore_state(state)
+            self._record_read(event, {"windows": [d.save_state() for d in self._window_states]})
+        if len(self.dependencies) == 1:
+            only = self.dependencies[0].compute(event)
+            if only is None:
+                return None
+            complete: tuple[RDD[Any], ...] = (only,)
+        else:
+            rdds = [dependency.compute(event) for dependency in self.dependencies]
+            if all(rdd is None for rdd in rdds):
+                return None
+            sc = self._ssc.sparkContext
+            complete = tuple(sc.emptyRDD() if rdd is None else rdd for rdd in rdds)
+        result = self._function(complete, event)
+        if result is not None and not isinstance(result, RDD):
+            raise InvalidCallbackError(
+                f"{self.name} must produce an RDD or None for each event, "
+                f"got {type(result).__name__}",
+            )
+        return result
+
+
+class UnionDStream(TransformedDStream):
+    """The elements of several streams for each event, in argument order.
+
+    A union of direct log streams merges their records in argument order, then partition, then
+    offset: its RDD is a `LogRDD` whose `offsetRanges()` are the inputs' in that order. The
+    merged order is recorded with the batch (in the write-ahead log), so a batch re-run after a
+    crash merges the same ranges in the same order; if the program now merges differently, the
+    re-run fails instead of silently changing the order.
+    """
+
+    def __init__(self, ssc: StreamingContext, streams: Sequence[DStream[Any]]) -> None:
+        super().__init__(ssc, [EventDependency(s) for s in streams], self._unite, "union")
+        ssc.graph.add_recorder(self)
+
+    def _unite(self, rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any]:
+        merged = union_log_rdds(rdds)
+        if isinstance(merged, HasOffsetRanges):
+            order = [offsets.toList() for offsets in merged.offsetRanges()]
+            replayed = self._ssc.graph.replayed_read(self)
+            if replayed is not None and replayed.get("merged") != order:
+                raise ContextStateError(
+                    f"{self.name} merged {replayed.get('merged')} for this batch before the "
+                    f"restart and would now merge {order}: the program's union changed"
+                )
+            self._record_read(event, {"merged": order})
+        return merged
+
+
+class ForEachDStream(DStream[Any]):
+    """An output operation: its job runs `function((rdd,), event)`.
+
+    `target` is `(prefix, suffix)` for the outputs that save batch directories.
+    """
+
+    def __init__(
+        self,
+        parent: DStream[Any],
+        function: Callable[[tuple[RDD[Any], ...], Any], Any],
+        operation: str,
+        user: object = None,
+        target: tuple[str, str | None] | None = None,
+    ) -> None:
+        super().__init__(parent.context(), [EventDependency(parent)], operation, user)
+        self.function = function
+        self.target = target
+        self.isOutput = True
+        self._ssc.graph.add_output(self)
+
+    def remove_interrupted_writes(self) -> list[str]:
+        """Delete the temporary batch directories a crash left behind (see `target`)."""
+        if self.target is None:
+            return []
+        return remove_interrupted_writes(self._ssc.sparkContext, *self.target)
+
+    def _compute(self, event: Event) -> RDD[Any] | None:
+        return self.dependencies[0].compute(event)
+
+    def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
+        """The job body for `event`."""
+        return lambda: self.function((rdd,), event)
+
+
+#: Every this many events the state's lineage is cut by a checkpoint, as Spark does.
+CHECKPOINT_EVERY = 10
+
+
+class StateDStream(DStream[Any]):
+    """`state(k) = updateFunc(new values of k, previous state of k)`; None drops the key.
+
+    Every key of the previous state is updated on each event, with no new values when the
+    parent has none (Spark's semantics). The state's lineage is cut every `CHECKPOINT_EVERY`
+    events. With a context checkpoint directory the state is then saved under
+    `<checkpoint>/state/` and the save recorded with the batch, so a restart loads it and
+    re-applies only the batches since; without one it is checkpointed locally (in memory).
+    """
+
+    def __init__(
+        self,
+        parent: DStream[Any],
+        updateFunc: Callable[[list[Any], Any], Any],
+        numPartitions: int,
+        initialRDD: RDD[Any] | None,
+    ) -> None:
+        super().__init__(
+            parent.context(), [EventDependency(parent)], "updateStateByKey", updateFunc
+        )
+        self._update = updateFunc
+        self._num_partitions = numPartitions
+        self._initial = initialRDD
+        self._storage_level = StorageLevel.MEMORY_ONLY
+        self.require_retention(Retention(count=1))
+        self._since_lineage_cut = 0
+        self._ssc.graph.add_recorder(self)
+
+    def recovery_retention(self) -> Retention:
+        """Enough batches to reach back to the last saved state."""
+        return self._retention.merge(Retention(count=CHECKPOINT_EVERY))
+
+    def _saves(self) -> str | None:
+        directory = self._ssc.checkpointDirectory
+        return None if directory is None else os.path.join(os.path.abspath(directory), "state")
+
+    def remove_interrupted_writes(self) -> list[str]:
+        """Delete a state save that a crash interrupted."""
+        saves = self._saves()
+        if saves is None:
+            return []
+        return remove_interrupted_writes(self._ssc.sparkContext, os.path.join(saves, str(self._id)))
+
+    def _compute(self, event: Event) -> RDD[Any] | None:
+        sc = self._ssc.sparkContext
+        values = self.dependencies[0].compute(event)
+        replayed = self._ssc.graph.replayed_read(self)
+        if replayed is not None:  # re-planned after a restart: the state as it was saved
+            self._since_lineage_cut = 0
+            self._record_read(event, replayed)
+            return sc.pickleFile(replayed["state"]).persist(StorageLevel.MEMORY_ONLY)
+        previous = self._generated[-1].rdd if self._generated else self._initial
+        if values is None and previous is None:
+            return None
+        if values is None:
+            values = sc.emptyRDD()
+        update = self._update
+        partitions = self._num_partitions
+        if previous is None:
+            grouped = values.groupByKey(partitions).mapValues(lambda vs: (list(vs), None))
+        else:
+            grouped = previous.cogroup(values.partitionBy(partitions), partitions).mapValues(
+                lambda old_new: (
+                    list(old_new[1]),
+                    next(iter(old_new[0])) if len(old_new[0]) else None,
+                )
+            )
+        state = grouped.mapValues(lambda vs_s: update(vs_s[0], vs_s[1])).filter(
+            lambda kv: kv[1] is not None
+        )
+        self._since_lineage_cut += 1
+        if self._since_lineage_cut < CHECKPOINT_EVERY:
+            return state
+        self._since_lineage_cut = 0
+        state.persist(StorageLevel.MEMORY_ONLY)
+        saves = self._saves()
+        if saves is None:
+            if sc.getCheckpointDir() is not None:
+                state.checkpoint()
+            else:
+                state.localCheckpoint()
+            return state
+        path = os.path.join(saves, f"{self._id}-{event.instanceId}")
+        save_atomically(state, path, lambda rdd, target: rdd.saveAsPickleFile(target))
+        self._record_read(event, {"state": path})
+        _drop_older_saves(os.path.dirname(path), f"{self._id}-", keep=2)
+        return sc.pickleFile(path).persist(StorageLevel.MEMORY_ONLY)
+
+
+def _drop_older_saves(directory: str, prefix: str, keep: int) -> None:
+    """Delete all but the `keep` newest saves (the newest may not be logged yet)."""
+    saves = sorted(
+        (int(name[len(prefix) :]), name)
+        for name in os.listdir(directory)
+        if name.startswith(prefix) and name[len(prefix) :].isdigit()
+    )
+    for _, name in saves[:-keep]:
+        shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+
 def _require_same_context(ssc: StreamingContext, stream: object, argument: str) -> None:
     if not isinstance(stream, DStream):
         raise InvalidArgumentError(f"{argument} must be a DStream, got {stream!r}")
-    if stream._ssc is not ssc:
+    if stream.context() is not ssc:
         raise ForeignContextError(
             f"{argument} {stream.name} belongs to another StreamingContext",
         )

@@ -1,11 +1,12 @@
 """Input streams: where data enters the lineage. Each input says exactly what it read.
 
-`describeRead(event)` returns what the input consumed for an event (queue positions, file
+`describe_read(event)` returns what the input consumed for an event (queue positions, file
 paths), so a batch can be planned, logged and re-created with the same inputs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -13,15 +14,16 @@ from typing import TYPE_CHECKING, Any
 from pyspark import RDD
 
 from reactive_spark._validation import require_int
+from reactive_spark.dependencies import Retention
 from reactive_spark.dstream.base import DStream
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
-from reactive_spark.time import Time
+from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["FileInputDStream", "InputDStream", "QueueInputDStream"]
+__all__ = ["FileInputDStream", "InputDStream", "QueueInputDStream", "ReceiverInputDStream"]
 
 
 class InputDStream(DStream[Any]):
@@ -29,25 +31,49 @@ class InputDStream(DStream[Any]):
 
     def __init__(self, ssc: StreamingContext, operation: str) -> None:
         super().__init__(ssc, [], operation)
-        ssc._graph.addInput(self)
+        ssc.graph.add_input(self)
 
     def _compute(self, event: Event) -> RDD[Any] | None:
-        replayed = self._ssc._graph.replayedRead(self)
+        replayed = self._ssc.graph.replayed_read(self)
         if replayed is None:
             rdd, read = self._read(event)
         else:
             rdd, read = self._replay(event, replayed), replayed
-        self._recordRead(event, read)
+        self._record_read(event, read)
         return rdd
 
     def start(self) -> None:
         """Called once when the context starts, before any event (default: nothing)."""
+
+    def record_count(self, read: dict[str, Any]) -> int:
+        """Records in a read: 0 unless the input counts them (as Spark's files and queues)."""
+        return 0
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
         raise NotImplementedError
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         """The RDD of a read recorded in a checkpoint, read again the same way."""
+        raise NotImplementedError
+
+
+class ReceiverInputDStream(InputDStream):
+    """An input fed by a receiver that runs on the event loop while the context is active.
+
+    What it received waits (`pending`) until a batch reads it.
+    """
+
+    def start_receiver(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start receiving on `loop` (when the context starts)."""
+        raise NotImplementedError
+
+    async def stop_receiver(self) -> None:
+        """Stop receiving (when the context stops); what was received stays for batches."""
+        raise NotImplementedError
+
+    @property
+    def pending(self) -> int:
+        """Records received that no batch has read yet."""
         raise NotImplementedError
 
 
@@ -69,14 +95,14 @@ class QueueInputDStream(InputDStream):
         sc = ssc.sparkContext
         # consumed RDDs stay listed, so a batch re-planned after a restart takes the same ones
         self._items: list[RDD[Any]] = [_as_rdd(sc, item, "rdds") for item in rdds]
-        self._oneAtATime = oneAtATime
+        self._one_at_atime = oneAtATime
         self._default = None if default is None else _as_rdd(sc, default, "default")
         self._taken = 0
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
         first = self._taken
         if first < len(self._items):
-            self._taken = first + 1 if self._oneAtATime else len(self._items)
+            self._taken = first + 1 if self._one_at_atime else len(self._items)
             return self._take(first, self._taken), {"queue": [first, self._taken]}
         return self._fallback(), {"queue": [first, first], "default": True}
 
@@ -112,14 +138,40 @@ def _as_rdd(sc: Any, item: RDD[Any] | Iterable[Any], argument: str) -> RDD[Any]:
     return sc.parallelize(list(item))  # type: ignore[no-any-return]
 
 
+#: Spark's setting for how far back a file stream looks for files it has not read yet.
+MIN_REMEMBER_SETTING = "spark.streaming.fileStream.minRememberDuration"
+_TIME_UNITS = {"ms": 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def min_remember_duration(sc: Any) -> Duration:
+    """Spark's `spark.streaming.fileStream.minRememberDuration` (default 60 s).
+
+    Examples:
+        >>> min_remember_duration(sc)  # unless the SparkConf says otherwise
+        Duration(60000 ms)
+    """
+    text = sc.getConf().get(MIN_REMEMBER_SETTING, "60s").strip().lower()
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(number) :] or "s"
+    if unit not in _TIME_UNITS or not number.strip().isdigit():
+        raise InvalidArgumentError(
+            f"{MIN_REMEMBER_SETTING} must be a time such as 60s, 500ms or 2min, got {text!r}",
+        )
+    return Duration(int(number) * _TIME_UNITS[unit])
+
+
 class FileInputDStream(InputDStream):
     """Text lines (or fixed-length binary records) of new files in a directory.
 
     Bound to a file watcher, it reads exactly the files of the event. Otherwise it reads the
-    files whose modification time lies in (previous event of this stream, this event]; the
-    first event reads files modified after the context's zero time. Hidden files (`.` or `_`)
-    are ignored, as Hadoop does. With `recordLength` every file is read as records of that many
-    bytes (`ssc.binaryRecordsStream`), else as lines of text (`ssc.textFileStream`).
+    files it has not read yet whose modification time lies in (previous event of this stream -
+    `minRememberDuration`, this event] and after the context's zero time. So a file written
+    elsewhere and moved in (it keeps its older modification time: Spark's own recipe) is read
+    once, not dropped, if it arrives within `minRememberDuration` (Spark's
+    `spark.streaming.fileStream.minRememberDuration`, default 60 s) of being written. Hidden
+    files (`.` or `_`) are ignored, as Hadoop does. With `recordLength` every file is read as
+    records of that many bytes (`binaryRecordsStream`), else as lines of text
+    (`textFileStream`). The directory must exist when the context starts.
     """
 
     def __init__(
@@ -133,7 +185,25 @@ class FileInputDStream(InputDStream):
         super().__init__(ssc, f"{operation}({directory})")
         self.directory = os.path.abspath(directory)
         self.recordLength = recordLength
-        self._lastTime: Time | None = None
+        self.minRememberDuration = min_remember_duration(ssc.sparkContext)
+        self._last_time: Time | None = None
+        self._read_files: dict[str, int] = {}  # path -> mtime (ms) of the files read recently
+
+    def start(self) -> None:
+        """Check that the directory exists (a missing one would only give empty batches)."""
+        if not os.path.isdir(self.directory):
+            raise DirectoryNotFoundError(
+                f"{self.name}: directory {self.directory} does not exist; create it before "
+                "starting the StreamingContext",
+            )
+
+    def recovery_retention(self) -> Retention:
+        """The batches that read files a later batch must not read again."""
+        return (
+            super()
+            .recovery_retention()
+            .merge(Retention(count=1, duration=self.minRememberDuration))
+        )
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
         if isinstance(event, FileEvent):
@@ -143,15 +213,27 @@ class FileInputDStream(InputDStream):
                 if _inside(path, self.directory) and os.path.isfile(path)
             )
         else:
-            since = self._ssc.zeroTime if self._lastTime is None else self._lastTime
-            paths = modified_between(self.directory, since, event.time)
-            self._lastTime = event.time
+            after = self._ssc.zeroTime  # files older than the start are never read, as in Spark
+            if self._last_time is not None:
+                after = max(after, self._last_time - self.minRememberDuration)
+            found = modified_between(self.directory, after, event.time)
+            fresh = [(path, modified) for path, modified in found if path not in self._read_files]
+            paths = [path for path, _ in fresh]
+            self._remember(event, fresh)
         return self._load(paths), {"files": paths}
 
+    def _remember(self, event: Event, fresh: list[tuple[str, int]]) -> None:
+        """Keep the files read since the next event's horizon; forget the older ones."""
+        self._last_time = event.time
+        horizon = (event.time - self.minRememberDuration).milliseconds
+        self._read_files.update(fresh)
+        self._read_files = {p: m for p, m in self._read_files.items() if m > horizon}
+
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
+        paths = list(read["files"])
         if not isinstance(event, FileEvent):
-            self._lastTime = event.time
-        return self._load(list(read["files"]))
+            self._remember(event, [(path, _modified(path)) for path in paths])
+        return self._load(paths)
 
     def _load(self, paths: list[str]) -> RDD[Any]:
         sc = self._ssc.sparkContext
@@ -162,19 +244,29 @@ class FileInputDStream(InputDStream):
         return sc.union([sc.binaryRecords(path, self.recordLength) for path in paths])
 
 
-def modified_between(directory: str, after: Time, upTo: Time) -> list[str]:
-    """Visible files directly in `directory` whose mtime (ms) lies in `(after, upTo]`."""
+def _modified(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns // 1_000_000
+    except FileNotFoundError:  # deleted since it was read: it cannot be read twice
+        return 0
+
+
+def modified_between(directory: str, after: Time, upTo: Time) -> list[tuple[str, int]]:
+    """`(path, mtime ms)` of the visible files directly in `directory`, mtime in `(after, upTo]`.
+
+    Raises `DirectoryNotFoundError` if the directory is gone.
+    """
     found = []
     try:
         entries = list(os.scandir(directory))
     except FileNotFoundError:
-        return []
+        raise DirectoryNotFoundError(f"directory {directory} does not exist (any more)") from None
     for entry in entries:
         if entry.name.startswith((".", "_")) or not entry.is_file():
             continue
         modified = entry.stat().st_mtime_ns // 1_000_000
         if after.milliseconds < modified <= upTo.milliseconds:
-            found.append(entry.path)
+            found.append((entry.path, modified))
     return sorted(found)
 
 
@@ -184,8 +276,13 @@ def _inside(path: str, directory: str) -> bool:
 
 
 def _text_files(sc: Any, paths: list[str]) -> RDD[Any]:
+    """The lines of `paths`, split as Spark's file stream splits them: by file, then by block.
+
+    `minPartitions=1` keeps a small file in one partition, as `newAPIHadoopFile` does in
+    Spark's own file stream, so record order (and what order-sensitive outputs print) matches.
+    """
     if not paths:
         return sc.emptyRDD()  # type: ignore[no-any-return]
     if any("," in path for path in paths):
-        return sc.union([sc.textFile(path) for path in paths])  # type: ignore[no-any-return]
-    return sc.textFile(",".join(paths))  # type: ignore[no-any-return]
+        return sc.union([sc.textFile(path, 1) for path in paths])  # type: ignore[no-any-return]
+    return sc.textFile(",".join(paths), 1)  # type: ignore[no-any-return]

@@ -23,7 +23,17 @@ __all__ = ["OutputOperations"]
 
 
 class OutputOperations:
-    """The output operations of DStream (a mixin)."""
+    """The output operations of DStream (a mixin; DStream provides `_output`)."""
+
+    if TYPE_CHECKING:
+
+        def _output(
+            self,
+            adapted: Callable[[tuple[RDD[Any], ...], Any], Any],
+            operation: str,
+            user: object = None,
+            target: tuple[str, str | None] | None = None,
+        ) -> DStream[Any]: ...
 
     def foreachRDD(self, func: Callable[..., Any]) -> DStream[Any]:
         """Run `func` on every RDD of this stream; returns the output stream.
@@ -31,17 +41,40 @@ class OutputOperations:
         `func` may take `(rdd)`, `(time, rdd)` or `(time, rdd, event)`; `time` is a
         timezone-aware UTC datetime.
 
-        Example:
-            >>> # counts.foreachRDD(lambda time, rdd: print(time, rdd.collect()))
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark import Seconds
+            >>> job = ssc.queueStream([[1, 2]]).foreachRDD(lambda t, rdd: print(t, rdd.collect()))
+            >>> async def run():
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0 + Seconds(1))
+            ...     await ssc.stop(stopSparkContext=False)
+            >>> asyncio.run(run())
+            2024-01-01 00:00:01+00:00 [1, 2]
         """
         adapted = adapt_callback(func, 1, "func", "foreachRDD")
         return self._output(adapted, "foreachRDD", func)
 
     def pprint(self, num: int = 10) -> DStream[Any]:
-        """Print the first `num` elements of every RDD under a `Time: <ms> ms` header.
+        """Print the first `num` elements of every RDD under a `Time: <UTC datetime>` header.
 
-        Example:
-            >>> # words.countByValue().pprint()
+        As PySpark's, but the header's time is the event's, in UTC (PySpark prints the batch
+        time in the local time zone, without one).
+
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark import Seconds
+            >>> printed = ssc.queueStream([["a", "b", "a"]]).countByValue().pprint()
+            >>> async def run():
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0 + Seconds(1))
+            ...     await ssc.stop(stopSparkContext=False)
+            >>> asyncio.run(run())  # doctest: +NORMALIZE_WHITESPACE
+            -------------------------------------------
+            Time: 2024-01-01 00:00:01+00:00
+            -------------------------------------------
+            ('b', 1)
+            ('a', 2)
         """
         if isinstance(num, bool) or not isinstance(num, int) or num < 0:
             raise InvalidArgumentError(f"num must be a non-negative int, got {num!r}")
@@ -50,7 +83,7 @@ class OutputOperations:
             taken = rdds[0].take(num + 1)
             lines = [
                 "-------------------------------------------",
-                f"Time: {event.time.milliseconds} ms",
+                f"Time: {event.datetime}",
                 "-------------------------------------------",
                 *(str(record) for record in taken[:num]),
             ]
@@ -64,8 +97,8 @@ class OutputOperations:
     def print(self, num: int = 10) -> DStream[Any]:
         """Alias of `pprint`, as in Scala's DStream.
 
-        Example:
-            >>> # stream.print(5)
+        Examples:
+            >>> printed = ssc.queueStream([range(100)]).print(5)
         """
         return self.pprint(num)
 
@@ -75,8 +108,19 @@ class OutputOperations:
         Each batch is written to a hidden temporary directory and renamed into place; a batch
         directory that already exists is not written again.
 
-        Example:
-            >>> # errors.saveAsTextFiles("out/errors", "txt").bind(daily)
+        Examples:
+            >>> import asyncio, tempfile
+            >>> from pathlib import Path
+            >>> from reactive_spark import Seconds
+            >>> out = Path(tempfile.mkdtemp())
+            >>> saved = ssc.queueStream([["ERROR x"]]).saveAsTextFiles(str(out / "errors"), "txt")
+            >>> async def run():
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0 + Seconds(1))
+            ...     await ssc.stop(stopSparkContext=False)
+            >>> asyncio.run(run())
+            >>> [path.name for path in out.iterdir()]
+            ['errors-1704067201000.txt']
         """
         return self._save(
             prefix, suffix, "saveAsTextFiles", lambda rdd, path: rdd.saveAsTextFile(path)
@@ -87,8 +131,8 @@ class OutputOperations:
 
         Read a batch back with `sc.pickleFile(path)`.
 
-        Example:
-            >>> # pairs.saveAsObjectFiles("out/pairs")
+        Examples:
+            >>> saved = ssc.queueStream([[("a", 1)]]).saveAsObjectFiles("out/pairs")
         """
         return self._save(
             prefix, suffix, "saveAsObjectFiles", lambda rdd, path: rdd.saveAsPickleFile(path)
@@ -111,14 +155,4 @@ class OutputOperations:
         def save(rdds: tuple[RDD[Any], ...], event: Any) -> None:
             save_atomically(rdds[0], batch_path(prefix, suffix, event.time), write)
 
-        return self._output(save, f"{operation}({prefix})")
-
-    def _output(
-        self,
-        adapted: Callable[[tuple[RDD[Any], ...], Any], Any],
-        operation: str,
-        user: object = None,
-    ) -> DStream[Any]:
-        from reactive_spark.dstream.foreach import ForEachDStream
-
-        return ForEachDStream(self, adapted, operation, user)  # type: ignore[arg-type]
+        return self._output(save, f"{operation}({prefix})", target=(prefix, suffix))

@@ -14,8 +14,26 @@ from reactive_spark._validation import require_int
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
     from reactive_spark.dstream.base import DStream
+    from reactive_spark.log.state import StateStore
 
-__all__ = ["PairOperations"]
+__all__ = ["PairOperations", "register_exactly_once"]
+
+#: `reactive_spark.log` registers what builds `aggregateExactlyOnce` when it is imported; it
+#: sits above this module, which must not import it.
+ExactlyOnceFactory = Callable[..., "DStream[Any]"]
+_EXACTLY_ONCE: dict[str, ExactlyOnceFactory] = {}
+
+
+def register_exactly_once(factory: ExactlyOnceFactory) -> ExactlyOnceFactory:
+    """Make `factory(stream, store, zeroValue, fold)` what `aggregateExactlyOnce` builds.
+
+    Examples:
+        >>> import reactive_spark.log
+        >>> _EXACTLY_ONCE["aggregate"].__name__
+        'ExactlyOnceAggregateDStream'
+    """
+    _EXACTLY_ONCE["aggregate"] = factory
+    return factory
 
 
 class PairOperations:
@@ -24,11 +42,18 @@ class PairOperations:
     if TYPE_CHECKING:
         _ssc: StreamingContext
 
-        def _transformRDD(
+        def _transform_rdd(
             self, func: Callable[[RDD[Any]], RDD[Any]], operation: str, user: object = None
         ) -> DStream[Any]: ...
 
-        def _transformRDDWith(
+        def _stateful(
+            self,
+            updateFunc: Callable[[list[Any], Any], Any],
+            numPartitions: int,
+            initialRDD: RDD[Any] | None,
+        ) -> DStream[Any]: ...
+
+        def _transform_rddwith(
             self,
             func: Callable[[RDD[Any], RDD[Any]], RDD[Any]],
             other: DStream[Any],
@@ -44,28 +69,43 @@ class PairOperations:
     def mapValues(self, f: Callable[[Any], Any]) -> DStream[Any]:
         """Apply `f` to every value, keeping keys (and partitioning).
 
-        Example:
-            >>> # pairs.mapValues(len)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(sc, lambda s: s.mapValues(len), [[("a", "xy")]]))
+            [[('a', 2)]]
         """
         require_callable(f, "f", "mapValues")
-        return self._transformRDD(lambda rdd: rdd.mapValues(f), "mapValues", f)
+        return self._transform_rdd(lambda rdd: rdd.mapValues(f), "mapValues", f)
 
     def flatMapValues(self, f: Callable[[Any], Iterable[Any]]) -> DStream[Any]:
         """Apply `f` to every value and flatten, keeping keys.
 
-        Example:
-            >>> # pairs.flatMapValues(lambda v: range(v))
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(sc, lambda s: s.flatMapValues(range), [[("a", 2)]]))
+            [[('a', 0), ('a', 1)]]
         """
         require_callable(f, "f", "flatMapValues")
-        return self._transformRDD(lambda rdd: rdd.flatMapValues(f), "flatMapValues", f)
+        return self._transform_rdd(lambda rdd: rdd.flatMapValues(f), "flatMapValues", f)
 
     def reduceByKey(
         self, func: Callable[[Any, Any], Any], numPartitions: int | None = None
     ) -> DStream[Any]:
         """Merge the values of each key with `func`.
 
-        Example:
-            >>> # words.map(lambda w: (w, 1)).reduceByKey(operator.add)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> import operator
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.map(lambda w: (w, 1)).reduceByKey(operator.add),
+            ...     [["a", "b", "a"]],
+            ...     sort=True,
+            ... ))
+            [[('a', 2), ('b', 1)]]
         """
         require_callable(func, "func", "reduceByKey")
         return self.combineByKey(lambda x: x, func, func, numPartitions)
@@ -79,14 +119,22 @@ class PairOperations:
     ) -> DStream[Any]:
         """Combine the values of each key, as `RDD.combineByKey`.
 
-        Example:
-            >>> # pairs.combineByKey(lambda v: [v], lambda c, v: c + [v], operator.add)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> import operator
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.combineByKey(lambda v: [v], lambda c, v: c + [v], operator.add),
+            ...     [[("a", 1), ("a", 2)]],
+            ... ))
+            [[('a', [1, 2])]]
         """
         require_callable(createCombiner, "createCombiner", "combineByKey")
         require_callable(mergeValue, "mergeValue", "combineByKey")
         require_callable(mergeCombiners, "mergeCombiners", "combineByKey")
         partitions = self._partitions(numPartitions)
-        return self._transformRDD(
+        return self._transform_rdd(
             lambda rdd: rdd.combineByKey(createCombiner, mergeValue, mergeCombiners, partitions),
             "combineByKey",
             mergeValue,
@@ -95,11 +143,18 @@ class PairOperations:
     def groupByKey(self, numPartitions: int | None = None) -> DStream[Any]:
         """Group the values of each key into an iterable.
 
-        Example:
-            >>> # pairs.groupByKey().mapValues(list)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.groupByKey().mapValues(sorted),
+            ...     [[("a", 1), ("a", 2)]],
+            ... ))
+            [[('a', [1, 2])]]
         """
         partitions = self._partitions(numPartitions)
-        return self._transformRDD(lambda rdd: rdd.groupByKey(partitions), "groupByKey")
+        return self._transform_rdd(lambda rdd: rdd.groupByKey(partitions), "groupByKey")
 
     def partitionBy(
         self,
@@ -108,12 +163,12 @@ class PairOperations:
     ) -> DStream[Any]:
         """Partition every RDD by key into `numPartitions` partitions.
 
-        Example:
-            >>> # pairs.partitionBy(4)
+        Examples:
+            >>> spread = ssc.queueStream([[("a", 1), ("b", 2)]]).partitionBy(4)
         """
         partitions = self._partitions(numPartitions)
         require_callable(partitionFunc, "partitionFunc", "partitionBy")
-        return self._transformRDD(
+        return self._transform_rdd(
             lambda rdd: rdd.partitionBy(partitions, partitionFunc), "partitionBy"
         )
 
@@ -127,12 +182,19 @@ class PairOperations:
 
         Returning None removes the key. `initialRDD` (pairs) seeds the state.
 
-        Example:
-            >>> # counts = words.map(lambda w: (w, 1)).updateStateByKey(
-            >>> #     lambda new, total: sum(new) + (total or 0))
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> def running_total(new, total):
+            ...     return sum(new) + (total or 0)
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.map(lambda w: (w, 1)).updateStateByKey(running_total),
+            ...     [["a", "a"], ["a", "b"]],
+            ...     sort=True,
+            ... ))
+            [[('a', 2)], [('a', 3), ('b', 1)]]
         """
-        from reactive_spark.dstream.state import StateDStream
-
         require_callable(updateFunc, "updateFunc", "updateStateByKey")
         partitions = self._partitions(numPartitions)
         initial: RDD[Any] | None = None
@@ -142,55 +204,137 @@ class PairOperations:
                 if isinstance(initialRDD, RDD)
                 else self._ssc.sparkContext.parallelize(list(initialRDD))
             )
-        return StateDStream(self, updateFunc, partitions, initial)  # type: ignore[arg-type]
+        return self._stateful(updateFunc, partitions, initial)
+
+    def aggregateExactlyOnce(
+        self, store: StateStore, zeroValue: Any, fold: Callable[[Any, Any], Any]
+    ) -> DStream[Any]:
+        """Fold each key's values onto its state in `store`, exactly once (DESIGN §13).
+
+        Per batch and key, `fold(state, value)` runs over the batch's values in merged order,
+        from the stored state (else `zeroValue`); then one transaction commits the new values,
+        the batch's offset ranges and the downstream position (seed 004's "minimal
+        unification"). The stream must be read from direct log streams through per-record
+        operations (map, filter, flatMap, union, ...), started from `store.committedOffsets()`.
+        A batch re-run after a crash changes nothing; ranges that leave a gap or overlap the
+        committed offsets fail the batch's job and change nothing. It is an output operation
+        (bind it); it returns a stream of the `(key, value)` pairs each batch committed.
+
+        Examples:
+            >>> import asyncio, os, tempfile
+            >>> from reactive_spark import Seconds
+            >>> from reactive_spark.log import Database, FileLog, StateStore
+            >>> workdir = tempfile.mkdtemp()
+            >>> log = FileLog(os.path.join(workdir, "log"))
+            >>> log.create_topic("clicks")
+            >>> _ = [log.append("clicks", page) for page in ["/", "/docs", "/"]]
+            >>> store = StateStore(Database.sqlite(os.path.join(workdir, "s.db")), "views")
+            >>> start = store.committedOffsets()  # {} the first time: from the earliest
+            >>> clicks = ssc.directStream(log, "clicks", start, startingOffsets="earliest")
+            >>> tick = ssc.timer(t0 + Seconds(1), None, Seconds(1), "tick")
+            >>> views = clicks.map(lambda kv: (kv[1], 1)).aggregateExactlyOnce(
+            ...     store, 0, lambda total, n: total + n
+            ... ).bind(tick)
+            >>> async def run():
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0 + Seconds(1))
+            ...     await ssc.stop(stopSparkContext=False)
+            >>> asyncio.run(run())
+            >>> store.items(), store.committedOffsets()
+            ({'/': 2, '/docs': 1}, {('clicks', 0): 3})
+        """
+        return _EXACTLY_ONCE["aggregate"](self, store, zeroValue, fold)  # reactive_spark.log
 
     def cogroup(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """For each key in either stream, the iterables of its values on both sides.
 
-        Example:
-            >>> # a.cogroup(b).mapValues(lambda vs: (list(vs[0]), list(vs[1])))
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda a, b: a.cogroup(b).mapValues(lambda vs: (list(vs[0]), list(vs[1]))),
+            ...     [[("k", 1)]],
+            ...     [[("k", 2)]],
+            ... ))
+            [[('k', ([1], [2]))]]
         """
         partitions = self._partitions(numPartitions)
-        return self._transformRDDWith(lambda a, b: a.cogroup(b, partitions), other, "cogroup")
+        return self._transform_rddwith(lambda a, b: a.cogroup(b, partitions), other, "cogroup")
 
     def join(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Inner join by key with `other`.
 
-        Example:
-            >>> # clicks.join(users)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda clicks, users: clicks.join(users),
+            ...     [[("u1", "/home"), ("u2", "/faq")]],
+            ...     [[("u1", "Ada")]],
+            ... ))
+            [[('u1', ('/home', 'Ada'))]]
         """
         partitions = self._partitions(numPartitions)
-        return self._transformRDDWith(lambda a, b: a.join(b, partitions), other, "join")
+        return self._transform_rddwith(lambda a, b: a.join(b, partitions), other, "join")
 
     def leftOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Left outer join by key with `other` (missing right values are None).
 
-        Example:
-            >>> # clicks.leftOuterJoin(users)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda clicks, users: clicks.leftOuterJoin(users),
+            ...     [[("u1", "/home"), ("u2", "/faq")]],
+            ...     [[("u1", "Ada")]],
+            ...     sort=True,
+            ... ))
+            [[('u1', ('/home', 'Ada')), ('u2', ('/faq', None))]]
         """
         partitions = self._partitions(numPartitions)
-        return self._transformRDDWith(
+        return self._transform_rddwith(
             lambda a, b: a.leftOuterJoin(b, partitions), other, "leftOuterJoin"
         )
 
     def rightOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Right outer join by key with `other` (missing left values are None).
 
-        Example:
-            >>> # clicks.rightOuterJoin(users)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda clicks, users: clicks.rightOuterJoin(users),
+            ...     [[("u1", "/home")]],
+            ...     [[("u1", "Ada"), ("u3", "Bo")]],
+            ...     sort=True,
+            ... ))
+            [[('u1', ('/home', 'Ada')), ('u3', (None, 'Bo'))]]
         """
         partitions = self._partitions(numPartitions)
-        return self._transformRDDWith(
+        return self._transform_rddwith(
             lambda a, b: a.rightOuterJoin(b, partitions), other, "rightOuterJoin"
         )
 
     def fullOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Full outer join by key with `other` (missing values on either side are None).
 
-        Example:
-            >>> # clicks.fullOuterJoin(users)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda clicks, users: clicks.fullOuterJoin(users),
+            ...     [[("u1", "/home")]],
+            ...     [[("u3", "Bo")]],
+            ...     sort=True,
+            ... ))
+            [[('u1', ('/home', None)), ('u3', (None, 'Bo'))]]
         """
         partitions = self._partitions(numPartitions)
-        return self._transformRDDWith(
+        return self._transform_rddwith(
             lambda a, b: a.fullOuterJoin(b, partitions), other, "fullOuterJoin"
         )

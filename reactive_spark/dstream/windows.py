@@ -13,8 +13,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pyspark import StorageLevel
-
 from reactive_spark._callbacks import require_callable
 from reactive_spark.dependencies import (
     Dependency,
@@ -33,7 +31,11 @@ DurationLike = Duration | timedelta | float
 
 
 class WindowOperations:
-    """The window operations of DStream (a mixin)."""
+    """The window operations of DStream (a mixin; DStream provides `_windowed`)."""
+
+    if TYPE_CHECKING:
+
+        def _windowed(self, dependency: Dependency, operation: str) -> DStream[Any]: ...
 
     def tailWindow(
         self, windowLength: int, slideLength: int = 1, skipLength: int = 0
@@ -43,8 +45,16 @@ class WindowOperations:
         The latest `skipLength` parent RDDs are left out. Counting is in parent RDDs, so the
         window fires on the first event at or after the parent generated enough of them.
 
-        Example:
-            >>> # daily.tailWindow(7, 7).saveAsTextFiles("weekly").bind(weeklyTimer)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.tailWindow(3, 2),
+            ...     [[1], [2], [3], [4]],
+            ...     sort=True,
+            ... ))
+            [[1, 2], [2, 3, 4]]
         """
         dependency = TailDependency(self._self(), windowLength, slideLength, skipLength)
         return self._windowed(dependency, "tailWindow")
@@ -52,7 +62,7 @@ class WindowOperations:
     def timeWindow(
         self,
         windowDuration: DurationLike,
-        slideDuration: DurationLike | None = None,
+        slide_duration: DurationLike | None = None,
         origin: Time | datetime | None = None,
     ) -> DStream[Any]:
         """The union of the parent's RDDs in `[end - windowDuration, end)`, ends every slide.
@@ -61,99 +71,150 @@ class WindowOperations:
         window fires on the first event at or after its end; when events are sparser than the
         slide only the latest complete window is emitted.
 
-        Example:
-            >>> # readings.timeWindow(Hours(1), Minutes(15)).count().bind(trigger)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.timeWindow(2),
+            ...     [[1], [2], [3], [4]],
+            ...     sort=True,
+            ... ))
+            [[1], [2, 3]]
         """
         window = to_duration(windowDuration, "windowDuration")
-        slide = window if slideDuration is None else to_duration(slideDuration, "slideDuration")
+        slide = window if slide_duration is None else to_duration(slide_duration, "slideDuration")
         start = None if origin is None else to_time(origin, "origin")
         dependency = TimeWindowDependency(self._self(), window, slide, start)
         return self._windowed(dependency, "timeWindow")
 
     def window(
-        self, windowDuration: DurationLike, slideDuration: DurationLike | None = None
+        self, windowDuration: DurationLike, slide_duration: DurationLike | None = None
     ) -> DStream[Any]:
         """The legacy sliding window over parent batches (durations: multiples of the slide).
 
-        Example:
-            >>> # stream.window(Seconds(30), Seconds(10)).count()
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(sc, lambda s: s.window(2, 1), [[1], [2], [3]], sort=True))
+            [[1], [1, 2], [2, 3]]
+        """
+        parent = self._self()
+        window, slide, estimate = self._legacy_durations(windowDuration, slide_duration)
+        dependency = LegacyWindowDependency(parent, window, slide, estimate)
+        return self._windowed(dependency, "window")
+
+    def _legacy_durations(
+        self, windowDuration: DurationLike, slide_duration: DurationLike | None
+    ) -> tuple[Duration, Duration, Duration | None]:
+        """The window and slide, checked against the parent's slide where it is known.
+
+        Durations are checked before callbacks, as PySpark does.
         """
         parent = self._self()
         window = to_duration(windowDuration, "windowDuration")
-        slide = window if slideDuration is None else to_duration(slideDuration, "slideDuration")
-        estimate = parent.context().graph.slideDuration(parent)
-        dependency = LegacyWindowDependency(parent, window, slide, estimate)
-        return self._windowed(dependency, "window")
+        slide = window if slide_duration is None else to_duration(slide_duration, "slideDuration")
+        estimate = parent.context().graph.slide_duration(parent)
+        if estimate is not None:
+            LegacyWindowDependency.check(window, slide, estimate)
+        return window, slide, estimate
 
     def reduceByWindow(
         self,
         reduceFunc: Callable[[Any, Any], Any],
         invReduceFunc: Callable[[Any, Any], Any] | None,
         windowDuration: DurationLike,
-        slideDuration: DurationLike,
+        slide_duration: DurationLike,
     ) -> DStream[Any]:
         """One element per window: the reduction of its elements with `reduceFunc`.
 
-        Example:
-            >>> # numbers.reduceByWindow(operator.add, operator.sub, 30, 10)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> import operator
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.reduceByWindow(operator.add, operator.sub, 2, 1),
+            ...     [[1], [2], [3]],
+            ... ))
+            [[1], [3], [5]]
         """
+        self._legacy_durations(windowDuration, slide_duration)
         require_callable(reduceFunc, "reduceFunc", "reduceByWindow")
         keyed = self._self().map(lambda x: (1, x))
         reduced = keyed.reduceByKeyAndWindow(
-            reduceFunc, invReduceFunc, windowDuration, slideDuration, 1
+            reduceFunc, invReduceFunc, windowDuration, slide_duration, 1
         )
         return reduced.map(lambda kv: kv[1])
 
     def countByWindow(
-        self, windowDuration: DurationLike, slideDuration: DurationLike
+        self, windowDuration: DurationLike, slide_duration: DurationLike
     ) -> DStream[int]:
         """One element per window: how many elements it holds.
 
-        Example:
-            >>> # events.countByWindow(60, 10)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(sc, lambda s: s.countByWindow(2, 1), [[1], [2, 2], [3]]))
+            [[1], [3], [3]]
         """
         return (
             self._self()
             .map(lambda x: 1)
-            .reduceByWindow(operator.add, operator.sub, windowDuration, slideDuration)
+            .reduceByWindow(operator.add, operator.sub, windowDuration, slide_duration)
         )
 
     def countByValueAndWindow(
         self,
         windowDuration: DurationLike,
-        slideDuration: DurationLike,
+        slide_duration: DurationLike,
         numPartitions: int | None = None,
     ) -> DStream[Any]:
         """`(value, count)` for the distinct values of each window.
 
-        Example:
-            >>> # words.countByValueAndWindow(60, 10)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.countByValueAndWindow(2, 1),
+            ...     [["a"], ["a"], ["b"]],
+            ...     sort=True,
+            ... ))
+            [[('a', 1)], [('a', 2)], [('a', 1), ('b', 1)]]
         """
         keyed = self._self().map(lambda x: (x, 1))
         counted = keyed.reduceByKeyAndWindow(
-            operator.add, operator.sub, windowDuration, slideDuration, numPartitions
+            operator.add, operator.sub, windowDuration, slide_duration, numPartitions
         )
         return counted.filter(lambda kv: kv[1] > 0)
 
     def groupByKeyAndWindow(
         self,
         windowDuration: DurationLike,
-        slideDuration: DurationLike,
+        slide_duration: DurationLike,
         numPartitions: int | None = None,
     ) -> DStream[Any]:
         """The values of each key over each window, grouped.
 
-        Example:
-            >>> # pairs.groupByKeyAndWindow(60, 10).mapValues(list)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.groupByKeyAndWindow(2, 1).mapValues(sorted),
+            ...     [[("k", 1)], [("k", 2)], [("k", 3)]],
+            ... ))
+            [[('k', [1])], [('k', [1, 2])], [('k', [2, 3])]]
         """
-        return self.window(windowDuration, slideDuration).groupByKey(numPartitions)
+        return self.window(windowDuration, slide_duration).groupByKey(numPartitions)
 
     def reduceByKeyAndWindow(
         self,
         func: Callable[[Any, Any], Any],
         invFunc: Callable[[Any, Any], Any] | None,
         windowDuration: DurationLike,
-        slideDuration: DurationLike | None = None,
+        slide_duration: DurationLike | None = None,
         numPartitions: int | None = None,
         filterFunc: Callable[[Any], bool] | None = None,
     ) -> DStream[Any]:
@@ -163,27 +224,26 @@ class WindowOperations:
         batches. The result always equals the direct computation: keys that left the window
         are absent, not zero. `invFunc` is checked but not needed for that.
 
-        Example:
-            >>> # pairs.reduceByKeyAndWindow(operator.add, operator.sub, 60, 10)
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark.testing import run_batches
+            >>> import operator
+            >>> asyncio.run(run_batches(
+            ...     sc,
+            ...     lambda s: s.reduceByKeyAndWindow(operator.add, operator.sub, 2, 1),
+            ...     [[("k", 1)], [("k", 2)], [("k", 3)]],
+            ... ))
+            [[('k', 1)], [('k', 3)], [('k', 5)]]
         """
+        self._legacy_durations(windowDuration, slide_duration)
         require_callable(func, "func", "reduceByKeyAndWindow")
         if invFunc is not None:
             require_callable(invFunc, "invFunc", "reduceByKeyAndWindow")
         if filterFunc is not None:
             require_callable(filterFunc, "filterFunc", "reduceByKeyAndWindow")
         partial = self._self().reduceByKey(func, numPartitions)
-        reduced = partial.window(windowDuration, slideDuration).reduceByKey(func, numPartitions)
+        reduced = partial.window(windowDuration, slide_duration).reduceByKey(func, numPartitions)
         return reduced if filterFunc is None else reduced.filter(filterFunc)
 
     def _self(self) -> DStream[Any]:
         return self  # type: ignore[return-value]
-
-    def _windowed(self, dependency: Dependency, operation: str) -> DStream[Any]:
-        from reactive_spark.dstream.transformed import TransformedDStream
-
-        parent = dependency.parent
-        if parent._storageLevel is None:  # a window reads each parent RDD several times
-            parent._storageLevel = StorageLevel.MEMORY_ONLY
-        return TransformedDStream(
-            parent.context(), [dependency], lambda rdds, event: rdds[0], operation
-        )

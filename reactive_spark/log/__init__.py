@@ -1,21 +1,27 @@
-"""Direct log streams (DESIGN §9): offset ranges, log backends, `createRDD`.
+"""Direct log streams (DESIGN §9), their sinks, and exactly-once state (DESIGN §13).
 
-Example:
+Offset ranges, log backends (file, Redis, Kafka), `createRDD`, the idempotent and
+transactional sinks, and `StateStore` for `aggregateExactlyOnce`.
+
+Examples:
     >>> from reactive_spark.log import FileLog, OffsetRange
 """
 
 from reactive_spark.errors import OffsetOutOfRangeError
+from reactive_spark.log.aggregate import ExactlyOnceAggregateDStream
 from reactive_spark.log.backend import LogBackend, LogRecord
 from reactive_spark.log.file import FileLog
 from reactive_spark.log.kafka import KafkaLog
-from reactive_spark.log.offsets import HasOffsetRanges, OffsetRange
 from reactive_spark.log.redis import RedisLog
 from reactive_spark.log.sinks import Database, IdempotentSink, OffsetCommitError, TransactionalSink
-from reactive_spark.log.stream import DirectLogInputDStream, LogRDD, createRDD
+from reactive_spark.log.state import StateStore, StateValueError
+from reactive_spark.log.stream import DirectLogInputDStream, createRDD
+from reactive_spark.offsets import HasOffsetRanges, LogRDD, OffsetRange
 
 __all__ = [
     "Database",
     "DirectLogInputDStream",
+    "ExactlyOnceAggregateDStream",
     "FileLog",
     "HasOffsetRanges",
     "IdempotentSink",
@@ -27,6 +33,8 @@ __all__ = [
     "OffsetOutOfRangeError",
     "OffsetRange",
     "RedisLog",
+    "StateStore",
+    "StateValueError",
     "TransactionalSink",
     "createRDD",
 ]

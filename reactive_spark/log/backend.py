@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from reactive_spark.errors import InvalidArgumentError, OffsetOutOfRangeError
-from reactive_spark.log.offsets import OffsetRange
+from reactive_spark.offsets import OffsetRange
 
 __all__ = ["LogBackend", "LogRecord"]
 
@@ -20,7 +20,7 @@ __all__ = ["LogBackend", "LogRecord"]
 class LogRecord(NamedTuple):
     """One record of a log: where it is, its key and its value.
 
-    Example:
+    Examples:
         >>> LogRecord("clicks", 0, 41, "user-7", {"page": "/"}).offset
         41
     """
@@ -35,9 +35,13 @@ class LogRecord(NamedTuple):
 class LogBackend(ABC):
     """A log of topics, each split into numbered partitions of records at dense offsets.
 
-    Example:
-        >>> # log = FileLog("data/log"); log.create_topic("clicks", partitions=2)
-        >>> # log.append("clicks", {"page": "/"}, key="user-1")
+    Examples:
+        >>> import tempfile
+        >>> from reactive_spark.log import FileLog
+        >>> log = FileLog(tempfile.mkdtemp())
+        >>> log.create_topic("clicks", partitions=2)
+        >>> [log.append("clicks", {"page": "/"}, key="user-1") for _ in range(2)]
+        [(1, 0), (1, 1)]
     """
 
     @abstractmethod

@@ -20,7 +20,7 @@ from typing import Any
 from reactive_spark._validation import require_int
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.log.backend import LogBackend, LogRecord
-from reactive_spark.log.offsets import OffsetRange
+from reactive_spark.offsets import OffsetRange
 
 __all__ = ["FileLog"]
 
@@ -32,10 +32,14 @@ class FileLog(LogBackend):
 
     Keys and values must be JSON-serialisable.
 
-    Example:
-        >>> # log = FileLog("data/log")
-        >>> # log.create_topic("clicks", partitions=2)
-        >>> # log.append("clicks", {"page": "/home"}, key="user-7")
+    Examples:
+        >>> import tempfile
+        >>> log = FileLog(tempfile.mkdtemp())
+        >>> log.create_topic("clicks", partitions=2)
+        >>> log.append("clicks", {"page": "/home"}, partition=1)
+        (1, 0)
+        >>> log.latest_offset("clicks", 1)
+        1
     """
 
     def __init__(self, directory: str, segmentRecords: int = 10_000) -> None:
@@ -44,7 +48,7 @@ class FileLog(LogBackend):
         self.directory = os.path.abspath(directory)
         self.segmentRecords = require_int(segmentRecords, "segmentRecords")
         # complete lines of a segment file, by path, valid while its size is unchanged
-        self._lineCounts: dict[str, tuple[int, int]] = {}
+        self._line_counts: dict[str, tuple[int, int]] = {}
 
     def __repr__(self) -> str:
         return f"FileLog({self.directory!r})"
@@ -56,7 +60,7 @@ class FileLog(LogBackend):
             raise InvalidArgumentError(f"topic must be a plain non-empty name, got {topic!r}")
         require_int(partitions, "partitions")
         for partition in range(partitions):
-            os.makedirs(self._partitionDirectory(topic, partition), exist_ok=True)
+            os.makedirs(self._partition_directory(topic, partition), exist_ok=True)
 
     def partitions(self, topic: str) -> list[int]:
         """The partitions of `topic` (none if it does not exist)."""
@@ -79,7 +83,9 @@ class FileLog(LogBackend):
         segments = self._segments(topic, partition)
         if not segments:
             return 0
-        return segments[-1] + self._completeLines(self._segmentPath(topic, partition, segments[-1]))
+        return segments[-1] + self._complete_lines(
+            self._segment_path(topic, partition, segments[-1])
+        )
 
     def delete_before(self, topic: str, partition: int, offset: int) -> int:
         """Delete the segments whose records all lie below `offset`; returns the new earliest.
@@ -90,7 +96,7 @@ class FileLog(LogBackend):
         for first, following in itertools.pairwise(segments):
             if following > offset:
                 break
-            os.remove(self._segmentPath(topic, partition, first))
+            os.remove(self._segment_path(topic, partition, first))
         return self.earliest_offset(topic, partition)
 
     # -- records -----------------------------------------------------------------------------
@@ -103,7 +109,7 @@ class FileLog(LogBackend):
                 continue
             if first >= offsets.untilOffset:
                 break
-            with open(self._segmentPath(topic, partition, first), encoding="utf-8") as file:
+            with open(self._segment_path(topic, partition, first), encoding="utf-8") as file:
                 for line_number, line in enumerate(file):
                     offset = first + line_number
                     if offset >= offsets.untilOffset or not line.endswith("\n"):
@@ -114,7 +120,7 @@ class FileLog(LogBackend):
 
     def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
         line = json.dumps({"k": key, "v": value}, separators=(",", ":")) + "\n"
-        directory = self._partitionDirectory(topic, partition)
+        directory = self._partition_directory(topic, partition)
         with open(os.path.join(directory, ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             segments = self._segments(topic, partition)
@@ -122,39 +128,39 @@ class FileLog(LogBackend):
                 first, count = 0, 0
             else:
                 first = segments[-1]
-                count = self._completeLines(self._segmentPath(topic, partition, first))
+                count = self._complete_lines(self._segment_path(topic, partition, first))
             if not segments or count >= self.segmentRecords:
                 first, count = first + count, 0
-            path = self._segmentPath(topic, partition, first)
+            path = self._segment_path(topic, partition, first)
             with open(path, "ab") as file:
                 file.write(line.encode())
                 size = file.tell()
-            self._lineCounts[path] = (size, count + 1)
+            self._line_counts[path] = (size, count + 1)
             return first + count
 
     # -- files -------------------------------------------------------------------------------
-    def _partitionDirectory(self, topic: str, partition: int) -> str:
+    def _partition_directory(self, topic: str, partition: int) -> str:
         return os.path.join(self.directory, topic, str(partition))
 
-    def _segmentPath(self, topic: str, partition: int, first: int) -> str:
-        return os.path.join(self._partitionDirectory(topic, partition), f"{first:020d}.jsonl")
+    def _segment_path(self, topic: str, partition: int, first: int) -> str:
+        return os.path.join(self._partition_directory(topic, partition), f"{first:020d}.jsonl")
 
     def _segments(self, topic: str, partition: int) -> list[int]:
         try:
-            names = os.listdir(self._partitionDirectory(topic, partition))
+            names = os.listdir(self._partition_directory(topic, partition))
         except FileNotFoundError:
             raise InvalidArgumentError(
                 f"unknown topic {topic!r} or partition {partition!r} in {self!r}",
             ) from None
         return sorted(int(match[1]) for name in names if (match := _SEGMENT.match(name)))
 
-    def _completeLines(self, path: str) -> int:
+    def _complete_lines(self, path: str) -> int:
         size = os.stat(path).st_size
-        known = self._lineCounts.get(path)
+        known = self._line_counts.get(path)
         if known is not None and known[0] == size:
             return known[1]
         with open(path, "rb") as file:
             data = file.read(size)
         lines = data.count(b"\n")
-        self._lineCounts[path] = (size, lines)
+        self._line_counts[path] = (size, lines)
         return lines

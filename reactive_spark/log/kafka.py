@@ -15,7 +15,7 @@ from typing import Any
 
 from reactive_spark.errors import InvalidArgumentError, OffsetOutOfRangeError
 from reactive_spark.log.backend import LogBackend, LogRecord
-from reactive_spark.log.offsets import OffsetRange
+from reactive_spark.offsets import OffsetRange
 
 __all__ = ["KafkaLog"]
 
@@ -54,9 +54,13 @@ class KafkaLog(LogBackend):
 
     Extra keyword arguments go to every kafka-python client (security settings and the like).
 
-    Example:
-        >>> # log = KafkaLog("broker-1:9092,broker-2:9092", codec="raw")
-        >>> # clicks = ssc.directStream(log, ["clicks"], startingOffsets="earliest")
+    Examples:
+        A fragment (it needs a Kafka cluster; `ssc` is a StreamingContext):
+
+        ```python
+        log = KafkaLog("broker-1:9092,broker-2:9092", codec="raw")
+        clicks = ssc.directStream(log, ["clicks"], startingOffsets="earliest")
+        ```
     """
 
     def __init__(self, bootstrap: str, codec: str = "json", **config: Any) -> None:
@@ -79,8 +83,8 @@ class KafkaLog(LogBackend):
 
     def _client(self, kind: str) -> Any:
         if kind not in self._clients:
-            import kafka
-            import kafka.admin
+            import kafka  # noqa: PLC0415 (an optional dependency)
+            import kafka.admin  # noqa: PLC0415 (an optional dependency)
 
             servers = self.bootstrap.split(",")
             if kind == "metadata":
@@ -96,15 +100,15 @@ class KafkaLog(LogBackend):
 
     @staticmethod
     def _partition(topic: str, partition: int) -> Any:
-        from kafka import TopicPartition
+        from kafka import TopicPartition  # noqa: PLC0415 (an optional dependency)
 
         return TopicPartition(topic, partition)
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 1, replicationFactor: int = 1) -> None:
         """Create `topic` (an existing topic is left as it is)."""
-        from kafka.admin import NewTopic
-        from kafka.errors import TopicAlreadyExistsError
+        from kafka.admin import NewTopic  # noqa: PLC0415 (an optional dependency)
+        from kafka.errors import TopicAlreadyExistsError  # noqa: PLC0415 (an optional dependency)
 
         with contextlib.suppress(TopicAlreadyExistsError):
             self._client("admin").create_topics(
@@ -138,7 +142,7 @@ class KafkaLog(LogBackend):
 
     # -- records -----------------------------------------------------------------------------
     def _read(self, offsets: OffsetRange) -> Iterator[LogRecord]:
-        import kafka
+        import kafka  # noqa: PLC0415 (an optional dependency)
 
         if not offsets.count():
             return

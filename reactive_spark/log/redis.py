@@ -15,7 +15,7 @@ from typing import Any
 from reactive_spark._validation import require_int
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.log.backend import LogBackend, LogRecord
-from reactive_spark.log.offsets import OffsetRange
+from reactive_spark.offsets import OffsetRange
 
 __all__ = ["RedisLog"]
 
@@ -30,10 +30,14 @@ _READ_BATCH = 1000
 class RedisLog(LogBackend):
     """A log kept in Redis Streams (keys and values must be JSON-serialisable).
 
-    Example:
-        >>> # log = RedisLog("redis://127.0.0.1:6379/0")
-        >>> # log.create_topic("clicks", partitions=4)
-        >>> # log.append("clicks", {"page": "/"}, key="user-7")
+    Examples:
+        A fragment (it needs a Redis server):
+
+        ```python
+        log = RedisLog("redis://127.0.0.1:6379/0")
+        log.create_topic("clicks", partitions=4)
+        log.append("clicks", {"page": "/"}, key="user-7")
+        ```
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", prefix: str = "reactive-spark"):
@@ -55,7 +59,7 @@ class RedisLog(LogBackend):
     def client(self) -> Any:
         """The Redis client (connected on first use, in each process)."""
         if self._client is None:
-            import redis
+            import redis  # noqa: PLC0415 (an optional dependency)
 
             self._client = redis.Redis.from_url(self.url)
         return self._client

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
-from reactive_spark.log.offsets import OffsetRange
+from reactive_spark.offsets import OffsetRange
 
 if TYPE_CHECKING:
     from pyspark import RDD
@@ -35,7 +35,7 @@ class OffsetCommitError(ReactiveSparkError):
 class Database:
     """Where a sink writes: `Database.sqlite(path)` or `Database.postgres(dsn)`.
 
-    Example:
+    Examples:
         >>> Database.sqlite("results.db").placeholder
         '?'
     """
@@ -52,7 +52,7 @@ class Database:
 
     @classmethod
     def postgres(cls, dsn: str) -> Database:
-        """A PostgreSQL database, e.g. `"host=127.0.0.1 dbname=test user=postgres"`."""
+        """A PostgreSQL database: `dsn` is a libpq connection string (`"host=... dbname=..."`)."""
         if not isinstance(dsn, str) or not dsn:
             raise InvalidArgumentError(f"dsn must be a non-empty str, got {dsn!r}")
         return cls("postgres", dsn)
@@ -68,7 +68,7 @@ class Database:
             connection = sqlite3.connect(self.target, timeout=30)
             connection.execute("PRAGMA journal_mode=WAL")
             return connection
-        import psycopg
+        import psycopg  # noqa: PLC0415 (an optional dependency)
 
         return psycopg.connect(self.target)
 
@@ -87,7 +87,8 @@ class Database:
             connection.close()
 
 
-def _identifier(name: str, argument: str) -> str:
+def identifier(name: str, argument: str) -> str:
+    """`name` if it is a plain SQL identifier (letters, digits, underscores), else raise."""
     if not isinstance(name, str) or not name.replace("_", "a").isalnum() or name[0].isdigit():
         raise InvalidArgumentError(f"{argument} must be a plain SQL identifier, got {name!r}")
     return name
@@ -99,10 +100,13 @@ class IdempotentSink:
     `columns` are the table's columns (SQL types, e.g. `{"id": "TEXT", "n": "INTEGER"}`) and
     `key` the ones that identify a row: a message id, or topic, partition and offset.
 
-    Example:
-        >>> # sink = IdempotentSink(Database.sqlite("out.db"), "events",
-        >>> #                       {"id": "TEXT", "body": "TEXT"}, key=["id"])
-        >>> # stream.map(lambda kv: (kv[0], kv[1])).foreachRDD(sink.save)
+    Examples:
+        >>> import os, tempfile
+        >>> database = Database.sqlite(os.path.join(tempfile.mkdtemp(), "out.db"))
+        >>> sink = IdempotentSink(database, "events", {"id": "TEXT", "body": "TEXT"}, key=["id"])
+        >>> sink.write([("e1", "hello"), ("e2", "world")]), sink.write([("e1", "again")])
+        (2, 0)
+        >>> sink.save(sc.parallelize([("e2", "twice"), ("e3", "new")]))  # in foreachRDD
     """
 
     def __init__(
@@ -111,11 +115,11 @@ class IdempotentSink:
         if not isinstance(database, Database):
             raise InvalidArgumentError(f"database must be a Database, got {database!r}")
         self.database = database
-        self.table = _identifier(table, "table")
+        self.table = identifier(table, "table")
         if not columns:
             raise InvalidArgumentError("columns must name at least one column")
-        self.columns = {_identifier(name, "columns"): str(kind) for name, kind in columns.items()}
-        self.key = [_identifier(name, "key") for name in key]
+        self.columns = {identifier(name, "columns"): str(kind) for name, kind in columns.items()}
+        self.key = [identifier(name, "key") for name in key]
         unknown = [name for name in self.key if name not in self.columns]
         if not self.key or unknown:
             raise InvalidArgumentError(f"key must name some of the columns, got {list(key)!r}")
@@ -157,21 +161,29 @@ class TransactionalSink:
     `committedOffsets()`; each batch calls `commit(rdd.offsetRanges(), write)`, where
     `write(cursor)` stores the batch's results with the same cursor.
 
-    Example:
-        >>> # sink = TransactionalSink(Database.postgres("dbname=test"))
-        >>> # clicks = ssc.directStream(log, ["clicks"], fromOffsets=sink.committedOffsets())
-        >>> # def store(rdd):
-        >>> #     total = rdd.count()
-        >>> #     sink.commit(rdd.offsetRanges(), lambda cursor: cursor.execute(
-        >>> #         "UPDATE totals SET n = n + %s", (total,)))
-        >>> # clicks.foreachRDD(store)
+    Examples:
+        >>> import os, tempfile
+        >>> from reactive_spark.log import OffsetRange
+        >>> database = Database.sqlite(os.path.join(tempfile.mkdtemp(), "totals.db"))
+        >>> with database.transaction() as cursor:
+        ...     _ = cursor.execute("CREATE TABLE totals (n INTEGER)")
+        ...     _ = cursor.execute("INSERT INTO totals VALUES (0)")
+        >>> sink = TransactionalSink(database)
+        >>> def add(total):  # what a foreachRDD function does with rdd.count()
+        ...     return lambda cursor: cursor.execute("UPDATE totals SET n = n + ?", (total,))
+        >>> sink.commit([OffsetRange("clicks", 0, 0, 10)], add(10))
+        True
+        >>> sink.commit([OffsetRange("clicks", 0, 0, 10)], add(10))  # a re-run: a no-op
+        False
+        >>> sink.committedOffsets()
+        {('clicks', 0): 10}
     """
 
     def __init__(self, database: Database, offsetsTable: str = "reactive_spark_offsets") -> None:
         if not isinstance(database, Database):
             raise InvalidArgumentError(f"database must be a Database, got {database!r}")
         self.database = database
-        self.offsetsTable = _identifier(offsetsTable, "offsetsTable")
+        self.offsetsTable = identifier(offsetsTable, "offsetsTable")
         with database.transaction() as cursor:
             cursor.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.offsetsTable} "

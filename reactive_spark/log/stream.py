@@ -18,13 +18,13 @@ from reactive_spark.dstream.inputs import InputDStream
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event
 from reactive_spark.log.backend import LogBackend, LogRecord
-from reactive_spark.log.offsets import OffsetRange
+from reactive_spark.offsets import LogRDD, OffsetRange
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["DirectLogInputDStream", "LogRDD", "createRDD"]
+__all__ = ["DirectLogInputDStream", "createRDD"]
 
 MessageHandler = Callable[[LogRecord], Any]
 TopicPartition = tuple[str, int]
@@ -33,22 +33,6 @@ TopicPartition = tuple[str, int]
 def key_and_value(record: LogRecord) -> tuple[Any, Any]:
     """The default message handler: `(key, value)`, as Kafka's direct stream gives."""
     return (record.key, record.value)
-
-
-class LogRDD(RDD[Any]):
-    """An RDD reading offset ranges of a log, one partition per range (`HasOffsetRanges`).
-
-    Example:
-        >>> # stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))
-    """
-
-    def __init__(self, rdd: RDD[Any], offsetRanges: list[OffsetRange]) -> None:
-        super().__init__(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
-        self._offsetRanges = list(offsetRanges)
-
-    def offsetRanges(self) -> list[OffsetRange]:
-        """The ranges this RDD reads, in partition order."""
-        return list(self._offsetRanges)
 
 
 def createRDD(
@@ -61,8 +45,14 @@ def createRDD(
 
     Raises `OffsetOutOfRangeError` if the log no longer (or not yet) holds a range.
 
-    Example:
-        >>> # rdd = createRDD(sc, log, [OffsetRange("clicks", 0, 0, 100)])
+    Examples:
+        >>> import tempfile
+        >>> from reactive_spark.log import FileLog, OffsetRange
+        >>> log = FileLog(tempfile.mkdtemp())
+        >>> log.create_topic("clicks")
+        >>> _ = [log.append("clicks", {"page": f"/p{n}"}) for n in range(3)]
+        >>> createRDD(sc, log, [OffsetRange("clicks", 0, 1, 3)]).values().collect()
+        [{'page': '/p1'}, {'page': '/p2'}]
     """
     ranges = list(offsetRanges)
     for offsets in ranges:
@@ -90,9 +80,23 @@ def _log_rdd(
 class DirectLogInputDStream(InputDStream):
     """Records of a log's topics, read by exact offset ranges (`ssc.directStream`).
 
-    Example:
-        >>> # clicks = ssc.directStream(log, ["clicks"], startingOffsets="earliest")
-        >>> # clicks.positions()  # {("clicks", 0): 120, ("clicks", 1): 98}
+    Examples:
+        >>> import asyncio, tempfile
+        >>> from reactive_spark import Seconds
+        >>> from reactive_spark.log import FileLog
+        >>> log = FileLog(tempfile.mkdtemp())
+        >>> log.create_topic("clicks", partitions=2)
+        >>> _ = [log.append("clicks", n, partition=n % 2) for n in range(5)]
+        >>> clicks = ssc.directStream(log, ["clicks"], startingOffsets="earliest")
+        >>> job = clicks.foreachRDD(lambda rdd: print(rdd.count()))
+        >>> async def run():
+        ...     await ssc.start()
+        ...     await ssc.advanceTo(t0 + Seconds(1))
+        ...     await ssc.stop(stopSparkContext=False)
+        >>> asyncio.run(run())
+        5
+        >>> clicks.positions()
+        {('clicks', 0): 3, ('clicks', 1): 2}
     """
 
     def __init__(
@@ -137,12 +141,12 @@ class DirectLogInputDStream(InputDStream):
             OffsetRange(topic, partition, offset, offset)  # validates the offset
         super().__init__(ssc, f"directStream({', '.join(self.topics)})")
         self.log = log
-        self._fromOffsets = starts
-        self._startingOffsets = startingOffsets
-        self._maxRate = maxRatePerPartition
+        self._from_offsets = starts
+        self._starting_offsets = startingOffsets
+        self._max_rate = maxRatePerPartition
         self._handler = messageHandler or key_and_value
         self._positions: dict[TopicPartition, int] = {}
-        self._lastTime: Time | None = None
+        self._last_time: Time | None = None
         #: Increases with every batch read: a backlog source waits for it to move.
         self.readCount = 0
 
@@ -150,9 +154,9 @@ class DirectLogInputDStream(InputDStream):
         """Fix where each partition starts: `fromOffsets`, else `startingOffsets`."""
         for topic, partitions in self.partitions.items():
             for partition in partitions:
-                if (topic, partition) in self._fromOffsets:
-                    offset = self._fromOffsets[(topic, partition)]
-                elif self._startingOffsets == "earliest":
+                if (topic, partition) in self._from_offsets:
+                    offset = self._from_offsets[(topic, partition)]
+                elif self._starting_offsets == "earliest":
                     offset = self.log.earliest_offset(topic, partition)
                 else:
                     offset = self.log.latest_offset(topic, partition)
@@ -170,14 +174,16 @@ class DirectLogInputDStream(InputDStream):
         )
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
-        elapsed = event.time - (self._lastTime or self._ssc.zeroTime)
+        elapsed = event.time - (self._last_time or self._ssc.zeroTime)
         ranges = []
-        for (topic, partition), position in sorted(self._positions.items()):
-            until = self.log.latest_offset(topic, partition)
-            if self._maxRate is not None:
-                allowed = max(1, int(self._maxRate * elapsed.milliseconds / 1000))
-                until = min(until, position + allowed)
-            ranges.append(OffsetRange(topic, partition, position, max(position, until)))
+        for topic in self.topics:  # the topics in the order given, then partition
+            for partition in self.partitions[topic]:
+                position = self._positions[(topic, partition)]
+                until = self.log.latest_offset(topic, partition)
+                if self._max_rate is not None:
+                    allowed = max(1, int(self._max_rate * elapsed.milliseconds / 1000))
+                    until = min(until, position + allowed)
+                ranges.append(OffsetRange(topic, partition, position, max(position, until)))
         for offsets in ranges:
             self.log.check(offsets)
         return self._take(event, ranges), {"offsetRanges": [r.toList() for r in ranges]}
@@ -185,9 +191,13 @@ class DirectLogInputDStream(InputDStream):
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         return self._take(event, [OffsetRange.fromList(item) for item in read["offsetRanges"]])
 
+    def record_count(self, read: dict[str, Any]) -> int:
+        """Records in the read's offset ranges."""
+        return sum(until - first for _, _, first, until in read["offsetRanges"])
+
     def _take(self, event: Event, ranges: list[OffsetRange]) -> LogRDD:
         for offsets in ranges:
             self._positions[(offsets.topic, offsets.partition)] = offsets.untilOffset
-        self._lastTime = event.time
+        self._last_time = event.time
         self.readCount += 1
         return _log_rdd(self._ssc.sparkContext, self.log, ranges, self._handler)

@@ -1,9 +1,10 @@
 """Operators on event sources, RxPY style: each returns a function from source to source.
 
-Example:
-    >>> # from reactive_spark import operators as eops
-    >>> # job1 = eops.filter(lambda e: e.path == "/job1")(rest)
-    >>> # or, as methods: rest.filter(lambda e: e.path == "/job1")
+Examples:
+    >>> from reactive_spark import operators as eops
+    >>> rest = ssc.restServer(None, name="triggers").post("/job1").post("/job2")
+    >>> job1 = eops.filter(lambda e: e.path == "/job1", name="job1")(rest)
+    >>> job2 = rest.filter(lambda e: e.path == "/job2", name="job2")  # the same, as a method
 """
 
 from reactive_spark.operators._delay import DelayedEventSource, delay

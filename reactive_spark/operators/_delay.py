@@ -1,17 +1,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from reactivex import abc as rx_abc
 
-from reactive_spark.events import Event, EventSource
+from reactive_spark.events import Event, EventSource, register_operator
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
-from reactive_spark.time import Duration, Milliseconds, Time, to_duration
+from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
 
 class DelayedEventSource(DerivedEventSource):
-    """Every parent event, fired and stamped `duration` later (exact on a virtual clock)."""
+    """Every parent event, fired and stamped `duration` later (exact on a virtual clock).
+
+    A parent event whose delayed time has already passed (one caught up after downtime) fires
+    at once, in time order with the other caught-up events.
+    """
+
+    operation = "delay"
 
     def __init__(self, parent: EventSource, duration: Duration, name: str) -> None:
         super().__init__([parent], name)
@@ -21,6 +27,9 @@ class DelayedEventSource(DerivedEventSource):
     def receive(self, position: int, event: Event) -> None:
         """Schedule the delayed event on the context's clock."""
         due = event.time + self.duration
+        if due <= self.context.clock.now():
+            self._emit(DerivedEvent(self, None, due, event))
+            return
         key = id(event)
 
         def fire() -> None:
@@ -35,7 +44,7 @@ class DelayedEventSource(DerivedEventSource):
             pending.dispose()
         self._pending.clear()
 
-    def resumePending(self) -> None:
+    def resume_pending(self) -> None:
         """Re-schedule the parent events whose delayed events had not fired before the stop.
 
         Those are the parent's events up to its `resumedFrom` that fall due after this
@@ -49,8 +58,9 @@ class DelayedEventSource(DerivedEventSource):
         for event in parent.between(first + Milliseconds(1), parent.resumedFrom):
             self.receive(0, event)
 
-    def between(self, start: Time, end: Time) -> list[Event]:
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events of `[start - duration, end - duration]`, shifted."""
+        start, end = to_time(start, "start"), to_time(end, "end")
         return [
             DerivedEvent(self, None, event.time + self.duration, event)
             for event in self._parents[0].between(start - self.duration, end - self.duration)
@@ -62,13 +72,22 @@ def delay(
 ) -> Callable[[EventSource], EventSource]:
     """A source firing every parent event `duration` later, stamped with the later time.
 
-    Example:
-        >>> # settled = operators.delay(Minutes(5))(uploads)
+    Examples:
+        >>> from reactive_spark import Hours, Minutes, operators
+        >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+        >>> settled = operators.delay(Minutes(5))(hourly)
+        >>> settled.name
+        'hourly.delay(300000 ms)'
     """
     span = to_duration(duration, "duration")
 
     def apply(source: EventSource) -> EventSource:
-        label = name or f"{source.name}.delay({span.milliseconds} ms)"
+        label = name or source.context.unique_source_name(
+            f"{source.name}.delay({span.milliseconds} ms)"
+        )
         return DelayedEventSource(source, span, label)
 
     return apply
+
+
+register_operator("delay", delay)

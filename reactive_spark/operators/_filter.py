@@ -1,27 +1,32 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from reactive_spark._callbacks import callable_name, require_callable
-from reactive_spark.events import Event, EventSource
+from reactive_spark.events import Event, EventSource, register_operator
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
-from reactive_spark.time import Time
+from reactive_spark.time import Time, to_time
 
 
 class FilteredEventSource(DerivedEventSource):
     """The parent events for which `predicate(event)` is true."""
 
+    operation = "filter"
+
     def __init__(self, parent: EventSource, predicate: Callable[[Event], bool], name: str):
         super().__init__([parent], name)
         self._predicate = predicate
+        self.function = callable_name(predicate)
 
     def receive(self, position: int, event: Event) -> None:
         """Post the event if it passes."""
         if self._predicate(event):
             self._emit(DerivedEvent(self, None, event.time, event))
 
-    def between(self, start: Time, end: Time) -> list[Event]:
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range that pass."""
+        start, end = to_time(start, "start"), to_time(end, "end")
         return [
             DerivedEvent(self, None, event.time, event)
             for event in self._parents[0].between(start, end)
@@ -34,13 +39,20 @@ def filter(
 ) -> Callable[[EventSource], EventSource]:
     """A source firing with the parent events for which `predicate(event)` is true.
 
-    Example:
-        >>> # job1 = operators.filter(lambda e: e.path == "/job1")(rest)
+    Examples:
+        >>> from reactive_spark import operators
+        >>> rest = ssc.restServer(None, name="triggers").post("/job1")
+        >>> job1 = operators.filter(lambda e: e.path == "/job1", name="job1")(rest)
     """
     require_callable(predicate, "predicate", "filter")
 
     def apply(source: EventSource) -> EventSource:
-        label = name or f"{source.name}.filter({callable_name(predicate)})"
+        label = name or source.context.unique_source_name(
+            f"{source.name}.filter({callable_name(predicate)})"
+        )
         return FilteredEventSource(source, predicate, label)
 
     return apply
+
+
+register_operator("filter", filter)

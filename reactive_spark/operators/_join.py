@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.events import Event, EventSource
-from reactive_spark.sources.derived import DerivedEventSource, JoinEvent
-from reactive_spark.time import Duration, Time, to_duration
+from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.sources.derived import DerivedEventSource, JoinEvent, require_source
+from reactive_spark.time import Duration, Time, to_duration, to_time
 
 
 class _Pairing:
@@ -33,6 +33,8 @@ class JoinedEventSource(DerivedEventSource):
     Each pair fires once, when the later of the two fires, stamped with the later time.
     """
 
+    operation = "join"
+
     def __init__(self, left: EventSource, right: EventSource, within: Duration, name: str):
         if left is right:
             raise InvalidArgumentError(f"join needs two different sources, got {left.name!r} twice")
@@ -48,7 +50,7 @@ class JoinedEventSource(DerivedEventSource):
         for left, right in self._pairing.add(position, event):
             self._emit(self._event(left, right))
 
-    def resumePending(self) -> None:
+    def resume_pending(self) -> None:
         """Remember the parents' last events within `within` again, as before the stop.
 
         Their pairs with each other fired before the stop; events fired from now on (missed
@@ -62,8 +64,9 @@ class JoinedEventSource(DerivedEventSource):
         for _, position, event in sorted(tagged, key=lambda item: (item[0], item[1])):
             self._pairing.add(position, event)
 
-    def between(self, start: Time, end: Time) -> list[Event]:
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The pairs whose later event lies in the range, as they would have fired."""
+        start, end = to_time(start, "start"), to_time(end, "end")
         left, right = self._parents
         tagged = [(e.time, 0, e) for e in left.between(start - self.within, end)]
         tagged += [(e.time, 1, e) for e in right.between(start - self.within, end)]
@@ -82,13 +85,22 @@ def join(
 ) -> Callable[[EventSource], EventSource]:
     """A source firing a pair event when the source and `other` fire within `within`.
 
-    Example:
-        >>> # both = operators.join(upload, Minutes(10))(approval)
+    Examples:
+        >>> from reactive_spark import Minutes, operators
+        >>> uploads = ssc.fileWatcher("incoming", "uploads")
+        >>> approvals = ssc.restServer(None, name="approvals").post("/approve")
+        >>> both = operators.join(approvals, Minutes(10))(uploads)
+        >>> both.name
+        'join(uploads, approvals)'
     """
     span = to_duration(within, "within")
 
     def apply(source: EventSource) -> EventSource:
-        label = name or f"join({source.name}, {other.name})"
+        require_source(other, "other", "join")
+        label = name or source.context.unique_source_name(f"join({source.name}, {other.name})")
         return JoinedEventSource(source, other, span, label)
 
     return apply
+
+
+register_operator("join", join)

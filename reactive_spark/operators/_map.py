@@ -1,20 +1,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from reactive_spark._callbacks import callable_name, require_callable
-from reactive_spark.events import Event, EventSource
+from reactive_spark.events import Event, EventSource, register_operator
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
-from reactive_spark.time import Time
+from reactive_spark.time import Time, to_time
 
 
 class MappedEventSource(DerivedEventSource):
     """Every parent event, with `value = f(event)`."""
 
+    operation = "map"
+
     def __init__(self, parent: EventSource, f: Callable[[Event], Any], name: str) -> None:
         super().__init__([parent], name)
         self._f = f
+        self.function = callable_name(f)
 
     def _derive(self, event: Event) -> DerivedEvent:
         return DerivedEvent(self, None, event.time, event, self._f(event))
@@ -23,20 +27,27 @@ class MappedEventSource(DerivedEventSource):
         """Post the mapped event."""
         self._emit(self._derive(event))
 
-    def between(self, start: Time, end: Time) -> list[Event]:
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range, mapped."""
+        start, end = to_time(start, "start"), to_time(end, "end")
         return [self._derive(event) for event in self._parents[0].between(start, end)]
 
 
 def map(f: Callable[[Event], Any], name: str | None = None) -> Callable[[EventSource], EventSource]:
     """A source firing with every parent event, carrying `f(event)` as `event.value`.
 
-    Example:
-        >>> # sizes = operators.map(lambda e: len(e.paths))(uploads)
+    Examples:
+        >>> from reactive_spark import operators
+        >>> uploads = ssc.fileWatcher("incoming", "uploads")
+        >>> sizes = operators.map(lambda e: len(e.paths), name="sizes")(uploads)
     """
     require_callable(f, "f", "map")
 
     def apply(source: EventSource) -> EventSource:
-        return MappedEventSource(source, f, name or f"{source.name}.map({callable_name(f)})")
+        label = name or source.context.unique_source_name(f"{source.name}.map({callable_name(f)})")
+        return MappedEventSource(source, f, label)
 
     return apply
+
+
+register_operator("map", map)

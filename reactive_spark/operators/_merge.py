@@ -1,14 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
-from reactive_spark.events import Event, EventSource
-from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
-from reactive_spark.time import Time
+from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource, require_source
+from reactive_spark.time import Time, to_time
 
 
 class MergedEventSource(DerivedEventSource):
     """One event per event of any parent; same-instant events in argument order."""
+
+    operation = "merge"
 
     def _derive(self, position: int, event: Event) -> DerivedEvent:
         derived = DerivedEvent(self, None, event.time, event)
@@ -19,8 +22,9 @@ class MergedEventSource(DerivedEventSource):
         """Post the parent's event as this source's."""
         self._emit(self._derive(position, event))
 
-    def between(self, start: Time, end: Time) -> list[Event]:
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """Every parent's events in the range, in time then argument order."""
+        start, end = to_time(start, "start"), to_time(end, "end")
         merged = [
             self._derive(position, event)
             for position, parent in enumerate(self._parents)
@@ -32,13 +36,25 @@ class MergedEventSource(DerivedEventSource):
 def merge(*others: EventSource, name: str | None = None) -> Callable[[EventSource], EventSource]:
     """A source firing with every event of the source and of `others`.
 
-    Example:
-        >>> # anyTrigger = operators.merge(rest, watcher)(daily)
+    Examples:
+        >>> from reactive_spark import Days, operators
+        >>> daily = ssc.timer(t0, None, Days(1), "daily")
+        >>> rest = ssc.restServer(None, name="triggers").post("/run")
+        >>> any_trigger = operators.merge(rest)(daily)
+        >>> any_trigger.name
+        'merge(daily, triggers)'
     """
+    for position, other in enumerate(others):
+        require_source(other, f"others[{position}]", "merge")
 
     def apply(source: EventSource) -> EventSource:
         parents = [source, *others]
-        label = name or f"merge({', '.join(p.name for p in parents)})"
+        label = name or source.context.unique_source_name(
+            f"merge({', '.join(p.name for p in parents)})"
+        )
         return MergedEventSource(parents, label)
 
     return apply
+
+
+register_operator("merge", merge)

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import reactivex
@@ -10,11 +10,10 @@ from reactivex import abc as rx_abc
 from reactivex.subject import Subject
 
 from reactive_spark._callbacks import require_callable
-from reactive_spark.events import Event, EventSource
+from reactive_spark.clock import VirtualClock
+from reactive_spark.events import Event, EventSource, register_operator
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
-from reactive_spark.time import Time, VirtualClock
-
-log = logging.getLogger(__name__)
+from reactive_spark.time import Time, to_time
 
 RxOperator = Callable[[reactivex.Observable[Any]], reactivex.Observable[Any]]
 
@@ -25,6 +24,8 @@ class PipedEventSource(DerivedEventSource):
     An emitted Event becomes this source's event (its attributes readable through it); any
     other value is carried as `event.value`. Events are stamped when emitted.
     """
+
+    operation = "pipe"
 
     def __init__(self, parent: EventSource, operators: tuple[RxOperator, ...], name: str):
         super().__init__([parent], name)
@@ -44,11 +45,13 @@ class PipedEventSource(DerivedEventSource):
         self._subject = subject
         self._subscription = subject.pipe(*self._operators).subscribe(
             on_next=lambda value: self.post(self._derive(clock.now(), value)),
-            on_error=lambda error: log.error(
-                "pipe of event source %r failed and fires no more events: %r", self.name, error
-            ),
+            on_error=self._failed,
             scheduler=clock.scheduler,
         )
+
+    def _failed(self, error: Exception) -> None:
+        """The pipeline errored: report it; this source fires no more events until restarted."""
+        self.context.report_source_error(self, "pipe", error)
 
     def stop(self) -> None:
         """Dispose of the pipeline."""
@@ -61,8 +64,9 @@ class PipedEventSource(DerivedEventSource):
         if self._subject is not None:
             self._subject.on_next(event)
 
-    def between(self, start: Time, end: Time) -> list[Event]:
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """Replay the parent's events of the range through the pipeline on virtual time."""
+        start, end = to_time(start, "start"), to_time(end, "end")
         clock = VirtualClock(start)
         outputs: list[tuple[Time, Any]] = []
         subject: Subject[Event] = Subject()
@@ -79,14 +83,20 @@ class PipedEventSource(DerivedEventSource):
 def pipe(*operators: RxOperator, name: str | None = None) -> Callable[[EventSource], EventSource]:
     """A source firing what RxPY `operators` make of the parent's events.
 
-    Example:
-        >>> # import reactivex.operators as ops
-        >>> # bursts = operators.pipe(ops.debounce(5.0))(uploads)
+    Examples:
+        >>> import reactivex.operators as ops
+        >>> from reactive_spark import operators
+        >>> uploads = ssc.fileWatcher("incoming", "uploads")
+        >>> quiet = operators.pipe(ops.debounce(5.0), name="quiet")(uploads)
     """
     for position, operator in enumerate(operators):
         require_callable(operator, f"operators[{position}]", "pipe")
 
     def apply(source: EventSource) -> EventSource:
-        return PipedEventSource(source, operators, name or f"{source.name}.pipe()")
+        label = name or source.context.unique_source_name(f"{source.name}.pipe()")
+        return PipedEventSource(source, operators, label)
 
     return apply
+
+
+register_operator("pipe", pipe)

@@ -8,21 +8,45 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from reactivex import abc as rx_abc
 
 from reactive_spark._validation import require_int
 from reactive_spark.errors import ForeignContextError, InvalidArgumentError
 from reactive_spark.events import EventSource, LogEvent
-from reactive_spark.scheduler import run_blocking
 from reactive_spark.time import Duration, Time, to_duration
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
-    from reactive_spark.log.stream import DirectLogInputDStream
 
-__all__ = ["BacklogEventSource"]
+__all__ = ["BacklogEventSource", "BackloggedStream"]
+
+
+@runtime_checkable
+class BackloggedStream(Protocol):
+    """A stream that can say how many records wait for it: a direct log stream.
+
+    Examples:
+        >>> import tempfile
+        >>> from reactive_spark.log import FileLog
+        >>> log = FileLog(tempfile.mkdtemp())
+        >>> log.create_topic("clicks")
+        >>> isinstance(ssc.directStream(log, ["clicks"]), BackloggedStream)
+        True
+    """
+
+    readCount: int
+
+    @property
+    def name(self) -> str:
+        """The stream's name."""
+
+    def backlog(self) -> int:
+        """How many records wait past the stream's positions."""
+
+    def context(self) -> StreamingContext:
+        """The StreamingContext of the stream."""
 
 
 class BacklogEventSource(EventSource):
@@ -32,23 +56,36 @@ class BacklogEventSource(EventSource):
     a batch is about to take does not fire twice. On a virtual clock the log is checked at
     the exact tick; on the system clock the check runs in a worker thread.
 
-    Example:
-        >>> # clicks = ssc.directStream(log, ["clicks"])
-        >>> # full = ssc.backlogSource(clicks, 1000, "clicks-backlog", interval=Seconds(5))
-        >>> # clicks.map(parse).saveAsTextFiles("out/clicks").bind(full)
+    Examples:
+        >>> import asyncio, tempfile
+        >>> from reactive_spark import Seconds
+        >>> from reactive_spark.log import FileLog
+        >>> log = FileLog(tempfile.mkdtemp())
+        >>> log.create_topic("clicks")
+        >>> clicks = ssc.directStream(log, ["clicks"])
+        >>> full = ssc.backlogSource(clicks, 3, "clicks-backlog", interval=Seconds(5))
+        >>> job = clicks.foreachRDD(lambda t, rdd: print(t.time(), rdd.count())).bind(full)
+        >>> async def run():
+        ...     await ssc.start()
+        ...     for n in range(4):
+        ...         log.append("clicks", n)
+        ...         await ssc.advanceTo(t0 + Seconds(5 * (n + 1)))
+        ...     await ssc.stop(stopSparkContext=False)
+        >>> asyncio.run(run())
+        00:00:15 3
     """
+
+    kind = "backlog"
 
     def __init__(
         self,
         context: StreamingContext,
-        stream: DirectLogInputDStream,
+        stream: BackloggedStream,
         threshold: int,
         name: str,
         interval: Duration | timedelta | float = 1.0,
     ) -> None:
-        from reactive_spark.log.stream import DirectLogInputDStream
-
-        if not isinstance(stream, DirectLogInputDStream):
+        if not isinstance(stream, BackloggedStream):
             raise InvalidArgumentError(f"stream must be a direct log stream, got {stream!r}")
         if stream.context() is not context:
             raise ForeignContextError(f"{stream.name} belongs to another StreamingContext")
@@ -60,7 +97,7 @@ class BacklogEventSource(EventSource):
         self.stream = stream
         self._pending: rx_abc.DisposableBase | None = None
         self._stopped = True
-        self._firedAtRead: int | None = None
+        self._fired_at_read: int | None = None
 
     def start(self) -> None:
         """Check the backlog every `interval` from now on."""
@@ -85,15 +122,15 @@ class BacklogEventSource(EventSource):
             self._decide(due, self.stream.backlog())
             self._arm(due + self.interval)
         else:
-            asyncio.get_running_loop().create_task(self._checkInThread(due))
+            asyncio.get_running_loop().create_task(self._check_in_thread(due))
 
-    async def _checkInThread(self, due: Time) -> None:
-        self._decide(due, await run_blocking(self.stream.backlog))
+    async def _check_in_thread(self, due: Time) -> None:
+        self._decide(due, await self.context.run_blocking(self.stream.backlog))
         self._arm(max(due + self.interval, self.context.clock.now()))
 
     def _decide(self, due: Time, backlog: int) -> None:
-        if backlog >= self.threshold and self._firedAtRead != self.stream.readCount:
-            self._firedAtRead = self.stream.readCount
+        if backlog >= self.threshold and self._fired_at_read != self.stream.readCount:
+            self._fired_at_read = self.stream.readCount
             self.post(LogEvent(self, None, due, backlog))
 
     def eventFromRecord(self, fields: dict[str, Any]) -> LogEvent:

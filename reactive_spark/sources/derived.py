@@ -15,9 +15,24 @@ from reactive_spark.errors import ForeignContextError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, json_friendly
 from reactive_spark.time import Time
 
-__all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent"]
+__all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent", "require_source"]
 
 _MISSING: Any = object()
+
+
+def require_source(value: object, argument: str, operation: str) -> None:
+    """Raise `InvalidArgumentError` naming the argument unless `value` is an EventSource.
+
+    Examples:
+        >>> require_source("x", "others[0]", "merge")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: merge: others[0] must be an EventSource, got 'x'
+    """
+    if not isinstance(value, EventSource):
+        raise InvalidArgumentError(
+            f"{operation}: {argument} must be an EventSource, got {value!r}",
+        )
 
 
 class DerivedEvent(Event):
@@ -74,7 +89,17 @@ class JoinEvent(Event):
 
 
 class DerivedEventSource(EventSource):
-    """Base class of operator results: listens to its parents, posts its own events."""
+    """Base class of operator results: listens to its parents, posts its own events.
+
+    A function of the operator that raises on an event (`map`, `filter`) is reported as a
+    failure of this source (`onSourceError`, counted by `advanceTo` and `awaitTermination`);
+    the event is dropped and later events still flow.
+    """
+
+    #: What the operator is called in failure reports (and its kind in the web console).
+    operation = "operator"
+    #: The user function the operator applies, if any (for failure reports).
+    function: str | None = None
 
     def __init__(self, parents: list[EventSource], name: str) -> None:
         if not parents:
@@ -88,24 +113,30 @@ class DerivedEventSource(EventSource):
                     f"{parents[0].name!r}",
                 )
         super().__init__(parents[0].context, name)
+        self.kind = self.operation
         self._parents = list(parents)
+        self._accept = self.context.accept_event
         for position, parent in enumerate(self._parents):
-            parent.addListener(functools.partial(self._fromParent, position))
+            parent.addListener(functools.partial(self._from_parent, position))
 
     @property
     def parents(self) -> list[EventSource]:
         """The sources this one is derived from."""
         return list(self._parents)
 
-    def _fromParent(self, position: int, event: Event) -> None:
-        if self.context.state == "active":
+    def _from_parent(self, position: int, event: Event) -> None:
+        if self.context.state != "active":
+            return
+        try:
             self.receive(position, event)
+        except Exception as exc:
+            self.context.report_source_error(self, self.operation, exc, event, self.function)
 
     @abstractmethod
     def receive(self, position: int, event: Event) -> None:
         """Handle an accepted event of parent number `position`."""
 
-    def resumePending(self) -> None:
+    def resume_pending(self) -> None:
         """After a restart, re-create what the operator held when the driver stopped.
 
         Called once sources have their `resumedFrom`, before missed events are fired
@@ -114,7 +145,7 @@ class DerivedEventSource(EventSource):
 
     def _emit(self, event: Event) -> None:
         """Fire an event derived inside `receive` (on the loop; skips `post`'s thread check)."""
-        self._ssc._scheduler.accept(event)
+        self._accept(event)
 
     def start(self) -> None:
         """Nothing to start: the parents drive a derived source."""
@@ -127,15 +158,15 @@ class DerivedEventSource(EventSource):
         index, time = fields["index"], Time(fields["time"])
         event: Event
         if "left" in fields:
-            left, right = (self._parentEvent(fields[side]) for side in ("left", "right"))
+            left, right = (self._parent_event(fields[side]) for side in ("left", "right"))
             event = JoinEvent(self, index, time, left, right)
         else:
-            parent = self._parentEvent(fields["parent"]) if "parent" in fields else None
+            parent = self._parent_event(fields["parent"]) if "parent" in fields else None
             event = DerivedEvent(self, index, time, parent, fields.get("value", _MISSING))
         event.instanceId = fields.get("instanceId")
         return event
 
-    def _parentEvent(self, fields: dict[str, Any]) -> Event:
+    def _parent_event(self, fields: dict[str, Any]) -> Event:
         for parent in self._parents:
             if parent.name == fields["source"]:
                 return parent.eventFromRecord(fields)

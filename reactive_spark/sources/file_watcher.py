@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
-import logging
 import os
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import watchfiles
 
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, FileEvent
-from reactive_spark.time import Duration, Time, to_duration
+from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
 __all__ = ["FileWatcherEventSource", "is_partial_file"]
 
-log = logging.getLogger(__name__)
 
 #: How often the watcher wakes without changes (it reports readiness on the first wake).
 READY_POLL_MS = 200
+#: Seconds before watching again after the watch itself failed.
+RETRY_SECONDS = 1.0
 
 #: Names of files still being written by common tools; never reported.
 PARTIAL_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".swp", ".swx", "~", ".filepart")
@@ -32,7 +32,7 @@ PARTIAL_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", ".swp", ".swx", 
 def is_partial_file(path: str) -> bool:
     """Whether `path` names a hidden, temporary or partially written file.
 
-    Example:
+    Examples:
         >>> is_partial_file("/in/._COPYING_") and is_partial_file("/in/a.csv.part")
         True
         >>> is_partial_file("/in/a.csv")
@@ -50,10 +50,12 @@ class FileWatcherEventSource(EventSource):
     ignored, and so are names not matching `pattern` (a glob, e.g. `"*.csv"`). `change` is
     `"added"`, `"modified"` or `"mixed"`. Deletions fire nothing.
 
-    Example:
-        >>> # uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
-        >>> # ssc.textFileStream("incoming").count().pprint().bind(uploads)
+    Examples:
+        >>> uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
+        >>> job = ssc.textFileStream("incoming").count().pprint().bind(uploads)
     """
+
+    kind = "fileWatcher"
 
     def __init__(
         self,
@@ -63,7 +65,7 @@ class FileWatcherEventSource(EventSource):
         pattern: str | None = None,
         *,
         recursive: bool = True,
-        settle: Duration | timedelta | float = 0.05,
+        settle: Duration | timedelta | float = 0.02,
         maxDelay: Duration | timedelta | float = 1.6,
     ) -> None:
         if not isinstance(path, str) or not path:
@@ -100,24 +102,61 @@ class FileWatcherEventSource(EventSource):
         )
 
     async def _watch(self, stopping: asyncio.Event) -> None:
-        try:
-            async for changes in watchfiles.awatch(
-                self.path,
-                watch_filter=lambda change, path: self.accepts(path),
-                debounce=self.maxDelay.milliseconds,
-                step=self.settle.milliseconds,
-                stop_event=stopping,
-                recursive=self.recursive,
-                rust_timeout=READY_POLL_MS,
-                yield_on_timeout=True,
-            ):
-                self._ready.set()
-                if changes:
-                    self._fire(changes)
-        except Exception:
-            log.exception(
-                "file watcher %r on %s failed and fires no more events", self.name, self.path
-            )
+        """Watch until stopped; report a vanished directory or a failing watch, and go on.
+
+        While the directory is gone nothing can be watched: the failure is reported once, and
+        when the directory reappears the files already in it fire one event.
+        """
+        while not stopping.is_set():
+            if not os.path.isdir(self.path):
+                self.context.report_source_error(
+                    self,
+                    "watch",
+                    DirectoryNotFoundError(
+                        f"watched directory {self.path} vanished; events resume when it "
+                        "is created again",
+                    ),
+                )
+                if not await self._reappeared(stopping):
+                    return
+                self._fire_existing()
+            try:
+                async for changes in watchfiles.awatch(
+                    self.path,
+                    watch_filter=lambda change, path: self.accepts(path),
+                    debounce=self.maxDelay.milliseconds,
+                    step=self.settle.milliseconds,
+                    stop_event=stopping,
+                    recursive=self.recursive,
+                    rust_timeout=READY_POLL_MS,
+                    yield_on_timeout=True,
+                ):
+                    self._ready.set()
+                    if changes:
+                        self._fire(changes)
+                    if not os.path.isdir(self.path):
+                        break
+            except Exception as exc:
+                self.context.report_source_error(self, "watch", exc)
+                await _wait(stopping, RETRY_SECONDS)
+
+    async def _reappeared(self, stopping: asyncio.Event) -> bool:
+        """Wait until the directory exists again; False if the source stopped first."""
+        while not os.path.isdir(self.path):
+            if await _wait(stopping, READY_POLL_MS / 1000):
+                return False
+        return True
+
+    def _fire_existing(self) -> None:
+        existing = [
+            os.path.join(root, name)
+            for root, _, names in os.walk(self.path)
+            for name in names
+            if self.accepts(os.path.join(root, name))
+        ]
+        if existing:
+            stamp = self.context.clock.now()
+            self.post(FileEvent(self, None, stamp, tuple(sorted(existing)), "added"))
 
     async def ready(self) -> None:
         """Wait until the watcher is watching (changes from then on are seen)."""
@@ -143,8 +182,9 @@ class FileWatcherEventSource(EventSource):
             await self._task
             self._task = None
 
-    def between(self, start: Time, end: Time) -> list[Event]:
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """One event per file whose modification time lies in `[start, end]`, in time order."""
+        start, end = to_time(start, "start"), to_time(end, "end")
         found: list[tuple[int, str]] = []
         for root, directories, files in os.walk(self.path):
             if not self.recursive:
@@ -183,3 +223,12 @@ class FileWatcherEventSource(EventSource):
     def toProduct(self) -> tuple[Any, ...]:
         """`(path, pattern, recursive, name)`."""
         return (self.path, self.pattern, self.recursive, self.name)
+
+
+async def _wait(stopping: asyncio.Event, seconds: float) -> bool:
+    """Sleep `seconds` unless `stopping` is set first; whether it was set."""
+    try:
+        await asyncio.wait_for(stopping.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 import reactivex
@@ -10,14 +9,11 @@ from reactivex import abc as rx_abc
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import EventSource, ObservableEvent
-from reactive_spark.time import Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
 __all__ = ["ObservableEventSource"]
-
-log = logging.getLogger(__name__)
 
 
 class ObservableEventSource(EventSource):
@@ -26,11 +22,24 @@ class ObservableEventSource(EventSource):
     Events are stamped with the context's clock. Values emitted on other threads are handed to
     the event loop safely.
 
-    Example:
-        >>> # subject = reactivex.subject.Subject()
-        >>> # source = ssc.rxEventSource(subject, "manual")
-        >>> # subject.on_next({"reason": "backfill"})
+    Examples:
+        >>> import asyncio
+        >>> from reactivex.subject import Subject
+        >>> subject = Subject()
+        >>> manual = ssc.rxEventSource(subject, "manual")
+        >>> job = ssc.queueStream([], default=[1]).foreachRDD(
+        ...     lambda t, rdd, event: print(event.value)
+        ... ).bind(manual)
+        >>> async def run():
+        ...     await ssc.start()
+        ...     subject.on_next({"reason": "backfill"})
+        ...     await ssc.advanceTo(t0)
+        ...     await ssc.stop(stopSparkContext=False)
+        >>> asyncio.run(run())
+        {'reason': 'backfill'}
     """
+
+    kind = "observable"
 
     def __init__(
         self, context: StreamingContext, observable: reactivex.Observable[Any], name: str
@@ -48,11 +57,7 @@ class ObservableEventSource(EventSource):
         clock = self.context.clock
         self._subscription = self._observable.subscribe(
             on_next=lambda value: self.post(ObservableEvent(self, None, clock.now(), value)),
-            on_error=lambda error: log.error(
-                "observable of event source %r failed and fires no more events: %r",
-                self.name,
-                error,
-            ),
+            on_error=lambda error: self.context.report_source_error(self, "observable", error),
             scheduler=clock.scheduler,
         )
 
@@ -64,13 +69,7 @@ class ObservableEventSource(EventSource):
 
     def eventFromRecord(self, fields: dict[str, Any]) -> ObservableEvent:
         """The `ObservableEvent` a checkpoint recorded (a value JSON cannot hold is its repr)."""
-        return ObservableEvent(
-            self,
-            fields["index"],
-            Time(fields["time"]),
-            fields.get("value"),
-            fields.get("instanceId"),
-        )
+        return ObservableEvent.fromRecord(self, fields)
 
     def toProduct(self) -> tuple[Any, ...]:
         """`(name,)`: an observable has no other parameters that survive a restart."""

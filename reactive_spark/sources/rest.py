@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, RestEvent
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["SOURCE_KEY", "RestEventSource"]
+__all__ = ["SOURCE_KEY", "RestEventSource", "json_errors", "require_reachable_path"]
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +41,13 @@ class RestEventSource(EventSource):
     `Authorization: Bearer <token>` (when a token is set), 404 for an unknown path, 405 for a
     method the path does not take, 413 for a body over `maxBodySize`, 400 for invalid JSON.
 
-    Example:
-        >>> # rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
-        >>> # report = rest.filter(lambda e: e.path == "/jobs/report")
-        >>> # ssc.queueStream([], default=[1]).count().pprint().bind(report)
+    Examples:
+        >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
+        >>> report = rest.filter(lambda e: e.path == "/jobs/report")
+        >>> job = ssc.queueStream([], default=[1]).count().pprint().bind(report)
     """
+
+    kind = "rest"
 
     def __init__(
         self,
@@ -73,15 +75,17 @@ class RestEventSource(EventSource):
         self._routes: dict[str, set[str]] = {}
         self._accepted: dict[int, asyncio.Future[Event]] = {}
         self._runner: web.AppRunner | None = None
-        self.app = web.Application(middlewares=[_json_errors])
+        self.app = web.Application(middlewares=[json_errors])
         self.app[SOURCE_KEY] = self
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
 
     # -- routes ------------------------------------------------------------------------------
     def _route(self, method: str, path: str) -> RestEventSource:
-        if not isinstance(path, str) or not path.startswith("/"):
-            raise InvalidArgumentError(f"path must be a str starting with '/', got {path!r}")
-        self.context._requireNotStarted(f"add route {method} {path}")
+        require_reachable_path(path)
+        if self.context.state != "initialized":
+            raise ContextStateError(
+                f"cannot add route {method} {path}: the StreamingContext is {self.context.state}"
+            )
         self._routes.setdefault(path, set()).add(method)
         return self
 
@@ -104,8 +108,8 @@ class RestEventSource(EventSource):
     # -- serving -----------------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.Response:
         if self._token is not None:
-            given = request.headers.get("Authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {self._token}".encode()):
+            given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+            if not hmac.compare_digest(given, f"Bearer {self._token}".encode()):
                 raise _error(web.HTTPUnauthorized, "missing or wrong bearer token")
         path = "/" + request.match_info["tail"]
         methods = self._routes.get(path)
@@ -119,10 +123,9 @@ class RestEventSource(EventSource):
                 content_type="application/json",
             )
         body = await self._body(request)
-        if self.context.state != "active":
-            raise _error(
-                web.HTTPServiceUnavailable, f"the StreamingContext is {self.context.state}"
-            )
+        if not self.context.acceptingEvents:
+            state = "stopped" if self.context.state == "active" else self.context.state
+            raise _error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
         event = RestEvent(
             self, None, self.context.clock.now(), request.method, path, dict(request.query), body
         )
@@ -134,6 +137,7 @@ class RestEventSource(EventSource):
         finally:
             self._accepted.pop(id(event), None)
         fields = {key: event.describe()[key] for key in ("source", "index", "time", "instanceId")}
+        fields["status"] = f"{self.context.console_prefix}/api/batches/{event.instanceId}"
         return web.json_response(fields, status=202)
 
     async def _body(self, request: web.Request) -> Any:
@@ -152,12 +156,15 @@ class RestEventSource(EventSource):
             return json.loads(raw)
         except (UnicodeDecodeError, ValueError) as exc:
             raise _error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise _error(web.HTTPBadRequest, "body is nested too deeply") from None
 
-    def _notify(self, event: Event) -> None:
+    def notify(self, event: Event) -> None:
+        """Answer the request whose event was accepted (202), then notify the listeners."""
         accepted = self._accepted.get(id(event))
         if accepted is not None and not accepted.done():
             accepted.set_result(event)
-        super()._notify(event)
+        super().notify(event)
 
     async def start(self) -> None:
         """Serve on `host:port` (unless `host` is None: then only mounted in another app)."""
@@ -173,7 +180,7 @@ class RestEventSource(EventSource):
         log.info("REST triggers of %r on http://%s:%d", self.name, self.host, self.port)
 
     async def stop(self) -> None:
-        """Stop serving; requests waiting for acceptance get 503."""
+        """Stop serving; requests whose events were not accepted get 503 (they never run)."""
         for accepted in self._accepted.values():
             if not accepted.done():
                 accepted.set_exception(
@@ -201,6 +208,40 @@ class RestEventSource(EventSource):
         return (self.host, self.port, self.name)
 
 
+def require_reachable_path(path: object) -> str:
+    """Return `path` if a request can reach it as a route, else raise naming it.
+
+    A route is an absolute, normalised path: no query string or fragment, no `.` or `..`
+    segments, no empty segments, no percent-escapes or control characters (requests arrive
+    decoded and normalised, so such a route would never match).
+
+    Examples:
+        >>> require_reachable_path("/jobs/report")
+        '/jobs/report'
+        >>> require_reachable_path("/q?x=1")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: path '/q?x=1' can never match a request: ...
+    """
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise InvalidArgumentError(f"path must be a str starting with '/', got {path!r}")
+    segments = path[1:].split("/")
+    problem = None
+    if any(char in path for char in "?#"):
+        problem = "a query string or fragment is not part of the path"
+    elif "%" in path:
+        problem = "requests are matched decoded; write the path without percent-escapes"
+    elif any(ord(char) < 32 or ord(char) == 127 for char in path):
+        problem = "it holds control characters"
+    elif any(segment in (".", "..") for segment in segments):
+        problem = "'.' and '..' segments are normalised away before routing"
+    elif any(not segment for segment in segments[:-1]):
+        problem = "it has an empty segment ('//')"
+    if problem is not None:
+        raise InvalidArgumentError(f"path {path!r} can never match a request: {problem}")
+    return path
+
+
 def _error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
     return kind(text=json.dumps({"error": message}), content_type="application/json")
 
@@ -218,11 +259,14 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @web.middleware
-async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Turn aiohttp's own HTTP errors into JSON `{"error": ...}` answers."""
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Aiohttp middleware: its own errors (404 for an unknown path, 405, ...) as `{"error": ...}`.
+
+    Errors already in JSON and redirects pass through unchanged.
+    """
     try:
         return await handler(request)
     except web.HTTPException as exc:
-        if exc.content_type == "application/json":
+        if exc.content_type == "application/json" or exc.status < 400:
             raise
         return web.json_response({"error": exc.reason}, status=exc.status)

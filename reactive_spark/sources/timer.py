@@ -23,8 +23,11 @@ class TimerEventSource(EventSource):
     Ticks before the context's zero time are not fired (they are caught up only after
     downtime, from a checkpoint). `end=None` means forever. Create it with `ssc.timer(...)`.
 
-    Example:
-        >>> # daily = ssc.timer(datetime(2024, 1, 1, tzinfo=UTC), None, Days(1), "daily")
+    Examples:
+        >>> from reactive_spark import Days
+        >>> daily = ssc.timer(t0, t0 + Days(7), Days(1), "daily")
+        >>> len(daily.between(t0, t0 + Days(30)))
+        8
     """
 
     def __init__(
@@ -44,13 +47,20 @@ class TimerEventSource(EventSource):
             )
         super().__init__(context, name)
         self._pending: rx_abc.DisposableBase | None = None
+        self._next_tick: Time | None = None
         self._stopped = False
+
+    kind = "timer"
+
+    def nextFireTime(self) -> Time | None:
+        """The next tick's time, while the timer runs."""
+        return None if self._stopped else self._next_tick
 
     def tickAt(self, k: int) -> Time:
         """The nominal time of tick `k`."""
         return self.startTime + self.period * k
 
-    def _firstTickFrom(self, time: Time) -> int:
+    def _first_tick_from(self, time: Time) -> int:
         if time <= self.startTime:
             return 0
         ahead: int = (self.startTime - time) // self.period
@@ -62,15 +72,18 @@ class TimerEventSource(EventSource):
         A timer new to a context restarted from a checkpoint starts from the restart instead.
         """
         self._stopped = False
-        self._schedule(self._firstTickFrom(self.context._resumedAt or self.context.zeroTime))
+        self._schedule(self._first_tick_from(self.context.startedAt))
 
     def restart(self) -> None:
-        """Resume with the first tick from now on (missed ticks come from `between`)."""
+        """Resume with the first tick from the restart on (missed ticks come from `between`).
+
+        Ticks due while the restart rebuilt the windows fire at once, in order.
+        """
         self._stopped = False
-        now = self.context.clock.now()
+        now = self.context.startedAt
         if self.resumedFrom is not None and self.resumedFrom >= now:
             now = self.resumedFrom + Milliseconds(1)
-        self._schedule(self._firstTickFrom(now))
+        self._schedule(self._first_tick_from(now))
 
     def stop(self) -> None:
         """Cancel the pending tick."""
@@ -82,8 +95,9 @@ class TimerEventSource(EventSource):
     def _schedule(self, k: int) -> None:
         due = self.tickAt(k)
         if self._stopped or (self.endTime is not None and due > self.endTime):
-            self._pending = None
+            self._pending = self._next_tick = None
             return
+        self._next_tick = due
         self._pending = self.context.clock.scheduleAt(due, lambda: self._tick(k))
 
     def _tick(self, k: int) -> None:
@@ -92,10 +106,11 @@ class TimerEventSource(EventSource):
         self.post(TimerEvent(self, None, self.tickAt(k)))
         self._schedule(k + 1)
 
-    def between(self, start: Time, end: Time) -> list[TimerEvent]:  # type: ignore[override]
+    def between(self, start: Time | datetime, end: Time | datetime) -> list[TimerEvent]:  # type: ignore[override]
         """The ticks in `[start, end]` (indexes are assigned when they are posted)."""
+        start, end = to_time(start, "start"), to_time(end, "end")
         last = end if self.endTime is None else min(end, self.endTime)
-        k = self._firstTickFrom(start)
+        k = self._first_tick_from(start)
         ticks = []
         while self.tickAt(k) <= last:
             ticks.append(TimerEvent(self, None, self.tickAt(k)))

@@ -1,0 +1,219 @@
+"""The clocks a context runs on: the system clock, or a virtual clock for simulations.
+
+A clock is also a reactivex scheduler (`clock.scheduler`), so time-based Rx operators used in
+`EventSource.pipe` follow the same (possibly virtual) time.
+
+Examples:
+    >>> from datetime import UTC, datetime
+    >>> from reactive_spark.time import Seconds
+    >>> clock = VirtualClock(datetime(2024, 1, 1, tzinfo=UTC))
+    >>> fired = []
+    >>> _ = clock.scheduleAt(clock.now() + Seconds(5), lambda: fired.append(clock.now()))
+    >>> clock.advanceTo(clock.now() + Seconds(10))
+    >>> fired[0].isoformat()
+    '2024-01-01T00:00:05Z'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time as _time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from reactivex import abc as rx_abc
+from reactivex.disposable import Disposable
+from reactivex.scheduler import HistoricalScheduler
+from reactivex.scheduler.eventloop import AsyncIOScheduler
+
+from reactive_spark.errors import ContextStateError
+from reactive_spark.time import Time, to_time
+
+__all__ = ["Clock", "SystemClock", "VirtualClock"]
+
+
+def _wall_seconds() -> float:
+    return _time.time()
+
+
+class Clock(ABC):
+    """Where a context reads the time and schedules timed actions.
+
+    The clock is also a reactivex scheduler (`clock.scheduler`), so time-based Rx operators
+    used in `EventSource.pipe` follow the same (possibly virtual) time.
+    """
+
+    @abstractmethod
+    def now(self) -> Time:
+        """The current instant."""
+
+    @property
+    @abstractmethod
+    def scheduler(self) -> rx_abc.SchedulerBase:
+        """The reactivex scheduler that follows this clock."""
+
+    @property
+    def isVirtual(self) -> bool:
+        """Whether time moves only when the context is advanced."""
+        return False
+
+    def scheduleAt(self, time: Time, action: Callable[[], None]) -> rx_abc.DisposableBase:
+        """Run `action` (on the event loop) once the clock reaches `time`."""
+        return self.scheduler.schedule_absolute(time.toDatetime(), lambda _s, _x: action())
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:  # noqa: B027
+        """Bind the clock to the event loop the context runs on."""
+
+
+class SystemClock(Clock):
+    """Wall-clock time; timed actions run on the asyncio event loop.
+
+    Examples:
+        >>> clock = SystemClock()
+        >>> clock.now().milliseconds > 0
+        True
+    """
+
+    #: asyncio's selector rounds its timeout up to whole milliseconds, so a timed action is
+    #: woken this much early and yields to the loop until it is due.
+    PRECISION = 0.002
+
+    def __init__(self) -> None:
+        self._scheduler: AsyncIOScheduler | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def now(self) -> Time:
+        """The current wall-clock instant."""
+        return Time(_time.time_ns() // 1_000_000)
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Schedule timed actions on `loop`."""
+        self._loop = loop
+        self._scheduler = AsyncIOScheduler(loop)
+
+    def scheduleAt(self, time: Time, action: Callable[[], None]) -> rx_abc.DisposableBase:
+        """Run `action` on the loop at `time`, within a fraction of a millisecond."""
+        loop = self._loop
+        if loop is None:
+            raise ContextStateError("the system clock is attached to an event loop at start()")
+        due = time.milliseconds / 1000
+        handle: asyncio.Handle | None = None
+
+        def arm() -> None:
+            nonlocal handle
+            remaining = due - _wall_seconds()
+            if remaining > self.PRECISION:
+                handle = loop.call_later(remaining - self.PRECISION, check)
+            else:
+                handle = loop.call_soon(check)
+
+        def check() -> None:
+            nonlocal handle
+            if _wall_seconds() >= due:
+                handle = None
+                action()
+            else:
+                arm()
+
+        def cancel() -> None:
+            if handle is not None:
+                handle.cancel()
+
+        arm()
+        return Disposable(cancel)
+
+    @property
+    def scheduler(self) -> rx_abc.SchedulerBase:
+        """An AsyncIOScheduler on the context's loop (available once the context started)."""
+        if self._scheduler is None:
+            raise ContextStateError("the system clock is attached to an event loop at start()")
+        return self._scheduler
+
+
+class VirtualClock(Clock):
+    """Simulated time that moves only when the context is advanced.
+
+    `await ssc.advanceTo(t)` / `await ssc.runUntil(t)` move it, firing every event due on the
+    way, in order; a year of daily timers takes as long as its Spark jobs.
+
+    Examples:
+        >>> from datetime import datetime, UTC
+        >>> clock = VirtualClock(datetime(2024, 1, 1, tzinfo=UTC))
+        >>> clock.now().toDatetime().year
+        2024
+    """
+
+    def __init__(self, start: Time | datetime | None = None) -> None:
+        origin = Time(0) if start is None else to_time(start, "start")
+        self._scheduler = _VirtualScheduler(origin.toDatetime())
+
+    def now(self) -> Time:
+        """The simulated instant."""
+        return self._scheduler.now_time()
+
+    @property
+    def isVirtual(self) -> bool:
+        """Always true: time moves only when advanced."""
+        return True
+
+    @property
+    def scheduler(self) -> rx_abc.SchedulerBase:
+        """The HistoricalScheduler behind this clock."""
+        return self._scheduler
+
+    def nextDue(self) -> Time | None:
+        """The instant of the earliest pending timed action, if any."""
+        due = self._scheduler.next_due()
+        return None if due is None else Time.fromDatetime(due)
+
+    def advanceTo(self, time: Time) -> None:
+        """Move to `time`, running every action due at or before it (including now)."""
+        self._scheduler.run_until(time.toDatetime())
+
+
+class _VirtualScheduler(HistoricalScheduler):
+    """A HistoricalScheduler that can peek at its queue and also runs actions due *now*.
+
+    It reads reactivex's `_queue`, `_lock` and `_clock` because the public API cannot do either
+    job: there is no way to ask for the next due time (the context advances instant by instant,
+    waiting for each instant's batches), and `advance_to` returns at once when asked for the
+    current instant, which would leave a timer tick that falls exactly on the start time unfired.
+    """
+
+    def __init__(self, start: datetime) -> None:
+        super().__init__(start)
+        self._run_lock = threading.Lock()
+        self._now_cache: tuple[Any, Time] = (None, Time(0))
+
+    def now_time(self) -> Time:
+        """`now` as a Time, converted once per instant (events read it often)."""
+        clock, time = self._now_cache
+        if clock is not self._clock:
+            clock = self._clock
+            time = Time.fromDatetime(self.to_datetime(clock))
+            self._now_cache = (clock, time)
+        return time
+
+    def next_due(self) -> datetime | None:
+        with self._lock:
+            while self._queue and self._queue.peek().is_cancelled():
+                self._queue.dequeue()
+            return self._queue.peek().duetime if self._queue else None
+
+    def run_until(self, until: datetime) -> None:
+        with self._run_lock:
+            while True:
+                with self._lock:
+                    if not self._queue or self._queue.peek().duetime > until:
+                        break
+                    item = self._queue.dequeue()
+                    if item.duetime > self.now:
+                        self._clock = item.duetime
+                if not item.is_cancelled():
+                    item.invoke()
+            with self._lock:
+                if until > self.now:
+                    self._clock = until

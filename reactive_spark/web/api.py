@@ -1,0 +1,183 @@
+"""The console's JSON API (DESIGN §12); `openapi.py` describes it.
+
+Every client error is a 4xx answer with `{"error": "..."}`; a handler never answers 500 for
+what a client sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from aiohttp import web
+
+from reactive_spark.events import Event, RestEvent
+from reactive_spark.sources.manual import ManualEventSource
+from reactive_spark.sources.rest import RestEventSource
+from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
+from reactive_spark.web.metrics import CONTENT_TYPE
+
+__all__ = ["add_routes", "json_error"]
+
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 100
+#: Seconds between keep-alive comments on an idle server-sent-event stream.
+KEEPALIVE = 15.0
+
+
+def json_error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
+    """An HTTP error whose body is `{"error": message}`."""
+    return kind(text=json.dumps({"error": message}), content_type="application/json")
+
+
+def _limit(request: web.Request) -> int:
+    raw = request.query.get("limit", str(DEFAULT_LIMIT))
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise json_error(
+            web.HTTPBadRequest, f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw!r}"
+        )
+    return int(raw)
+
+
+async def sources(request: web.Request) -> web.Response:
+    """`GET /api/sources`: every source, what it fired, when it fires next, its catch-up."""
+    return web.json_response(request.app[HISTORY_KEY].sources())
+
+
+async def graph(request: web.Request) -> web.Response:
+    """`GET /api/graph`: streams, their dependencies, bindings and outputs; the sources."""
+    ssc = request.app[CONTEXT_KEY]
+    return web.json_response(ssc.graph.describe(ssc.sources))
+
+
+async def events(request: web.Request) -> web.Response:
+    """`GET /api/events?limit=`: the latest events, newest first."""
+    return web.json_response(request.app[HISTORY_KEY].events(_limit(request)))
+
+
+async def batches(request: web.Request) -> web.Response:
+    """`GET /api/batches?limit=`: the latest batches, newest first."""
+    return web.json_response(request.app[HISTORY_KEY].batches(_limit(request)))
+
+
+async def batch(request: web.Request) -> web.Response:
+    """`GET /api/batches/{instanceId}`: an event's batch, its jobs, their errors."""
+    raw = request.match_info["instanceId"]
+    if not raw.isdigit() or len(raw) > 18:
+        raise json_error(
+            web.HTTPBadRequest, f"instanceId must be a non-negative integer, got {raw!r}"
+        )
+    record = request.app[HISTORY_KEY].batch(int(raw))
+    if record is None:
+        raise json_error(web.HTTPNotFound, f"no event {raw} in the console's history")
+    return web.json_response(record)
+
+
+async def fire(request: web.Request) -> web.Response:
+    """`POST /api/sources/{name}/fire`: fire a REST or manual trigger; 202 with its status link.
+
+    A manual source's event carries the JSON body as its value; a REST source's body is
+    `{"path": ..., "body": ...}` (`path` may be left out when the source has one route).
+    """
+    ssc, history = request.app[CONTEXT_KEY], request.app[HISTORY_KEY]
+    name = request.match_info["name"]
+    source = next((s for s in ssc.sources if s.name == name), None)
+    if source is None:
+        raise json_error(web.HTTPNotFound, f"no event source named {name!r}")
+    body = await _json_body(request)
+    if isinstance(source, ManualEventSource):
+        event: Event = source.event(body)
+    elif isinstance(source, RestEventSource):
+        event = _rest_event(source, body)
+    else:
+        raise json_error(
+            web.HTTPConflict, f"source {name!r} is a {source.kind}: only REST and manual fire"
+        )
+    if not ssc.acceptingEvents:
+        raise json_error(web.HTTPServiceUnavailable, "the StreamingContext is not running")
+    numbered = history.numbered(event)
+    source.post(event)
+    try:
+        await asyncio.wait_for(numbered, 30)
+    except TimeoutError:
+        raise json_error(web.HTTPServiceUnavailable, "the event was not accepted") from None
+    prefix = request.app[PREFIX_KEY]
+    answer = {
+        "source": source.name,
+        "index": event.index,
+        "time": event.time.milliseconds,
+        "instanceId": event.instanceId,
+        "status": f"{prefix}/api/batches/{event.instanceId}",
+    }
+    return web.json_response(answer, status=202)
+
+
+async def _json_body(request: web.Request) -> Any:
+    raw = await request.read()
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        raise json_error(web.HTTPBadRequest, "body is not valid JSON") from None
+    except RecursionError:
+        raise json_error(web.HTTPBadRequest, "body is nested too deeply") from None
+
+
+def _rest_event(source: RestEventSource, body: Any) -> Event:
+    if body is not None and not isinstance(body, dict):
+        raise json_error(web.HTTPBadRequest, 'body must be an object: {"path": ..., "body": ...}')
+    fields = body or {}
+    routes = source.routes
+    path = fields.get("path")
+    if path is None and len(routes) == 1:
+        path = next(iter(routes))
+    if path not in routes:
+        raise json_error(web.HTTPBadRequest, f"path must be one of {sorted(routes)}, got {path!r}")
+    method = "POST" if "POST" in routes[path] else sorted(routes[path])[0]
+    return RestEvent(source, None, source.context.clock.now(), method, path, {}, fields.get("body"))
+
+
+async def stream(request: web.Request) -> web.StreamResponse:
+    """`GET /api/events/stream`: server-sent events of every event, batch and job transition."""
+    history = request.app[HISTORY_KEY]
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    )
+    await response.prepare(request)
+    subscriber = history.subscribe()
+    try:
+        await response.write(b": connected\n\n")
+        while True:
+            try:
+                message = await asyncio.wait_for(subscriber.queue.get(), KEEPALIVE)
+            except TimeoutError:
+                await response.write(b": keep-alive\n\n")
+                continue
+            data = json.dumps(message["data"], default=str)
+            await response.write(f"event: {message['type']}\ndata: {data}\n\n".encode())
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        history.unsubscribe(subscriber)
+    return response
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """`GET /metrics`: Prometheus' text format."""
+    body = request.app[HISTORY_KEY].metrics.render()
+    content_type, _, charset = CONTENT_TYPE.partition("; charset=")
+    return web.Response(body=body, content_type=content_type, charset=charset or None)
+
+
+def add_routes(app: web.Application) -> None:
+    """The API's routes."""
+    app.router.add_get("/api/sources", sources)
+    app.router.add_post("/api/sources/{name}/fire", fire)
+    app.router.add_get("/api/graph", graph)
+    app.router.add_get("/api/events", events)
+    app.router.add_get("/api/events/stream", stream)
+    app.router.add_get("/api/batches", batches)
+    app.router.add_get("/api/batches/{instanceId}", batch)
+    app.router.add_get("/metrics", metrics)

@@ -1,0 +1,195 @@
+"""The web console as an aiohttp application, embeddable in a service (DESIGN §12).
+
+`create_app(ssc)` is a sub-application: mount it with `host.add_subapp("/reactive", app)`, or
+call `setup(host, ssc, prefix="/reactive")`. Its `cleanup_ctx` starts the context when the host
+application starts (if it is not running yet) and stops it, gracefully, when the host stops.
+`ssc.serve(port=4040)` (or `await Console(ssc).start()`) serves it on a port of its own.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import AsyncIterator, Awaitable
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from reactive_spark.context import StreamingContext, register_console
+from reactive_spark.errors import InvalidArgumentError, JobFailedError
+from reactive_spark.sources.rest import json_errors
+from reactive_spark.web import api
+from reactive_spark.web.history import History
+from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
+from reactive_spark.web.openapi import openapi
+
+__all__ = ["Console", "create_app", "serve", "setup"]
+
+log = logging.getLogger(__name__)
+
+STATIC = resources.files("reactive_spark.web") / "static"
+#: Ports tried from the one asked for, when it is taken (as Spark's UI does from 4040).
+PORT_ATTEMPTS = 16
+
+
+def _prefix(prefix: str) -> str:
+    if not isinstance(prefix, str) or (prefix and not prefix.startswith("/")):
+        raise InvalidArgumentError(f"prefix must be '' or start with '/', got {prefix!r}")
+    return prefix.rstrip("/")
+
+
+def create_app(ssc: StreamingContext, *, prefix: str = "", history: int = 1000) -> web.Application:
+    """The console for `ssc`: dashboard at `/`, JSON API under `/api`, `/metrics`.
+
+    `prefix` is where it will be mounted (for the links it gives, such as a REST trigger's
+    `status`); `history` how many events and batches it keeps.
+
+    Examples:
+        >>> from aiohttp import web
+        >>> service = web.Application()
+        >>> resource = service.add_subapp("/reactive", create_app(ssc, prefix="/reactive"))
+    """
+    if not isinstance(ssc, StreamingContext):
+        raise InvalidArgumentError(f"ssc must be a StreamingContext, got {ssc!r}")
+    if isinstance(history, bool) or not isinstance(history, int) or history < 1:
+        raise InvalidArgumentError(f"history must be a positive int, got {history!r}")
+    app = web.Application(middlewares=[json_errors])
+    app[CONTEXT_KEY] = ssc
+    app[PREFIX_KEY] = _prefix(prefix)
+    app[HISTORY_KEY] = recorder = History(ssc, history)
+    ssc.addStreamingListener(recorder)
+    ssc.console_prefix = app[PREFIX_KEY]
+    api.add_routes(app)
+    app.router.add_get("/api/openapi.json", _openapi)
+    app.router.add_get("/", _index)
+    app.router.add_static("/static", str(STATIC), name="static")
+    app.cleanup_ctx.append(_context_lifecycle)
+    return app
+
+
+def setup(
+    app: web.Application, ssc: StreamingContext, prefix: str = "/reactive"
+) -> web.Application:
+    """Mount the console for `ssc` in `app` under `prefix`; returns the console application.
+
+    Examples:
+        >>> from aiohttp import web
+        >>> service = web.Application()
+        >>> console = setup(service, ssc, prefix="/reactive")
+    """
+    console = create_app(ssc, prefix=prefix)
+    app.add_subapp(_prefix(prefix), console)
+    return console
+
+
+async def _context_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    """Start the context with the host application; stop it, gracefully, when the host stops."""
+    ssc = app[CONTEXT_KEY]
+    started_here = ssc.state == "initialized"
+    if started_here:
+        await ssc.start()
+    yield
+    if ssc.state != "initialized":
+        await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    elif not started_here:
+        log.warning("the console's StreamingContext was never started")
+
+
+async def _index(request: web.Request) -> web.StreamResponse:
+    page = (STATIC / "index.html").read_text(encoding="utf-8")
+    return web.Response(text=page, content_type="text/html")
+
+
+async def _openapi(request: web.Request) -> web.Response:
+    return web.json_response(openapi(request.app[PREFIX_KEY]))
+
+
+class Console:
+    """The console served on a port of its own (what `ssc.serve` uses).
+
+    Examples:
+        ```python
+        # a fragment, inside a coroutine; ssc is a StreamingContext
+        console = await Console(ssc, port=4040).start()   # also starts ssc
+        print(console.url)
+        await ssc.awaitTermination()
+        await console.stop()
+        ```
+    """
+
+    def __init__(self, ssc: StreamingContext, host: str = "127.0.0.1", port: int = 4040) -> None:
+        if not isinstance(host, str) or not host:
+            raise InvalidArgumentError(f"host must be a non-empty str, got {host!r}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise InvalidArgumentError(f"port must be an int from 0 to 65535, got {port!r}")
+        self.ssc = ssc
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        """`http://host:port/`."""
+        return f"http://{self.host}:{self.port}/"
+
+    async def start(self) -> Console:
+        """Serve; starts the context if it is not running. Returns this console.
+
+        As Spark's UI does, when the port is taken the next ones are tried (up to
+        `PORT_ATTEMPTS`); `url` says where it is.
+        """
+        self._runner = web.AppRunner(create_app(self.ssc), access_log=None)
+        await self._runner.setup()
+        wanted = self.port
+        for attempt in range(PORT_ATTEMPTS if wanted else 1):
+            site = web.TCPSite(self._runner, self.host, wanted + attempt if wanted else 0)
+            try:
+                await site.start()
+            except OSError as exc:
+                if attempt == PORT_ATTEMPTS - 1 or exc.errno != errno.EADDRINUSE:
+                    await self._runner.cleanup()
+                    raise
+                continue
+            break
+        self.port = self._runner.addresses[0][1]
+        if wanted and self.port != wanted:
+            log.warning("port %d is taken: the console is on %s", wanted, self.url)
+        log.info("reactive-spark console on %s", self.url)
+        return self
+
+    async def stop(self) -> None:
+        """Stop serving, and stop the context (gracefully) if it runs."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+
+async def serve(ssc: StreamingContext, host: str = "127.0.0.1", port: int = 4040) -> None:
+    """Serve the console of `ssc` until the context stops (`ssc.serve` calls this).
+
+    Failed jobs do not end it (the console shows them); a scheduler crash does.
+
+    Examples:
+        ```python
+        # a fragment, inside a coroutine; ssc is a StreamingContext
+        await serve(ssc, port=4040)  # or: await ssc.serve(port=4040)
+        ```
+    """
+    console = await Console(ssc, host, port).start()
+    try:
+        while True:
+            try:
+                await ssc.awaitTermination()
+                return
+            except JobFailedError:
+                continue  # shown in the console, its event stream and the log; it goes on
+    finally:
+        await console.stop()
+
+
+def _serve(ssc: StreamingContext, host: str, port: int) -> Awaitable[Any]:
+    return serve(ssc, host, port)
+
+
+register_console(_serve)

@@ -1,0 +1,341 @@
+"""What the console shows: recent events, batches and jobs, kept by a streaming listener.
+
+`History` listens to a context (it is a `StreamingListener`): it keeps the last `limit` events
+and batches as JSON-ready records, counts what every source fired, feeds the Prometheus metrics
+and pushes every event, batch and job transition to the server-sent-event subscribers. Listener
+callbacks arrive on the event loop and in the scheduler's worker threads; records are guarded
+by a lock and subscribers are fed on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from reactive_spark.events import Event, EventSource, json_friendly
+from reactive_spark.jobs import (
+    BatchInfo,
+    JobInfo,
+    ReceiverInfo,
+    SourceErrorInfo,
+    StreamingListener,
+    UserError,
+    now_ms,
+)
+from reactive_spark.time import Time
+from reactive_spark.web.metrics import ConsoleMetrics
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+
+__all__ = ["History"]
+
+Record = dict[str, Any]
+
+#: How many messages a slow server-sent-event subscriber may fall behind before it loses some.
+SUBSCRIBER_BACKLOG = 1000
+
+
+def _when(milliseconds: int | float | None) -> str | None:
+    return None if milliseconds is None else Time(int(milliseconds)).isoformat()
+
+
+def error_record(error: UserError | None) -> Record | None:
+    """The user's exception as JSON: type, message, where, traceback."""
+    if error is None:
+        return None
+    return {
+        "type": error.type,
+        "message": error.message,
+        "location": error.location,
+        "traceback": error.traceback,
+    }
+
+
+def event_record(event: Event) -> Record:
+    """An accepted event as JSON."""
+    fields = event.describe()
+    return {
+        "instanceId": event.instanceId,
+        "source": event.source.name,
+        "index": event.index,
+        "time": event.time.milliseconds,
+        "timeUtc": event.time.isoformat(),
+        "kind": type(event).__name__,
+        "fields": {key: json_friendly(value) for key, value in fields.items()},
+    }
+
+
+def job_record(job: JobInfo) -> Record:
+    """A job as JSON: its stream, status, timing and error."""
+    return {
+        "stream": job.streamName,
+        "streamId": job.streamId,
+        "kind": job.kind,
+        "function": job.function,
+        "status": job.status,
+        "started": job.startTime,
+        "ended": job.endTime,
+        "duration": job.duration,
+        "error": error_record(job.userError) if job.failed else None,
+    }
+
+
+@dataclass
+class SourceStats:
+    """How many events a source fired, and when the last one was."""
+
+    events: int = 0
+    last: int | None = None
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """A server-sent-event client: a queue the history fills on the loop."""
+
+    queue: asyncio.Queue[Record] = field(default_factory=lambda: asyncio.Queue(SUBSCRIBER_BACKLOG))
+
+
+class History(StreamingListener):
+    """Recent events, batches and jobs of `ssc`, and what every source fired (see module).
+
+    Examples:
+        >>> history = History(ssc, limit=100)
+        >>> ssc.addStreamingListener(history)
+        >>> history.batches(10)
+        []
+    """
+
+    def __init__(self, ssc: StreamingContext, limit: int = 1000) -> None:
+        self.ssc = ssc
+        self.limit = limit
+        self.metrics = ConsoleMetrics(ssc)
+        self._lock = threading.Lock()
+        self._events: deque[Record] = deque(maxlen=limit)
+        self._batches: OrderedDict[int, Record] = OrderedDict()
+        self._accepted: OrderedDict[int, float] = OrderedDict()  # instanceId -> wall ms
+        self._stats: dict[str, SourceStats] = {}
+        self._subscribers: set[Subscriber] = set()
+        self._waiting: dict[int, asyncio.Future[Event]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- reading -----------------------------------------------------------------------------
+    def events(self, limit: int) -> list[Record]:
+        """The last `limit` events, newest first."""
+        with self._lock:
+            return list(self._events)[::-1][:limit]
+
+    def batches(self, limit: int) -> list[Record]:
+        """The last `limit` batches (summaries, without inputs), newest first."""
+        with self._lock:
+            records = list(self._batches.values())[::-1][:limit]
+        return [{key: value for key, value in r.items() if key != "inputs"} for r in records]
+
+    def batch(self, instance_id: int) -> Record | None:
+        """The batch of event `instance_id`, with its jobs and inputs.
+
+        An accepted event without a batch record is `"queued"` until the scheduler reached it,
+        then `"no jobs"`; None for an event the history never saw.
+        """
+        with self._lock:
+            record = self._batches.get(instance_id)
+            if record is not None:
+                return dict(record)
+            event = next((e for e in self._events if e["instanceId"] == instance_id), None)
+        if event is None:
+            return None
+        processed = self.ssc.processedThrough >= instance_id
+        bound = self.ssc.graph.bound_streams(self._source(event["source"]))
+        status = "no jobs" if processed or not bound else "queued"
+        return {**_batch_head(event), "status": status, "jobs": [], "inputs": {}}
+
+    def sources(self) -> list[Record]:
+        """Every source with what it fired, its next fire time and its catch-up policy."""
+        records = []
+        for source in self.ssc.sources:
+            with self._lock:
+                stats = self._stats.get(source.name, SourceStats())
+            next_fire = source.nextFireTime()
+            next_ms = None if next_fire is None else next_fire.milliseconds
+            records.append(
+                {
+                    "name": source.name,
+                    "kind": source.kind,
+                    "events": stats.events,
+                    "lastFired": stats.last,
+                    "lastFiredUtc": _when(stats.last),
+                    "nextFire": next_ms,
+                    "nextFireUtc": _when(next_ms),
+                    "catchUp": source.catchUp,
+                    "parents": [parent.name for parent in source.parents],
+                    "boundStreams": [s.id for s in self.ssc.graph.bound_streams(source)],
+                    "fireable": source.kind in ("rest", "manual"),
+                }
+            )
+        return records
+
+    def _source(self, name: str) -> EventSource:
+        return next(source for source in self.ssc.sources if source.name == name)
+
+    # -- waiting for an event's number -------------------------------------------------------
+    def numbered(self, event: Event) -> asyncio.Future[Event]:
+        """A future that resolves once `event` was accepted (has its `instanceId`); on the loop."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[id(event)] = future
+        return future
+
+    # -- server-sent events ------------------------------------------------------------------
+    def subscribe(self) -> Subscriber:
+        """A new subscriber to every transition (call on the loop)."""
+        self._loop = asyncio.get_running_loop()
+        subscriber = Subscriber()
+        self._subscribers.add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        """Stop feeding `subscriber`."""
+        self._subscribers.discard(subscriber)
+
+    def _publish(self, kind: str, data: Record) -> None:
+        if not self._subscribers:
+            return
+        loop = self._loop
+        message = {"type": kind, "data": data}
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._deliver(message)
+        else:
+            loop.call_soon_threadsafe(self._deliver, message)
+
+    def _deliver(self, message: Record) -> None:
+        for subscriber in list(self._subscribers):
+            queue = subscriber.queue
+            if queue.full():  # a slow client loses the oldest message, not the newest
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    queue.get_nowait()
+            queue.put_nowait(message)
+
+    # -- listener callbacks --------------------------------------------------------------------
+    def onEventFired(self, event: Event) -> None:
+        """Record the event; count it for its source."""
+        record = event_record(event)
+        assert event.instanceId is not None
+        with self._lock:
+            self._events.append(record)
+            stats = self._stats.setdefault(event.source.name, SourceStats())
+            stats.events += 1
+            stats.last = event.time.milliseconds
+            self._accepted[event.instanceId] = now_ms()
+            while len(self._accepted) > self.limit:
+                self._accepted.popitem(last=False)
+        self.metrics.event(event.source.name)
+        waiting = self._waiting.pop(id(event), None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(event)
+        self._publish("event", record)
+
+    def onBatchSubmitted(self, batchSubmitted: BatchInfo) -> None:
+        """Record the planned batch."""
+        self._batch(batchSubmitted, "planned")
+
+    def onBatchStarted(self, batch: BatchInfo) -> None:
+        """Record that its jobs started; feed the scheduling lag."""
+        self._batch(batch, "running")
+        with self._lock:
+            accepted = self._accepted.get(batch.event.instanceId or -1)
+        if accepted is not None and batch.startedTime is not None:
+            self.metrics.lag(max(0.0, (batch.startedTime - accepted) / 1000))
+
+    def onBatchCompleted(self, batch: BatchInfo) -> None:
+        """Record the batch's outcome."""
+        self._batch(batch, "failed" if batch.failures else "succeeded")
+
+    def onJobStarted(self, job: JobInfo) -> None:
+        """Show the job running in its batch."""
+        self._job(job)
+
+    def onJobCompleted(self, job: JobInfo) -> None:
+        """Record the job's outcome; count it."""
+        self._job(job)
+        self.metrics.job(job)
+
+    def onSourceError(self, error: SourceErrorInfo) -> None:
+        """Push a source's failure to the subscribers."""
+        self._publish(
+            "source-error",
+            {
+                "source": error.sourceName,
+                "operation": error.operation,
+                "function": error.function,
+                "description": error.describe(),
+                "error": error_record(error.userError),
+            },
+        )
+
+    def onReceiverError(self, receiverError: ReceiverInfo) -> None:
+        """Push a receiver's failure to the subscribers."""
+        self._publish(
+            "receiver",
+            {
+                "stream": receiverError.name(),
+                "active": receiverError.active(),
+                "error": receiverError.lastErrorMessage(),
+            },
+        )
+
+    def _batch(self, info: BatchInfo, status: str) -> None:
+        instance_id = info.event.instanceId
+        assert instance_id is not None
+        started, completed = info.startedTime, info.completedTime
+        duration = None
+        if started is not None and completed is not None:
+            duration = (completed - started) / 1000
+        with self._lock:
+            record = self._batches.get(instance_id)
+            if record is None:
+                record = {**_batch_head(event_record(info.event)), "jobs": []}
+                self._batches[instance_id] = record
+                while len(self._batches) > self.limit:
+                    self._batches.popitem(last=False)
+            record.update(
+                status=status,
+                submitted=info.plannedTime,
+                started=started,
+                completed=completed,
+                duration=duration,
+                records=info.numRecords(),
+                inputs={name: json_friendly(read) for name, read in info.inputs.items()},
+                jobs=[job_record(job) for job in info.jobs] or record["jobs"],
+            )
+            summary = {key: value for key, value in record.items() if key != "inputs"}
+        self._publish("batch", summary)
+
+    def _job(self, job: JobInfo) -> None:
+        record = job_record(job)
+        instance_id = job.event.instanceId
+        with self._lock:
+            batch = self._batches.get(instance_id) if instance_id is not None else None
+            if batch is not None:
+                jobs = [j for j in batch["jobs"] if j["streamId"] != job.streamId]
+                batch["jobs"] = [*jobs, record]
+        self._publish("job", {**record, "instanceId": instance_id})
+
+
+def _batch_head(event: Record) -> Record:
+    return {
+        "instanceId": event["instanceId"],
+        "source": event["source"],
+        "index": event["index"],
+        "time": event["time"],
+        "timeUtc": event["timeUtc"],
+        "event": event,
+    }

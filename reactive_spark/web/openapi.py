@@ -1,0 +1,307 @@
+"""The OpenAPI description of the console's API (served at `/api/openapi.json`).
+
+Examples:
+    >>> sorted(openapi("")["paths"])[:3]
+    ['/api/batches', '/api/batches/{instanceId}', '/api/events']
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+__all__ = ["openapi"]
+
+Schema = dict[str, Any]
+
+_NULLABLE_INT: Schema = {"type": "integer", "nullable": True}
+_NULLABLE_TEXT: Schema = {"type": "string", "nullable": True}
+_NULLABLE_NUMBER: Schema = {"type": "number", "nullable": True}
+
+SCHEMAS: dict[str, Schema] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {"type": "string"}},
+    },
+    "UserError": {
+        "type": "object",
+        "nullable": True,
+        "properties": {
+            "type": {"type": "string"},
+            "message": {"type": "string"},
+            "location": _NULLABLE_TEXT,
+            "traceback": {"type": "string"},
+        },
+    },
+    "Source": {
+        "type": "object",
+        "required": ["name", "kind", "events", "catchUp"],
+        "properties": {
+            "name": {"type": "string"},
+            "kind": {"type": "string"},
+            "events": {"type": "integer", "minimum": 0},
+            "lastFired": _NULLABLE_INT,
+            "lastFiredUtc": _NULLABLE_TEXT,
+            "nextFire": _NULLABLE_INT,
+            "nextFireUtc": _NULLABLE_TEXT,
+            "catchUp": {"type": "string", "enum": ["all", "coalesce", "latest", "skip"]},
+            "parents": {"type": "array", "items": {"type": "string"}},
+            "boundStreams": {"type": "array", "items": {"type": "integer"}},
+            "fireable": {"type": "boolean"},
+        },
+    },
+    "Event": {
+        "type": "object",
+        "required": ["instanceId", "source", "index", "time"],
+        "properties": {
+            "instanceId": {"type": "integer"},
+            "source": {"type": "string"},
+            "index": {"type": "integer"},
+            "time": {"type": "integer"},
+            "timeUtc": {"type": "string"},
+            "kind": {"type": "string"},
+            "fields": {"type": "object"},
+        },
+    },
+    "Job": {
+        "type": "object",
+        "required": ["stream", "status"],
+        "properties": {
+            "stream": {"type": "string"},
+            "streamId": {"type": "integer"},
+            "kind": {"type": "string", "enum": ["output", "materialize", "plan"]},
+            "function": _NULLABLE_TEXT,
+            "status": {
+                "type": "string",
+                "enum": ["queued", "running", "succeeded", "failed", "cancelled"],
+            },
+            "started": _NULLABLE_NUMBER,
+            "ended": _NULLABLE_NUMBER,
+            "duration": _NULLABLE_NUMBER,
+            "error": {"$ref": "#/components/schemas/UserError"},
+        },
+    },
+    "Batch": {
+        "type": "object",
+        "required": ["instanceId", "source", "time", "status", "jobs"],
+        "properties": {
+            "instanceId": {"type": "integer"},
+            "source": {"type": "string"},
+            "index": {"type": "integer"},
+            "time": {"type": "integer"},
+            "timeUtc": {"type": "string"},
+            "status": {
+                "type": "string",
+                "enum": ["queued", "no jobs", "planned", "running", "succeeded", "failed"],
+            },
+            "submitted": _NULLABLE_NUMBER,
+            "started": _NULLABLE_NUMBER,
+            "completed": _NULLABLE_NUMBER,
+            "duration": _NULLABLE_NUMBER,
+            "records": {"type": "integer"},
+            "event": {"$ref": "#/components/schemas/Event"},
+            "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
+            "inputs": {"type": "object"},
+        },
+    },
+    "Graph": {
+        "type": "object",
+        "required": ["streams", "sources"],
+        "properties": {
+            "streams": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer"},
+                        "name": {"type": "string"},
+                        "function": _NULLABLE_TEXT,
+                        "output": {"type": "boolean"},
+                        "input": {"type": "boolean"},
+                        "boundTo": {"type": "array", "items": {"type": "string"}},
+                        "parents": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "id": {"type": "integer"},
+                                    "dependency": {"type": "string"},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+            "sources": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "parents": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            },
+        },
+    },
+    "Fired": {
+        "type": "object",
+        "required": ["source", "index", "time", "instanceId", "status"],
+        "properties": {
+            "source": {"type": "string"},
+            "index": {"type": "integer"},
+            "time": {"type": "integer"},
+            "instanceId": {"type": "integer"},
+            "status": {"type": "string"},
+        },
+    },
+}
+
+
+def _json(schema: Schema) -> Schema:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _error(description: str) -> Schema:
+    return {"description": description, **_json(_ref("Error"))}
+
+
+_LIMIT: Schema = {
+    "name": "limit",
+    "in": "query",
+    "required": False,
+    "description": "How many, newest first (default 100).",
+    "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+}
+
+
+def openapi(prefix: str) -> Schema:
+    """The OpenAPI 3.0 description of the API, for a console mounted at `prefix`."""
+    return {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "reactive-spark console",
+            "version": metadata.version("reactive-spark"),
+            "description": "Sources, batches, jobs and lineage of a running StreamingContext.",
+        },
+        "servers": [{"url": prefix or "/"}],
+        "paths": {
+            "/api/sources": {
+                "get": {
+                    "summary": "Every event source: events fired, next fire time, catch-up policy.",
+                    "responses": {
+                        "200": {
+                            "description": "The sources.",
+                            **_json({"type": "array", "items": _ref("Source")}),
+                        }
+                    },
+                }
+            },
+            "/api/sources/{name}/fire": {
+                "post": {
+                    "summary": "Fire a REST or manual trigger.",
+                    "parameters": [
+                        {
+                            "name": "name",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "string"},
+                        }
+                    ],
+                    "requestBody": {
+                        "required": False,
+                        "description": "A manual source's value; a REST source's "
+                        '{"path": ..., "body": ...}.',
+                        **_json({}),
+                    },
+                    "responses": {
+                        "202": {"description": "Accepted: it will run.", **_json(_ref("Fired"))},
+                        "400": _error("The body is not valid."),
+                        "404": _error("No such source."),
+                        "409": _error("The source is not a REST or manual trigger."),
+                        "503": _error("The context is not running."),
+                    },
+                }
+            },
+            "/api/graph": {
+                "get": {
+                    "summary": "The lineage: streams, dependencies, bindings, outputs, sources.",
+                    "responses": {"200": {"description": "The lineage.", **_json(_ref("Graph"))}},
+                }
+            },
+            "/api/events": {
+                "get": {
+                    "summary": "The latest accepted events.",
+                    "parameters": [_LIMIT],
+                    "responses": {
+                        "200": {
+                            "description": "Events, newest first.",
+                            **_json({"type": "array", "items": _ref("Event")}),
+                        },
+                        "400": _error("A bad limit."),
+                    },
+                }
+            },
+            "/api/events/stream": {
+                "get": {
+                    "summary": "Server-sent events: every event, batch and job transition.",
+                    "responses": {
+                        "200": {
+                            "description": "An endless text/event-stream; event types: event, "
+                            "batch, job, source-error, receiver.",
+                            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                        }
+                    },
+                }
+            },
+            "/api/batches": {
+                "get": {
+                    "summary": "The latest batches (with their jobs).",
+                    "parameters": [_LIMIT],
+                    "responses": {
+                        "200": {
+                            "description": "Batches, newest first.",
+                            **_json({"type": "array", "items": _ref("Batch")}),
+                        },
+                        "400": _error("A bad limit."),
+                    },
+                }
+            },
+            "/api/batches/{instanceId}": {
+                "get": {
+                    "summary": "An event's batch: its jobs, their status, duration and error.",
+                    "parameters": [
+                        {
+                            "name": "instanceId",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"type": "integer", "minimum": 0},
+                        }
+                    ],
+                    "responses": {
+                        "200": {"description": "The batch.", **_json(_ref("Batch"))},
+                        "400": _error("Not an instanceId."),
+                        "404": _error("No such event in the history."),
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics.",
+                    "responses": {
+                        "200": {
+                            "description": "Prometheus' text format.",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        }
+                    },
+                }
+            },
+        },
+        "components": {"schemas": SCHEMAS},
+    }

@@ -1,0 +1,124 @@
+"""Every Python block in README.md and docs/*.md runs as printed, or says it is a fragment.
+
+* A block whose first line is a comment saying "fragment" is compiled only (top-level `await`
+  allowed): it shows part of a program, and says what it leaves out.
+* A block defining `test_*` functions is run like a test module: each test gets the session's
+  SparkContext (`sc`) and a temporary directory (`tmp_path`).
+* Any other block is a complete program: it runs in a fresh Python process, in an empty
+  directory, and must exit with status 0.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pyspark import SparkContext
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"^(?P<indent>[ ]*)```python\n(?P<body>.*?)^(?P=indent)```", re.M | re.S)
+FRAGMENT = re.compile(r"^#.*\bfragment\b", re.I)
+
+
+@dataclass(frozen=True)
+class Block:
+    document: str
+    line: int
+    code: str
+
+    @property
+    def kind(self) -> str:
+        first = self.code.lstrip().splitlines()[0] if self.code.strip() else ""
+        if FRAGMENT.match(first):
+            return "fragment"
+        if re.search(r"^(async )?def test_", self.code, re.M):
+            return "test"
+        return "program"
+
+    def __str__(self) -> str:
+        return f"{self.document}:{self.line}"
+
+
+def blocks() -> list[Block]:
+    found = []
+    for document in DOCUMENTS:
+        text = document.read_text()
+        for match in BLOCK.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            code = textwrap.dedent(
+                "\n".join(
+                    raw[len(match["indent"]) :] if raw.startswith(match["indent"]) else raw
+                    for raw in match["body"].splitlines()
+                )
+            )
+            found.append(Block(document.relative_to(ROOT).as_posix(), line, code))
+    return found
+
+
+ALL = blocks()
+
+
+def of(kind: str) -> list[Block]:
+    return [block for block in ALL if block.kind == kind]
+
+
+def test_there_are_blocks_of_each_kind() -> None:
+    assert of("program") and of("fragment") and of("test")
+
+
+@pytest.mark.parametrize("block", of("fragment"), ids=str)
+def test_a_fragment_is_valid_python(block: Block) -> None:
+    compile(block.code, str(block), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+@pytest.mark.parametrize("block", of("program"), ids=str)
+def test_a_complete_program_runs_as_printed(block: Block, tmp_path: Path) -> None:
+    script = tmp_path / "program.py"
+    script.write_text(block.code)
+    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+    )
+    assert done.returncode == 0, f"{block} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+
+
+@pytest.mark.parametrize("block", of("test"), ids=str)
+def test_a_test_block_passes(block: Block, sc: SparkContext, tmp_path: Path) -> None:
+    namespace: dict[str, object] = {"__name__": f"doc_{block.line}"}
+    exec(compile(block.code, str(block), "exec"), namespace)
+    tests = [value for name, value in namespace.items() if name.startswith("test_")]
+    assert tests
+    for test in tests:
+        assert callable(test)
+        parameters = inspect.signature(test).parameters
+        arguments = {name: {"sc": sc, "tmp_path": tmp_path}[name] for name in parameters}
+        result = test(**arguments)
+        if inspect.isawaitable(result):
+            asyncio.run(result)  # type: ignore[arg-type]
+
+
+def test_the_api_reference_builds_without_a_warning(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "api" / "index.html").exists()

@@ -1,0 +1,167 @@
+"""The package's structure stays one-way (DESIGN §2): imports run down the layers, never up,
+and no modules import each other in a circle. Imports are read with `ast`; type-only imports
+(under `if TYPE_CHECKING:`) do not count."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "reactive_spark"
+
+#: From the bottom up; a module may import its own layer and the layers below it.
+LAYERS: list[set[str]] = [
+    {"errors", "_validation", "_callbacks"},
+    {"time", "clock", "offsets"},
+    {"events"},
+    {"sources", "operators"},
+    {"dependencies", "dstream", "log"},
+    {"jobs"},
+    {"graph"},
+    {"scheduler", "loop_watchdog"},
+    {"checkpoint"},
+    {"context"},
+    {"testing", "web", "lineage", "demo", "cluster"},
+    {"cli", "__main__", "reactive_spark"},
+]
+
+
+def module_names() -> dict[str, Path]:
+    """`reactive_spark.x.y` for every module of the package, with its path."""
+    names = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = path
+    return names
+
+
+def layer(module: str) -> int:
+    """The layer of `reactive_spark.<top>...`: its top-level part decides."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "reactive_spark"
+    for number, members in enumerate(LAYERS):
+        if top in members:
+            return number
+    raise AssertionError(f"{module} is in no layer of tests/test_layers.py")
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_imports(path: Path, modules: set[str]) -> list[tuple[str, int, bool]]:
+    """`(module, line, local)` for every import of a package module that runs (not type-only).
+
+    `local` marks an import inside a function.
+    """
+    tree = ast.parse(path.read_text())
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, local: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking(child):
+                for orelse in child.orelse:
+                    visit(orelse, local)
+                continue
+            inner = local or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                for alias in child.names:
+                    candidate = f"{child.module}.{alias.name}"
+                    target = candidate if candidate in modules else child.module
+                    if target in modules:
+                        found.append((target, child.lineno, inner))
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name in modules:
+                        found.append((alias.name, child.lineno, inner))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    names = module_names()
+    return {
+        module: {target for target, _, _ in runtime_imports(path, set(names))} - {module}
+        for module, path in names.items()
+    }
+
+
+def upward_imports() -> list[str]:
+    names = module_names()
+    found = []
+    for module, path in names.items():
+        for target, line, _ in runtime_imports(path, set(names)):
+            if layer(target) > layer(module):
+                found.append(f"{module}:{line} imports {target}")
+    return found
+
+
+def cycles() -> list[list[str]]:
+    """Groups of modules that import each other in a circle (Tarjan's algorithm)."""
+    graph = import_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in graph.get(node, ()):
+            if successor not in index:
+                connect(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in graph:
+        if node not in index:
+            connect(node)
+    return groups
+
+
+def local_imports() -> list[str]:
+    """Function-local imports of package modules (they hide cycles)."""
+    names = module_names()
+    return [
+        f"{module}:{line} imports {target} inside a function"
+        for module, path in names.items()
+        for target, line, local in runtime_imports(path, set(names))
+        if local
+    ]
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for module in module_names():
+        layer(module)
+
+
+def test_no_module_imports_from_a_higher_layer() -> None:
+    assert upward_imports() == []
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    assert cycles() == []
+
+
+def test_no_function_imports_a_package_module() -> None:
+    assert local_imports() == []

@@ -1,0 +1,217 @@
+"""Recovery that loses nothing: catch-up across sources in order, window state, interrupted writes.
+
+The crash-by-SIGKILL version of these runs in test_kill.py; here restarts happen in-process on
+virtual time, which makes the expected order exact.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Days, Event, Hours, Minutes, StreamingContext, Time
+from reactive_spark.errors import InvalidArgumentError
+
+from .helpers import virtual
+
+T0 = Time.fromDatetime(datetime(2026, 1, 5, tzinfo=UTC))
+WEEKS = 4
+
+
+def day_of(event: Event) -> int:
+    return (event.time - T0) // Days(1)
+
+
+def stamp(path: Path, lines: list[str], at: Time) -> None:
+    path.write_text("".join(f"{line}\n" for line in lines))
+    os.utime(path, ns=(at.milliseconds * 1_000_000,) * 2)
+
+
+def write_days(logs: Path, days: int) -> None:
+    """One file per day; the daily tick of day d reads the file stamped during day d - 1."""
+    logs.mkdir(exist_ok=True)
+    for day in range(1, days + 1):
+        stamp(logs / f"day{day:02d}.log", [str(day)], T0 + Days(day - 1) + Hours(1))
+
+
+Fired = list[tuple[str, int, list[int]]]
+
+
+def daily_weekly(ssc: StreamingContext, logs: Path, fired: Fired) -> None:
+    """Seed 000's pipeline: the day's lines daily, the last 7 daily outputs weekly."""
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
+
+    def record(kind: str) -> Any:
+        def output(time: datetime, rdd: Any, event: Event) -> None:
+            fired.append((kind, day_of(event), sorted(int(x) for x in rdd.collect())))
+
+        return output
+
+    (
+        ssc.textFileStream(str(logs))
+        .foreachRDD(record("daily"))
+        .bind(daily)
+        .tailWindow(7, 7)
+        .foreachRDD(record("weekly"))
+        .bind(weekly)
+    )
+
+
+def expected_run(last_day: int) -> Fired:
+    fired: Fired = []
+    for day in range(1, last_day + 1):
+        fired.append(("daily", day, [day]))
+        if day % 7 == 0:
+            fired.append(("weekly", day, list(range(day - 6, day + 1))))
+    return fired
+
+
+async def test_missed_events_of_all_sources_fire_as_one_sequence_in_order(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    logs, checkpoint = tmp_path / "logs", str(tmp_path / "checkpoint")
+    write_days(logs, 7 * WEEKS)
+    fired: Fired = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    daily_weekly(first, logs, fired)
+    await first.start()
+    await first.runUntil(T0 + Days(13))
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    assert fired == expected_run(13)
+
+    # down from day 13 until day 15 + 6 h: daily 14, weekly 14 and daily 15 were missed
+    restarted: Fired = []
+    second = virtual(sc, start=T0 + Days(15) + Hours(6), checkpoint=checkpoint)
+    daily_weekly(second, logs, restarted)
+    await second.start()
+    await second.runUntil(T0 + Days(15) + Hours(6))
+    assert restarted == [
+        ("daily", 14, [14]),
+        ("weekly", 14, list(range(8, 15))),
+        ("daily", 15, [15]),
+    ]
+    await second.runUntil(T0 + Days(7 * WEEKS))
+    await second.stop(stopSparkContext=False)
+    assert fired + restarted == expected_run(7 * WEEKS)
+
+
+async def test_a_window_emits_as_it_would_have_after_a_restart_beyond_its_history(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """tailWindow(4, 3, 2) over 20 events: the restart keeps only the last 6 batches."""
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def build(ssc: StreamingContext, windows: list[tuple[int, list[int]]]) -> None:
+        tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+        numbers = ssc.queueStream([[n] for n in range(1, 21)])
+        numbers.foreachRDD(lambda rdd: None).bind(tick)
+        numbers.tailWindow(4, 3, 2).foreachRDD(
+            lambda t, rdd, e: windows.append((e.index + 1, sorted(rdd.collect())))
+        ).bind(tick)
+
+    uninterrupted: list[tuple[int, list[int]]] = []
+    reference = virtual(sc, start=T0)
+    build(reference, uninterrupted)
+    await reference.start()
+    await reference.runUntil(T0 + Minutes(20))
+    await reference.stop(stopSparkContext=False)
+    assert uninterrupted[:3] == [(3, [1]), (6, [1, 2, 3, 4]), (9, [4, 5, 6, 7])]
+
+    windows: list[tuple[int, list[int]]] = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, windows)
+    await first.start()
+    await first.runUntil(T0 + Minutes(13))
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    second = virtual(sc, start=T0 + Minutes(13), checkpoint=checkpoint)
+    build(second, windows)
+    await second.start()
+    await second.runUntil(T0 + Minutes(20))
+    await second.stop(stopSparkContext=False)
+    assert windows == uninterrupted
+
+
+async def test_a_file_moved_in_late_is_read_once_across_a_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Files keep their mtime when moved in; the stream still reads each exactly once."""
+    logs, staging, checkpoint = tmp_path / "logs", tmp_path / "staging", str(tmp_path / "ckpt")
+    logs.mkdir()
+    staging.mkdir()
+    read: list[list[str]] = []
+
+    def build(ssc: StreamingContext) -> Any:
+        tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+        ssc.textFileStream(str(logs)).foreachRDD(
+            lambda rdd: read.append(sorted(rdd.collect()))
+        ).bind(tick)
+        return tick
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    stamp(logs / "a.log", ["a"], T0 + Minutes(1) - Minutes(0.5))
+    await first.start()
+    await first.runUntil(T0 + Minutes(1))
+    # written before the last batch ran, moved in after it: an older mtime than that batch
+    stamp(staging / "b.log", ["b"], T0 + Minutes(1) - Minutes(0.25))
+    os.rename(staging / "b.log", logs / "b.log")
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    second = virtual(sc, start=T0 + Minutes(1), checkpoint=checkpoint)
+    build(second)
+    await second.start()
+    await second.runUntil(T0 + Minutes(3))
+    await second.stop(stopSparkContext=False)
+    assert read == [["a"], ["b"], []]
+
+
+async def test_interrupted_writes_are_removed_on_recovery_and_the_batch_written_once(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    out, checkpoint = tmp_path / "out", str(tmp_path / "ckpt")
+
+    def build(ssc: StreamingContext) -> None:
+        tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+        ssc.queueStream([[1], [2], [3]]).saveAsTextFiles(str(out / "numbers"), "txt").bind(tick)
+        ssc.queueStream([[9]]).saveAsTextFiles(str(out / "numbers-extra")).bind(tick)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Minutes(2))
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    # what a crash in the middle of writing minute 3 leaves, and someone else's directory
+    leftover = out / f"_temporary-numbers-{(T0 + Minutes(3)).milliseconds}.txt-{'a' * 32}"
+    (leftover / "_temporary").mkdir(parents=True)
+    (leftover / "part-00000").write_text("3\n")
+    others = out / "_temporary-unrelated"
+    others.mkdir()
+    second = virtual(sc, start=T0 + Minutes(2), checkpoint=checkpoint)
+    build(second)
+    await second.start()
+    assert not leftover.exists()
+    assert others.exists()
+    await second.runUntil(T0 + Minutes(3))
+    await second.stop(stopSparkContext=False)
+    written = sorted(path.name for path in out.iterdir() if path.name.startswith("numbers-"))
+    assert written == [f"numbers-{(T0 + Minutes(m)).milliseconds}.txt" for m in (1, 2, 3)] + [
+        f"numbers-extra-{(T0 + Minutes(m)).milliseconds}" for m in (1, 2, 3)
+    ]
+    assert not [path for path in out.iterdir() if path.name.startswith("_temporary-numbers")]
+
+
+async def test_two_sources_may_not_share_a_name(sc: SparkContext) -> None:
+    ssc = virtual(sc, start=T0)
+    ssc.timer(T0, None, Days(1), "daily")
+    with pytest.raises(InvalidArgumentError, match="'daily' is already used"):
+        ssc.timer(T0, None, Days(1), "daily")
+    rest = ssc.restServer(None, name="triggers").post("/a").post("/b")
+    # unnamed operator results get their own names, in creation order, so they survive restarts
+    first = rest.filter(lambda e: e.path == "/a")
+    second = rest.filter(lambda e: e.path == "/b")
+    assert first.name != second.name and second.name == f"{first.name}#2"

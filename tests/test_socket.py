@@ -1,0 +1,193 @@
+"""socketTextStream: a receiver on the loop, lines by arrival, reconnects, listener reports;
+and the watchdog that warns when a ported program blocks the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Seconds, StreamingContext, StreamingListener, SystemClock, Time
+from reactive_spark.dstream.socket import SocketInputDStream
+from reactive_spark.errors import InvalidArgumentError
+
+from .helpers import virtual
+
+T0 = Time(1_700_000_000_000)
+
+
+class LineServer:
+    """A TCP server on a free loopback port that writes the lines it is given to its clients."""
+
+    def __init__(self) -> None:
+        self.clients: list[asyncio.StreamWriter] = []
+        self.connected = asyncio.Event()
+        self.server: asyncio.Server | None = None
+        self.port = 0
+
+    async def __aenter__(self) -> LineServer:
+        self.server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.clients.append(writer)
+        self.connected.set()
+
+    async def send(self, *lines: str) -> None:
+        await self.connected.wait()
+        for writer in self.clients:
+            writer.write("".join(f"{line}\n" for line in lines).encode())
+            await writer.drain()
+
+    async def drop_clients(self) -> None:
+        for writer in self.clients:
+            writer.close()
+        self.clients.clear()
+        self.connected.clear()
+
+    async def close(self) -> None:
+        await self.drop_clients()
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+            self.server = None
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[LineServer]:
+    async with LineServer() as running:
+        yield running
+
+
+async def until(condition: Any, timeout: float = 10) -> None:
+    for _ in range(int(timeout * 100)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+class Receivers(StreamingListener):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool]] = []
+
+    def onReceiverStarted(self, receiverStarted: Any) -> None:
+        self.calls.append(("started", receiverStarted.receiverInfo().active()))
+
+    def onReceiverError(self, receiverError: Any) -> None:
+        info = receiverError.receiverInfo()
+        self.calls.append(("error", bool(info.lastErrorMessage())))
+
+    def onReceiverStopped(self, receiverStopped: Any) -> None:
+        self.calls.append(("stopped", receiverStopped.receiverInfo().active()))
+
+
+async def test_a_batch_reads_the_lines_that_arrived_since_the_previous_one(
+    sc: SparkContext, server: LineServer
+) -> None:
+    ssc = virtual(sc, Seconds(1), T0)
+    lines = ssc.socketTextStream("127.0.0.1", server.port)
+    assert isinstance(lines, SocketInputDStream)
+    batches: list[list[str]] = []
+    counted: list[int] = []
+    lines.foreachRDD(lambda rdd: batches.append(rdd.collect()))
+
+    class Records(StreamingListener):
+        def onBatchCompleted(self, batch: Any) -> None:
+            counted.append(batch.batchInfo().numRecords())
+
+    ssc.addStreamingListener(Records())
+    await ssc.start()
+    await server.send("a b", "c")
+    await until(lambda: lines.pending == 2)
+    await ssc.runUntil(T0 + Seconds(1))
+    await server.send("d")
+    await until(lambda: lines.pending == 1)
+    await ssc.runUntil(T0 + Seconds(3))
+    await ssc.stop(stopSparkContext=False)
+    assert batches == [["a b", "c"], ["d"], []]
+    assert counted == [2, 1, 0]
+
+
+async def test_the_receiver_reconnects_and_reports_to_listeners(
+    sc: SparkContext, server: LineServer
+) -> None:
+    ssc = StreamingContext(sc, 0.2, clock=SystemClock())
+    listener = Receivers()
+    ssc.addStreamingListener(listener)
+    lines = ssc.socketTextStream("127.0.0.1", server.port)
+    lines.restartDelay = 0.1  # type: ignore[attr-defined]
+    received: list[str] = []
+    lines.foreachRDD(lambda rdd: received.extend(rdd.collect()))
+    await ssc.start()
+    await server.send("first")
+    await until(lambda: received == ["first"])
+    await server.drop_clients()  # the server closes the connection: the receiver reconnects
+    await server.send("second")
+    await until(lambda: received == ["first", "second"])
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    assert listener.calls[:3] == [("started", True), ("stopped", False), ("started", True)]
+    assert listener.calls[-1] == ("stopped", False)
+
+
+async def test_a_receiver_without_a_server_reports_errors_and_retries(sc: SparkContext) -> None:
+    async with LineServer() as gone:
+        port = gone.port
+    ssc = StreamingContext(sc, 0.2, clock=SystemClock())
+    listener = Receivers()
+    ssc.addStreamingListener(listener)
+    lines = ssc.socketTextStream("127.0.0.1", port)
+    lines.restartDelay = 0.05  # type: ignore[attr-defined]
+    lines.foreachRDD(lambda rdd: rdd.count())
+    await ssc.start()
+    await until(lambda: len(listener.calls) >= 2)
+    await ssc.stop(stopSparkContext=False)
+    assert listener.calls[:2] == [("error", True), ("error", True)]
+
+
+async def test_a_graceful_stop_processes_what_was_received(
+    sc: SparkContext, server: LineServer
+) -> None:
+    ssc = StreamingContext(sc, 0.5, clock=SystemClock())
+    lines = ssc.socketTextStream("127.0.0.1", server.port)
+    received: list[str] = []
+    lines.foreachRDD(lambda rdd: received.extend(rdd.collect()))
+    await ssc.start()
+    await server.send("x", "y")
+    await until(lambda: lines.pending == 2)  # arrived; no batch has read them yet
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    assert received == ["x", "y"]
+
+
+def test_socket_arguments(sc: SparkContext) -> None:
+    ssc = virtual(sc, Seconds(1))
+    with pytest.raises(InvalidArgumentError, match="port must be an int from 1 to 65535"):
+        ssc.socketTextStream("localhost", 0)
+    with pytest.raises(InvalidArgumentError, match="hostname must be a non-empty str"):
+        ssc.socketTextStream("", 9999)
+    with pytest.raises(InvalidArgumentError, match="storageLevel must be a pyspark StorageLevel"):
+        ssc.socketTextStream("localhost", 9999, "MEMORY")  # type: ignore[arg-type]
+
+
+async def test_a_blocked_loop_is_reported_naming_the_blocking_call(
+    sc: SparkContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    ssc = StreamingContext(sc, 1, clock=SystemClock())
+    ssc.queueStream([[1]]).foreachRDD(lambda rdd: rdd.count())
+    await ssc.start()
+    with caplog.at_level(logging.WARNING, logger="reactive_spark.loop_watchdog"):
+        time.sleep(1.6)  # the porting mistake: a blocking sleep on the loop
+        await asyncio.sleep(0.1)
+    await ssc.stop(stopSparkContext=False)
+    [warning] = [r.getMessage() for r in caplog.records if "event loop" in r.getMessage()]
+    assert "blocked for" in warning
+    assert "test_a_blocked_loop_is_reported_naming_the_blocking_call (test_socket.py:" in warning

@@ -1,0 +1,201 @@
+"""The web console: JSON API, server-sent events, metrics, embedding in a host application."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from pyspark import SparkContext
+
+from reactive_spark import Days, Hours, StreamingContext, Time, VirtualClock
+from reactive_spark.web import create_app, setup
+
+T0 = Time.fromDatetime(datetime(2026, 2, 2, tzinfo=UTC))
+
+
+def parse(value: str) -> int:
+    if value == "bad":
+        raise ValueError(f"unparseable record {value!r}")
+    return int(value)
+
+
+def build(ssc: StreamingContext) -> dict[str, Any]:
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    rerun = ssc.manualSource("rerun")
+    rest = ssc.restServer(None, name="triggers").post("/report")
+    numbers = ssc.queueStream([["1", "2"], ["3", "bad"]], default=["7"])
+    numbers.map(parse).foreachRDD(lambda rdd: rdd.count()).bind(daily)
+    numbers.count().foreachRDD(lambda rdd: rdd.collect()).bind(rerun).bind(rest)
+    return {"daily": daily, "rerun": rerun, "rest": rest}
+
+
+@pytest.fixture
+async def console(sc: SparkContext) -> AsyncIterator[tuple[StreamingContext, TestClient[Any, Any]]]:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    async with TestClient(TestServer(create_app(ssc))) as client:
+        assert ssc.state == "active"  # the app's startup started it
+        yield ssc, client
+    assert ssc.state == "stopped"  # and its cleanup stopped it
+
+
+async def ok(response: Any, status: int = 200) -> Any:
+    assert response.status == status, await response.text()
+    return await response.json()
+
+
+async def test_sources_graph_events_and_batches(console: Any) -> None:
+    ssc, client = console
+    await ssc.advanceTo(T0 + Days(2) + Hours(1))
+    sources = {s["name"]: s for s in await ok(await client.get("/api/sources"))}
+    assert sources["daily"]["kind"] == "timer" and sources["daily"]["events"] == 2
+    assert sources["daily"]["nextFireUtc"] == (T0 + Days(3)).isoformat()
+    assert sources["daily"]["catchUp"] == "all" and not sources["daily"]["fireable"]
+    assert sources["rerun"]["fireable"] and sources["triggers"]["fireable"]
+
+    graph = await ok(await client.get("/api/graph"))
+    names = [stream["name"] for stream in graph["streams"]]
+    assert names[0] == "queueStream[0]" and any(name.startswith("map[1]") for name in names)
+    bound = {s["name"]: s["boundTo"] for s in graph["streams"]}
+    assert ["rerun", "triggers"] in bound.values()
+
+    events = await ok(await client.get("/api/events?limit=1"))
+    assert [e["source"] for e in events] == ["daily"] and events[0]["index"] == 1
+    batches = await ok(await client.get("/api/batches"))
+    assert [b["status"] for b in batches] == ["failed", "succeeded"]  # newest first
+    failed = await ok(await client.get(f"/api/batches/{batches[0]['instanceId']}"))
+    [job] = failed["jobs"]
+    assert job["status"] == "failed" and job["function"] is not None
+    assert job["error"]["type"] == "ValueError"
+    assert job["error"]["message"] == "unparseable record 'bad'"
+    assert job["error"]["location"].startswith("parse (test_web.py:")
+    assert "inputs" in failed and failed["event"]["source"] == "daily"
+
+
+async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: Any) -> None:
+    ssc, client = console
+    fired = await ok(await client.post("/api/sources/rerun/fire", json={"day": 1}), 202)
+    assert fired["source"] == "rerun" and fired["status"] == f"/api/batches/{fired['instanceId']}"
+    await ssc.advanceTo(T0)
+    batch = await ok(await client.get(fired["status"]))
+    assert batch["status"] == "succeeded" and batch["event"]["fields"]["value"] == {"day": 1}
+    rest = await ok(await client.post("/api/sources/triggers/fire", json={"body": {"x": 1}}), 202)
+    await ssc.advanceTo(T0)
+    batch = await ok(await client.get(rest["status"]))
+    assert batch["event"]["fields"]["path"] == "/report"
+    assert batch["event"]["fields"]["body"] == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "message"),
+    [
+        ("GET", "/api/batches?limit=0", None, 400, "limit must be an integer from 1 to 1000"),
+        ("GET", "/api/events?limit=x", None, 400, "limit must be an integer"),
+        ("GET", "/api/batches/abc", None, 400, "instanceId must be a non-negative integer"),
+        ("GET", "/api/batches/99999", None, 404, "no event 99999"),
+        ("GET", "/api/nothing", None, 404, "Not Found"),
+        ("DELETE", "/api/sources", None, 405, "Method Not Allowed"),
+        ("POST", "/api/sources/nope/fire", None, 404, "no event source named 'nope'"),
+        ("POST", "/api/sources/daily/fire", None, 409, "only REST and manual fire"),
+        ("POST", "/api/sources/rerun/fire", b"{bad json", 400, "not valid JSON"),
+        ("POST", "/api/sources/rerun/fire", b"[" * 100_000, 400, "nested too deeply"),
+        ("POST", "/api/sources/triggers/fire", b'{"path": "/x"}', 400, "path must be one of"),
+        ("POST", "/api/sources/triggers/fire", b"[1]", 400, "body must be an object"),
+    ],
+)
+async def test_bad_requests_get_a_json_4xx(  # type: ignore[no-untyped-def]
+    console, method, path, body, status, message
+) -> None:
+    _, client = console
+    response = await client.request(method, path, data=body)
+    assert response.status == status
+    assert message in (await response.json())["error"]
+
+
+async def test_server_sent_events_follow_every_transition(console: Any) -> None:
+    ssc, client = console
+    response = await client.get("/api/events/stream")
+    assert response.headers["Content-Type"] == "text/event-stream"
+    assert await response.content.readline() == b": connected\n"
+    await ok(await client.post("/api/sources/rerun/fire"), 202)
+    await ssc.advanceTo(T0)
+    seen: list[tuple[str, Any]] = []
+    fields: dict[str, str] = {}
+    while not any(kind == "batch" and data["status"] == "succeeded" for kind, data in seen):
+        line = (await asyncio.wait_for(response.content.readline(), 10)).decode().rstrip("\n")
+        if line.startswith(":"):  # a comment: connected, keep-alive
+            continue
+        if line:
+            name, _, value = line.partition(": ")
+            fields[name] = value
+            continue
+        if fields:
+            seen.append((fields["event"], json.loads(fields["data"])))
+            fields = {}
+    kinds = [kind for kind, _ in seen]
+    assert kinds[0] == "event" and "job" in kinds
+    assert [d["status"] for k, d in seen if k == "batch"] == ["planned", "running", "succeeded"]
+    response.close()
+
+
+async def test_metrics_in_prometheus_text(console: Any) -> None:
+    ssc, client = console
+    await ssc.advanceTo(T0 + Days(2))
+    response = await client.get("/metrics")
+    assert response.status == 200 and response.content_type == "text/plain"
+    text = await response.text()
+    assert 'reactive_spark_events_total{source="daily"} 2.0' in text
+    assert 'status="failed"' in text and 'status="succeeded"' in text
+    assert "reactive_spark_job_duration_seconds_count 2.0" in text
+    assert "reactive_spark_queue_depth 0.0" in text
+    assert "reactive_spark_scheduling_lag_seconds" in text
+
+
+async def test_the_console_embeds_in_a_host_application(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    host = web.Application()
+    calls: list[str] = []
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "state": ssc.state})
+
+    async def host_lifecycle(app: web.Application) -> AsyncIterator[None]:
+        calls.append("host up")
+        yield
+        calls.append("host down")
+
+    host.router.add_get("/health", health)
+    host.cleanup_ctx.append(host_lifecycle)
+    setup(host, ssc, prefix="/reactive")
+    async with TestClient(TestServer(host)) as client:
+        assert (await ok(await client.get("/health"))) == {"ok": True, "state": "active"}
+        page = await client.get("/reactive/")
+        assert page.status == 200 and "reactive-spark" in await page.text()
+        script = await client.get("/reactive/static/console.js")
+        assert script.status == 200
+        fired = await ok(await client.post("/reactive/api/sources/rerun/fire"), 202)
+        assert fired["status"].startswith("/reactive/api/batches/")
+        spec = await ok(await client.get("/reactive/api/openapi.json"))
+        assert spec["servers"] == [{"url": "/reactive"}] and "/api/batches" in spec["paths"]
+        # a REST trigger's answer links to the console where it is mounted
+        rest = await ok(await client.post("/reactive/api/sources/triggers/fire"), 202)
+        assert rest["status"] == f"/reactive/api/batches/{rest['instanceId']}"
+    assert ssc.state == "stopped" and calls == ["host up", "host down"]
+
+
+async def test_a_context_started_elsewhere_is_left_running_until_the_host_stops(
+    sc: SparkContext,
+) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    await ssc.start()
+    async with TestClient(TestServer(create_app(ssc))) as client:
+        assert (await client.get("/api/sources")).status == 200
+    assert ssc.state == "stopped"
