@@ -25,6 +25,8 @@ from tests.kafka_broker import TansuBroker
 DOCTEST_START = datetime(2024, 1, 1, tzinfo=UTC)
 #: Run by spark-submit with its shipped modules (tests/test_cluster.py), not importable here.
 collect_ignore = ["tests/cluster_app.py"]
+#: The `log` fixture: every log backend (file, Redis, Kafka) for the direct-stream tests.
+pytest_plugins = ["tests.log_backends"]
 
 
 @pytest.fixture(scope="session")

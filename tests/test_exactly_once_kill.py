@@ -20,7 +20,7 @@ from reactive_spark import Minutes, StreamingContext, VirtualClock
 
 from .exactly_once_app import MINUTES, T0, build, stores, write_records
 from .helpers import ChildProcess
-from .test_log import REDIS_URL, redis_log_or_skip
+from .log_backends import REDIS_URL, redis_log_or_skip
 from .test_sinks import POSTGRES_DSN, postgres_or_skip
 
 KILLS = 5

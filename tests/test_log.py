@@ -1,11 +1,10 @@
-"""Direct log streams on the embedded file log: offset ranges, exactly-once re-runs (DESIGN §9)."""
+"""Direct log streams on every log backend (file, Redis, Kafka): offset ranges, exactly-once
+re-runs (DESIGN §9)."""
 
 from __future__ import annotations
 
 import pickle
-import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,36 +12,11 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Minutes, Seconds, StreamingContext, Time
-from reactive_spark.log import FileLog, LogBackend, OffsetOutOfRangeError, OffsetRange, createRDD
+from reactive_spark.log import FileLog, OffsetOutOfRangeError, OffsetRange, createRDD
 
 from .helpers import virtual
 
 T0 = Time(1_700_000_000_000)
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-def redis_log_or_skip() -> Any:
-    redis = pytest.importorskip("redis")
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"Redis is not reachable at {REDIS_URL} ({exc})")
-    from reactive_spark.log.redis import RedisLog
-
-    return RedisLog(REDIS_URL, prefix=f"test-{uuid.uuid4().hex[:10]}")
-
-
-def kafka_log(bootstrap: str) -> Any:
-    """A KafkaLog on the session's broker, without a `clicks` topic left from an earlier test."""
-    from reactive_spark.log.kafka import KafkaLog
-
-    log = KafkaLog(bootstrap)
-    if log.partitions("clicks"):
-        log.delete_topic("clicks")
-        deadline = time.monotonic() + 30
-        while log.partitions("clicks") and time.monotonic() < deadline:
-            time.sleep(0.5)
-    return log
 
 
 @pytest.fixture(scope="session")
@@ -72,21 +46,6 @@ def require_retention(request: pytest.FixtureRequest, log: Any) -> None:
             f"the Kafka broker at {log.bootstrap} answers DeleteRecords by dropping the "
             "connection (Tansu's memory storage): retention cannot be tested on it"
         )
-
-
-@pytest.fixture(params=["file", "redis", "kafka"])
-def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LogBackend]:
-    """Every backend holds to the same contract; the file log in segments of 4 records."""
-    if request.param == "file":
-        made: Any = FileLog(str(tmp_path / "log"), segmentRecords=4)
-    elif request.param == "redis":
-        made = redis_log_or_skip()
-    else:
-        made = kafka_log(request.getfixturevalue("kafka_bootstrap"))
-    made.create_topic("clicks", partitions=2)
-    yield made
-    if request.param != "file":
-        made.delete_topic("clicks")
 
 
 def test_offset_range_validation() -> None:

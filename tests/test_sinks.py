@@ -11,7 +11,7 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Minutes, StreamingContext, Time
-from reactive_spark.log import FileLog, OffsetRange
+from reactive_spark.log import LogBackend, OffsetRange
 from reactive_spark.log.sinks import Database, IdempotentSink, OffsetCommitError, TransactionalSink
 
 from .helpers import virtual
@@ -92,11 +92,9 @@ def test_transactional_sink_commits_results_and_offsets_together(database: Datab
 
 
 async def test_a_direct_stream_into_a_transactional_sink_counts_each_record_once(
-    sc: SparkContext, tmp_path: Path
+    sc: SparkContext, tmp_path: Path, log: LogBackend
 ) -> None:
     database = Database.sqlite(str(tmp_path / "totals.db"))
-    log = FileLog(str(tmp_path / "log"))
-    log.create_topic("clicks", partitions=2)
     checkpoint = str(tmp_path / "checkpoint")
     with database.transaction() as cursor:
         cursor.execute("CREATE TABLE totals (name TEXT PRIMARY KEY, n INTEGER)")
