@@ -156,8 +156,9 @@ class StreamingContext:
         self.clock = clock or SystemClock()
         self.checkpointDirectory = checkpoint
         self._graph = DStreamGraph(self)
-        self._scheduler = JobScheduler(self._graph, spark, maxConcurrentJobs, self._on_crash)
-        self._scheduler.add_failure_sink(self._note_failure)
+        self._scheduler = JobScheduler(
+            self._graph, spark, maxConcurrentJobs, self._on_crash, self._note_failure
+        )
         #: Hand an event to the scheduler, on the loop only (derived sources' fast path).
         self.accept_event: Callable[[Event], None] = self._scheduler.accept
         self._sources: list[EventSource] = []

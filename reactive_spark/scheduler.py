@@ -67,7 +67,6 @@ async def run_blocking(func: Callable[..., R], *args: Any) -> R:
 
 
 BatchHook = Callable[[Batch], None]
-FailureSink = Callable[[Failure], None]
 OrderKey = tuple[int, int, int]
 
 #: The most queued events one worker thread processes before yielding back to the loop.
@@ -83,15 +82,16 @@ class JobScheduler:
         sparkContext: SparkContext,
         max_concurrent_jobs: int,
         onCrash: Callable[[BaseException], None],
+        onFailure: Callable[[Failure], None],
     ) -> None:
         self._graph = graph
         self._sc = sparkContext
         self.max_concurrent_jobs = max_concurrent_jobs
         self._on_crash = onCrash
+        self._on_failure = onFailure
         self._listeners: list[StreamingListener] = []
         self._before_jobs: list[BatchHook] = []
         self._after_jobs: list[BatchHook] = []
-        self._failure_sinks: list[FailureSink] = []
         # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
         self._pending: dict[OrderKey, deque[Event]] = {}
         self._pending_keys: list[OrderKey] = []
@@ -119,7 +119,7 @@ class JobScheduler:
         self.processed_through = -1
         self.crash: BaseException | None = None
 
-    # -- listeners, hooks and failure sinks --------------------------------------------------
+    # -- listeners and hooks --------------------------------------------------
     def add_listener(self, listener: StreamingListener) -> None:
         """Notify `listener` of events, batches, jobs and source errors."""
         self._listeners.append(listener)
@@ -135,14 +135,6 @@ class JobScheduler:
             self._before_jobs.append(before)
         if after is not None:
             self._after_jobs.append(after)
-
-    def add_failure_sink(self, sink: FailureSink) -> None:
-        """Call `sink(failure)` for every failure, from the thread that saw it."""
-        self._failure_sinks.append(sink)
-
-    def remove_failure_sink(self, sink: FailureSink) -> None:
-        """Stop calling a sink added by `addFailureSink`."""
-        self._failure_sinks.remove(sink)
 
     def track_progress(self, progress: dict[str, list[int]]) -> None:
         """Keep what every source fired (for the checkpoint), starting from `progress`."""
@@ -163,7 +155,7 @@ class JobScheduler:
                 log.exception("streaming listener %r failed in %s", listener, method)
 
     def report(self, failure: Failure) -> None:
-        """Log `failure` once, tell the listeners and every failure sink. Any thread."""
+        """Log `failure` once, tell the listeners and `onFailure`. Any thread."""
         user = failure.userError
         trace = "" if user is None else user.traceback
         log.error("reactive-spark: %s\n%s", failure.describe(), trace)
@@ -171,8 +163,7 @@ class JobScheduler:
             self.tell("onSourceError", failure)
         else:
             self.tell("onJobCompleted", failure)
-        for sink in list(self._failure_sinks):
-            sink(failure)
+        self._on_failure(failure)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop) -> None:

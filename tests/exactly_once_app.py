@@ -92,13 +92,12 @@ def stores(config: dict[str, Any]) -> dict[str, StateStore]:
 def build(ssc: StreamingContext, config: dict[str, Any]) -> dict[str, StateStore]:
     log = open_log(config)
     states = stores(config)
-    start = states["sqlite_chain"].committedOffsets()
     tick = ssc.timer(T0 + Minutes(1), T0 + Minutes(MINUTES), Minutes(1), "tick")
     inputs = [
         ssc.directStream(
             log,
             topic,
-            {tp: offset for tp, offset in start.items() if tp[0] == topic},
+            states["sqlite_chain"].committedOffsets(topic),
             startingOffsets="earliest",
             maxRatePerPartition=RATE / 60,
         )

@@ -158,12 +158,11 @@ def folds(
 ) -> tuple[Any, Any, Any]:
     """Topics a, b, c merged; an order-sensitive fold and a keyed count, both exactly once."""
     tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
-    starts = {**chained.committedOffsets()}
     streams = [
         ssc.directStream(
             log,
             topic,
-            {tp: off for tp, off in starts.items() if tp[0] == topic},
+            chained.committedOffsets(topic),
             startingOffsets="earliest",
             maxRatePerPartition=2 / 60,  # two records per partition and minute
         )
@@ -349,6 +348,8 @@ async def test_an_idle_batch_moves_the_position_only(sc: SparkContext, tmp_path:
     assert store.items() == {"all": 5}
     assert store.position() == ((T0 + Minutes(3)).toDatetime(), 3)
     assert store.get("all") == 5 and store.get("none", "default") == "default"
+    assert store.committedOffsets("clicks") == {("clicks", 0): 1}
+    assert store.committedOffsets("views") == {}
 
 
 async def test_states_must_be_json(sc: SparkContext, tmp_path: Path) -> None:

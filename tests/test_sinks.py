@@ -89,6 +89,8 @@ def test_transactional_sink_commits_results_and_offsets_together(database: Datab
     assert sink.commit([OffsetRange("clicks", 0, 5, 9), OffsetRange("clicks", 1, 2, 3)], add(5))
     assert rows(database, f"SELECT n FROM {totals}") == [(12,)]
     assert sink.committedOffsets() == {("clicks", 0): 9, ("clicks", 1): 3}
+    assert sink.committedOffsets("clicks") == sink.committedOffsets()
+    assert sink.committedOffsets("views") == {}
 
 
 async def test_a_direct_stream_into_a_transactional_sink_counts_each_record_once(

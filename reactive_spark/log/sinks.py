@@ -191,11 +191,13 @@ class TransactionalSink:
                 "PRIMARY KEY (topic, part))"
             )
 
-    def committedOffsets(self) -> dict[tuple[str, int], int]:
-        """The offsets committed so far, per `(topic, partition)` (for `fromOffsets`)."""
+    def committedOffsets(self, *topics: str) -> dict[tuple[str, int], int]:
+        """The offsets committed so far, per `(topic, partition)` (for `fromOffsets`).
+
+        With `topics`, only theirs: what one stream of several should start from.
+        """
         with self.database.transaction() as cursor:
-            cursor.execute(f"SELECT topic, part, off FROM {self.offsetsTable}")
-            return {(topic, int(part)): int(off) for topic, part, off in cursor.fetchall()}
+            return read_offsets(cursor, self.offsetsTable, topics)
 
     def commit(self, offsetRanges: Iterable[OffsetRange], write: Callable[[Any], Any]) -> bool:
         """Run `write(cursor)` and move the offsets, in one transaction.
@@ -244,3 +246,13 @@ class TransactionalSink:
                 f"{stored} is not the batch's start {offsets.fromOffset} (a "
                 f"{'gap' if stored < offsets.fromOffset else 'repeat'}); rolled back",
             )
+
+
+def read_offsets(cursor: Any, table: str, topics: Sequence[str] = ()) -> dict[tuple[str, int], int]:
+    """`(topic, partition) -> offset` from an offsets table, only `topics`' when given."""
+    cursor.execute(f"SELECT topic, part, off FROM {table}")
+    return {
+        (topic, int(part)): int(off)
+        for topic, part, off in cursor.fetchall()
+        if not topics or topic in topics
+    }

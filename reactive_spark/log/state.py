@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
-from reactive_spark.log.sinks import Database, OffsetCommitError, identifier
+from reactive_spark.log.sinks import Database, OffsetCommitError, identifier, read_offsets
 from reactive_spark.offsets import OffsetRange
 from reactive_spark.time import Time
 
@@ -156,10 +156,13 @@ class StateStore:
             rows = cursor.fetchall()
         return {decode_key(key): json.loads(value) for key, value in rows}
 
-    def committedOffsets(self) -> dict[tuple[str, int], int]:
-        """Where the committed batches stopped, per `(topic, partition)` (for `fromOffsets`)."""
+    def committedOffsets(self, *topics: str) -> dict[tuple[str, int], int]:
+        """Where the committed batches stopped, per `(topic, partition)` (for `fromOffsets`).
+
+        With `topics`, only theirs: what one of several merged streams starts from.
+        """
         with self.database.transaction() as cursor:
-            return self._offsets(cursor)
+            return read_offsets(cursor, self.offsetsTable, topics)
 
     def position(self) -> tuple[datetime, int] | None:
         """`(batchTime, batches)`, the downstream position; None before the first commit.
@@ -199,7 +202,7 @@ class StateStore:
                 )
                 written = [(decode_key(key), json.loads(value)) for key, value in cursor]
                 return PreparedBatch(identity, ranges, written, base, "rerun")
-            verdict = self._verdict(ranges, self._offsets(cursor))
+            verdict = self._verdict(ranges, read_offsets(cursor, self.offsetsTable))
             if verdict != "continues":
                 return PreparedBatch(identity, ranges, [], base, verdict)
             batch = [(key, encode_key(key), value) for key, value in records]
@@ -225,7 +228,7 @@ class StateStore:
             committed = 0 if position is None else int(position[3])
             if position is not None and _identity(position) == batch.identity:
                 return False
-            stored = self._offsets(cursor)
+            stored = read_offsets(cursor, self.offsetsTable)
             verdict = self._verdict(batch.ranges, stored)
             if verdict == "covered":
                 return False
@@ -304,10 +307,6 @@ class StateStore:
         )
         row = cursor.fetchone()
         return None if row is None else tuple(row)
-
-    def _offsets(self, cursor: Any) -> dict[tuple[str, int], int]:
-        cursor.execute(f"SELECT topic, part, off FROM {self.offsetsTable}")
-        return {(topic, int(part)): int(off) for topic, part, off in cursor.fetchall()}
 
     def _values(self, cursor: Any, codes: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
