@@ -84,10 +84,15 @@ class SystemClock(Clock):
     def __init__(self) -> None:
         self._scheduler: AsyncIOScheduler | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._last_now = Time(0)
 
     def now(self) -> Time:
         """The current wall-clock instant."""
-        return Time(_time.time_ns() // 1_000_000)
+        milliseconds = _time.time_ns() // 1_000_000
+        last = self._last_now
+        if last.milliseconds != milliseconds:  # events in the same millisecond share one
+            self._last_now = last = Time(milliseconds)
+        return last
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Schedule timed actions on `loop`."""

@@ -79,6 +79,9 @@ class Event:
         '1970-01-01T00:00:01+00:00'
     """
 
+    # events are many and short-lived: no per-instance dict (subclasses of yours may have one)
+    __slots__ = ("index", "instanceId", "source", "tiebreak", "time")
+
     def __init__(
         self,
         source: Any,
@@ -131,9 +134,13 @@ class Event:
 class TimerEvent(Event):
     """A tick of a timer; `time` is the nominal tick time."""
 
+    __slots__ = ()
+
 
 class FileEvent(Event):
     """Files appeared or changed: `paths` (absolute) and the kind of `change`."""
+
+    __slots__ = ("change", "paths")
 
     def __init__(
         self,
@@ -155,6 +162,8 @@ class FileEvent(Event):
 
 class RestEvent(Event):
     """An HTTP request: `method`, `path` (no query string), `query` dict and JSON `body`."""
+
+    __slots__ = ("body", "method", "path", "query")
 
     def __init__(
         self,
@@ -187,6 +196,8 @@ class RestEvent(Event):
 class ObservableEvent(Event):
     """A value emitted by an observable (or produced by `map` / `pipe`): `value`."""
 
+    __slots__ = ("value",)
+
     def __init__(
         self,
         source: Any,
@@ -195,7 +206,12 @@ class ObservableEvent(Event):
         value: Any = None,
         instanceId: int | None = None,
     ) -> None:
-        super().__init__(source, index, time, instanceId)
+        # Event.__init__ inlined: one of these per observed value
+        self.source = source
+        self.index = index
+        self.time = time
+        self.instanceId = instanceId
+        self.tiebreak = 0
         self.value = value
 
     def describe(self) -> dict[str, Any]:
@@ -221,6 +237,8 @@ class ObservableEvent(Event):
 
 class LogEvent(Event):
     """Enough records wait in a log: `backlog` is how many."""
+
+    __slots__ = ("backlog",)
 
     def __init__(
         self,

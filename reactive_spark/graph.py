@@ -47,8 +47,12 @@ class DStreamGraph:
         self.zero_time: Time | None = None
         self.remember_duration: Duration | None = None
         self._reaching: dict[int, set[EventSource]] = {}
+        #: Counts the batches planned: a stream's RDD is computed once per plan.
+        self.planning = 0
+        #: The streams that generated an RDD or recorded a read in the plan, to clear after it.
         self.touched: set[DStream[Any]] = set()
-        self._replaying: dict[str, dict[str, Any]] | None = None
+        #: What the inputs read for the batch being re-planned from a checkpoint (else None).
+        self.replaying: dict[str, dict[str, Any]] | None = None
 
     # -- building ----------------------------------------------------------------------------
     def add_stream(self, stream: DStream[Any]) -> int:
@@ -282,23 +286,32 @@ class DStreamGraph:
 
     def replayed_read(self, stream: DStream[Any]) -> dict[str, Any] | None:
         """What `stream` read for the batch being re-planned from a checkpoint, if any."""
-        return None if self._replaying is None else self._replaying.get(stream.name)
+        return None if self.replaying is None else self.replaying.get(stream.name)
 
-    def generate_jobs(self, event: Event, reads: dict[str, dict[str, Any]] | None = None) -> Batch:
+    def generate_jobs(
+        self,
+        event: Event,
+        reads: dict[str, dict[str, Any]] | None = None,
+        *,
+        keepEmpty: bool = True,
+    ) -> Batch | None:
         """Plan the batch of `event`: one job per bound stream that has an RDD for it.
 
-        With `reads` (from a checkpoint), inputs read exactly what they recorded.
+        With `reads` (from a checkpoint), inputs read exactly what they recorded. Without
+        `keepEmpty`, a batch with neither jobs nor planning failures is not built (None):
+        nothing would run, report or record it.
         """
-        self._replaying = reads
+        self.replaying = reads
+        self.planning += 1
         try:
-            return self._plan(event)
+            return self._plan(event, keepEmpty)
         finally:
-            self._replaying = None
+            self.replaying = None
 
-    def _plan(self, event: Event) -> Batch:
+    def _plan(self, event: Event, keepEmpty: bool) -> Batch | None:
         jobs: list[Job] = []
         failures = []
-        for stream in self._bindings.get(event.source, []):
+        for stream in self._bindings.get(event.source, ()):
             try:
                 rdd = stream.getOrCompute(event)
             except StreamComputeError as exc:
@@ -312,6 +325,8 @@ class DStreamGraph:
                 jobs.append(Job(stream, event, action, "output"))
             else:
                 jobs.append(Job(stream, event, functools.partial(materialize, rdd), "materialize"))
+        if not (jobs or failures or keepEmpty):
+            return None
         inputs = {}
         input_infos = {}
         for stream in self.recorders:
@@ -324,13 +339,20 @@ class DStreamGraph:
         return Batch(event, commits_first(jobs), inputs, failures, inputInfos=input_infos)
 
     def clear_metadata(self, event: Event) -> None:
-        """Let the streams asked for `event` forget what no window or `remember` needs.
+        """Let the streams that generated for `event` forget what no window or `remember` needs.
 
-        Forgotten RDDs that no stream remembers any more are unpersisted. Streams not asked
+        Forgotten RDDs that no stream remembers any more are unpersisted. Other streams
         generated nothing new, so what they remember is still bounded.
         """
-        touched, self.touched = self.touched, set()
-        cached = [rdd for s in touched for rdd in s.clear_metadata(event) if rdd.is_cached]
+        touched = self.touched
+        if not touched:
+            return
+        cached = []
+        for stream in touched:
+            for rdd in stream.clear_metadata(event):
+                if rdd.is_cached:
+                    cached.append(rdd)
+        touched.clear()
         if not cached:
             return
         remembered = {id(rdd) for stream in self.streams for rdd in stream.remembered_rdds()}

@@ -4,9 +4,9 @@ On the event loop, events are accepted in `(time, lineage rank, source order)` o
 numbered (`instanceId`, `index`) as they are accepted. Then, in a worker thread and one event
 at a time, each batch is planned (`DStreamGraph.generate_jobs`, which calls into Spark), handed
 to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
-`maxConcurrentJobs` at once; the queued events are handed to the worker thread in runs, so the
-loop is never blocked and pays one thread handoff per run, not per event. This module is the
-one place that runs blocking work in threads.
+`maxConcurrentJobs` at once. The worker thread takes queued events itself until none is left,
+so the loop is never blocked and a steady stream of events pays no thread hand-off per event.
+This module is the one place that runs blocking work in threads.
 
 Every failure (a job, a plan, an event source) goes through `report`, which logs it once,
 tells the listeners and the failure sinks (`advanceTo`, `awaitTermination`).
@@ -21,6 +21,7 @@ import dataclasses
 import heapq
 import itertools
 import logging
+import threading
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -69,8 +70,10 @@ async def run_blocking(func: Callable[..., R], *args: Any) -> R:
 BatchHook = Callable[[Batch], None]
 OrderKey = tuple[int, int, int]
 
-#: The most queued events one worker thread processes before yielding back to the loop.
-MAX_EVENTS_PER_HANDOFF = 256
+#: How many pending events the loop accepts before letting its other callbacks run.
+EVENTS_PER_FLUSH = 1024
+#: How many queued events the worker thread takes at once (see `_process_queued`).
+EVENTS_PER_TAKE = 64
 
 
 class JobScheduler:
@@ -100,6 +103,8 @@ class JobScheduler:
         self._loop: asyncio.AbstractEventLoop | None = None
         # accepted events waiting for the worker thread, and how many are not processed yet
         self._ready: deque[Event] = deque()
+        self._taking = threading.Lock()  # the worker takes from `_ready`, the loop may drop it
+        self._taken = 0  # events the running worker took (counted done when it returns)
         self._unprocessed = 0
         self._wake: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
@@ -114,7 +119,8 @@ class JobScheduler:
         #: Whether posted events will be processed (not closed, not crashed).
         self.accepting = True
         self._job_group = f"reactive-spark-{id(self):x}"
-        self.processed_events = 0
+        self._announced = 0  # events without a batch, counted on the loop
+        self._batches_processed = 0  # counted in the worker thread
         #: The instanceId of the last event whose batch was processed (events go in order).
         self.processed_through = -1
         self.crash: BaseException | None = None
@@ -192,8 +198,7 @@ class JobScheduler:
         self._close(dropping=True)
         self._pending.clear()
         self._pending_keys.clear()
-        self._done(len(self._ready))
-        self._ready.clear()
+        self._done(self._drop_ready())
 
     async def stop(self, graceful: bool) -> None:
         """Stop processing: after the queued events (`graceful`), or after the running batch.
@@ -237,46 +242,77 @@ class JobScheduler:
         tied.append(event)
         if not self._flush_scheduled and self._loop is not None:
             self._flush_scheduled = True
-            self._loop.call_soon(self.flush)
+            self._loop.call_soon(self._flush_some)
 
-    def flush(self) -> None:
+    def _flush_some(self) -> None:
+        """Accept a slice of the pending events; the rest after the loop's other callbacks.
+
+        So the worker thread starts on the first batches of a burst while the rest of the burst
+        is accepted, and the loop stays responsive.
+        """
+        self._flush_scheduled = False
+        self.flush(EVENTS_PER_FLUSH)
+        if self._pending_keys and not self._flush_scheduled and self._loop is not None:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush_some)
+
+    def flush(self, limit: int | None = None) -> None:
         """Number the pending events in order, notify listeners, and queue them for processing.
 
         Listeners may fire more events (derived sources do); they are accepted in order too.
-        An event no stream is bound to has no batch: it is only numbered and announced.
+        An event no stream is bound to has no batch: it is only numbered and announced. With
+        `limit`, at most that many events are accepted.
         """
-        self._flush_scheduled = False
         pending, keys, ready, bound = self._pending, self._pending_keys, self._ready, self._bound
-        instance_ids = self._instance_ids
-        queued = 0
-        while keys:
+        instance_ids, progress = self._instance_ids, self._progress
+        queued = announced = 0
+        budget = -1 if limit is None else limit
+        while keys and budget:
             key = keys[0]
             tied = pending[key]
-            event = tied.popleft()
-            if not tied:
+            if not tied:  # emptied while an earlier event cut in (below)
                 heapq.heappop(keys)
                 del pending[key]
-            source = event.source
-            if event.index is None:
-                event.index = next(source.index_sequence)
-            event.instanceId = next(instance_ids)
-            if self._progress is not None:
-                self._progress[source.name] = [event.time.milliseconds, event.index]
-            if self._listeners:
-                self.tell("onEventFired", event)
-            source.notify(event)
-            if source in bound:
-                if self._progress is not None:
-                    self._progress_at[event.instanceId] = dict(self._progress)
-                ready.append(event)
-                queued += 1
-            else:
-                self.processed_events += 1
+                continue
+            source: Any = None
+            while tied and budget:
+                budget -= 1
+                event = tied.popleft()
+                if event.source is not source:  # the events of one key share their source
+                    source = event.source
+                    index_sequence, notify = source.index_sequence, source.notify
+                    batched = source in bound
+                if event.index is None:
+                    event.index = next(index_sequence)
+                event.instanceId = next(instance_ids)
+                if progress is not None:
+                    progress[source.name] = [event.time.milliseconds, event.index]
+                if self._listeners:
+                    self.tell("onEventFired", event)
+                notify(event)
+                if batched:
+                    if progress is not None:
+                        self._progress_at[event.instanceId] = dict(progress)
+                    ready.append(event)
+                    queued += 1
+                else:
+                    announced += 1
+                if keys[0] is not key:  # a listener posted an event that goes first
+                    break
+            if not tied and keys[0] is key:
+                heapq.heappop(keys)
+                del pending[key]
+        self._announced += announced
         if queued:
             self._unprocessed += queued
             assert self._idle is not None and self._wake is not None
             self._idle.clear()
             self._wake.set()
+
+    @property
+    def processed_events(self) -> int:
+        """Events fully handled: announced (no batch), or their batch processed."""
+        return self._announced + self._batches_processed
 
     @property
     def busy(self) -> bool:
@@ -291,7 +327,9 @@ class JobScheduler:
         if self._idle is None:
             return
         while True:
-            self.flush()
+            while self._pending_keys and not self._dropping:
+                self.flush(EVENTS_PER_FLUSH)
+                await asyncio.sleep(0)  # the worker thread may start on what was accepted
             await self._idle.wait()
             if not self._pending_keys or self._dropping:
                 break
@@ -313,41 +351,62 @@ class JobScheduler:
         if self._unprocessed == 0 and self._idle is not None:
             self._idle.set()
 
+    def _drop_ready(self) -> int:
+        """Drop the accepted events no worker has taken; returns how many."""
+        with self._taking:
+            dropped = len(self._ready)
+            self._ready.clear()
+        return dropped
+
     # -- processing --------------------------------------------------------------------------
     async def _process_forever(self) -> None:
-        """Hand the queued events, in order, to one worker thread at a time."""
+        """Have one worker thread at a time process the queued events, in order."""
         assert self._wake is not None
         ready = self._ready
         while True:
+            if ready and self._dropping:  # accepted after a crash: never processed
+                self._done(self._drop_ready())
             if not ready:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            events = [ready.popleft() for _ in range(min(len(ready), MAX_EVENTS_PER_HANDOFF))]
+            first = ready[0]
+            self._taken = 0
             try:
-                await run_blocking(self._process_run, events)
+                await run_blocking(self._process_queued)
             except BaseException as exc:
                 if isinstance(exc, asyncio.CancelledError):
                     raise
                 log.exception(
-                    "reactive-spark scheduler crashed in a run of %d events from %r; no "
-                    "further batch runs (restart the context, from its checkpoint if it has one)",
-                    len(events),
-                    events[0],
+                    "reactive-spark scheduler crashed in a run of events from %r; no further "
+                    "batch runs (restart the context, from its checkpoint if it has one)",
+                    first,
                 )
                 self.crash = exc
                 self._close(dropping=True)
-                self._done(len(ready))
-                ready.clear()
+                self._done(self._drop_ready())
                 self._on_crash(exc)
             finally:
-                self._done(len(events))
+                self._done(self._taken)
 
-    def _process_run(self, events: list[Event]) -> None:
-        for event in events:
-            if self._dropping:
-                return
-            self._process(event)
+    def _process_queued(self) -> None:
+        """Process queued events until none is left (worker thread).
+
+        Events the loop queues meanwhile are taken too, so a steady stream of events costs no
+        hand-off per event; they are taken a few at a time, as `abort` may drop the rest.
+        """
+        ready, process = self._ready, self._process
+        while True:
+            with self._taking:
+                count = min(len(ready), EVENTS_PER_TAKE)
+                if not count or self._dropping:
+                    return
+                events = [ready.popleft() for _ in range(count)]
+                self._taken += count
+            for event in events:
+                if self._dropping:
+                    return
+                process(event)
 
     async def replay(self, batches: list[tuple[Event, dict[str, Any], bool]]) -> None:
         """Re-plan batches from a checkpoint, in order, before any new event.
@@ -368,17 +427,23 @@ class JobScheduler:
     ) -> None:
         """Plan the event's batch, run its hooks and jobs, then clear metadata (worker thread)."""
         submitted = now_ms()
-        batch = self._graph.generate_jobs(event, reads)
-        if event.instanceId is not None and self._progress_at:
-            batch.progress = self._progress_at.pop(event.instanceId, batch.progress)
+        hooked = bool(self._before_jobs or self._after_jobs)
+        batch = self._graph.generate_jobs(event, reads, keepEmpty=hooked)
+        progress = None
+        if self._progress_at and event.instanceId is not None:
+            progress = self._progress_at.pop(event.instanceId, None)
+        if batch is not None:
+            if progress is not None:
+                batch.progress = progress
+            if runJobs:
+                self._run_batch(batch, submitted)
+            else:
+                for failure in batch.failures:  # a batch rebuilt for the windows failed to plan
+                    self.report(failure)
         if runJobs:
-            self._run_batch(batch, submitted)
-            self.processed_events += 1
+            self._batches_processed += 1
             if event.instanceId is not None:
                 self.processed_through = event.instanceId
-        else:
-            for failure in batch.failures:  # a batch rebuilt for the windows failed to plan
-                self.report(failure)
         self._graph.clear_metadata(event)
 
     def _run_batch(self, batch: Batch, submitted: float) -> None:

@@ -12,6 +12,7 @@ transformation and window), `ForEachDStream` (every output operation) and `State
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -73,6 +74,10 @@ class Generated(NamedTuple):
         return self.event.time
 
 
+# Generated((event, rdd)) without NamedTuple's Python-level __new__ (one per generated RDD)
+_generated = functools.partial(tuple.__new__, Generated)
+
+
 class DStream(
     TransformOperations[T], OutputOperations, PairOperations, WindowOperations, Generic[T]
 ):
@@ -105,11 +110,15 @@ class DStream(
         for dependency in dependencies:
             _require_same_context(ssc, dependency.parent, "parent")
         self._ssc = ssc
+        self._graph = ssc.graph
         self.dependencies = list(dependencies)
         self._func_name = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
-        # the RDD of the event being planned (events are planned one at a time)
-        self._memo: tuple[int, RDD[Any] | None] | None = None
+        # the RDD of the event being planned (events are planned one at a time, each a new plan
+        # of the graph's); the graph has the RDD released once the batch is done
+        self._memo_plan = -1
+        self._memo_event: Event | None = None
+        self._memo_rdd: RDD[Any] | None = None
         # what the stream read for the event being planned, for the checkpoint (`describe_read`)
         self._last_read: tuple[int, dict[str, Any]] | None = None
         self._generated: deque[Generated] = deque()
@@ -117,6 +126,7 @@ class DStream(
         self._storage_level: StorageLevel | None = None
         self._checkpoint_interval: Duration | None = None
         self._checkpoint_count: int | None = None
+        self._checkpointing = False
         self._since_checkpoint: tuple[Time, int] | None = None
         self._retention = Retention()
         self._keep_count, self._keep_milliseconds = 1, 0
@@ -202,34 +212,34 @@ class DStream(
 
     def getOrCompute(self, event: Event) -> RDD[Any] | None:
         """This stream's RDD for `event`, computing it (and its parents') once per event."""
-        key = event.instanceId if event.instanceId is not None else id(event)
-        memo = self._memo
-        if memo is not None and memo[0] == key:
-            return memo[1]
-        try:
-            rdd = self._compute(event) if self.reactsTo(event) else None
-        except StreamComputeError:
-            raise
-        except Exception as exc:
-            raise StreamComputeError(self, exc) from exc
-        if rdd is not None:
-            self._register(event, rdd)
-        self._memo = (key, rdd)
-        self._ssc.graph.touched.add(self)
+        graph = self._graph
+        if self._memo_plan == graph.planning and self._memo_event is event:
+            return self._memo_rdd
+        bound = self._bound
+        rdd = None
+        if not bound or event.source in bound:  # reactsTo, inlined: once per stream and event
+            try:
+                rdd = self._compute(event)
+            except StreamComputeError:
+                raise
+            except Exception as exc:
+                raise StreamComputeError(self, exc) from exc
+            if rdd is not None:
+                self._register(event, rdd)
+                graph.touched.add(self)
+        self._memo_plan, self._memo_event, self._memo_rdd = graph.planning, event, rdd
         return rdd
 
     def _register(self, event: Event, rdd: RDD[Any]) -> None:
         if self._storage_level is not None and not rdd.is_cached:
             rdd.persist(self._storage_level)
-        if self._checkpoint_due(event):
+        if self._checkpointing and self._checkpoint_due(event):
             rdd.checkpoint()
             self._since_checkpoint = (event.time, 0)
-        self._generated.append(Generated(event, rdd))
+        self._generated.append(_generated((event, rdd)))
         self.generatedCount += 1
 
     def _checkpoint_due(self, event: Event) -> bool:
-        if self._checkpoint_interval is None and self._checkpoint_count is None:
-            return False
         if self._since_checkpoint is None:
             self._since_checkpoint = (self._ssc.zeroTime, 0)
         last_time, count = self._since_checkpoint
@@ -257,7 +267,7 @@ class DStream(
         Inputs record what they consume, `updateStateByKey` where it saved its state.
         """
         read = self._last_read
-        return read[1] if read is not None and read[0] == id(event) else None
+        return read[1] if read is not None and read[0] == self._graph.planning else None
 
     def record_count(self, read: dict[str, Any]) -> int | None:
         """How many records a read holds, for inputs (None: this stream is not an input)."""
@@ -265,7 +275,8 @@ class DStream(
 
     def _record_read(self, event: Event, read: dict[str, Any]) -> None:
         """Keep `read` for `describe_read`; the stream must be a graph recorder (`add_recorder`)."""
-        self._last_read = (id(event), read)
+        self._last_read = (self._graph.planning, read)
+        self._graph.touched.add(self)
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what a write that a crash interrupted left behind (default: nothing)."""
@@ -286,15 +297,15 @@ class DStream(
         """The RDDs this stream remembers."""
         return [item.rdd for item in tuple(self._generated)]
 
-    def clear_metadata(self, event: Event) -> list[RDD[Any]]:
+    def clear_metadata(self, event: Event) -> Sequence[RDD[Any]]:
         """Forget per-event state and the RDDs no dependency or `remember` needs any more.
 
         Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
         """
-        self._memo = self._last_read = None
+        self._memo_event = self._memo_rdd = self._last_read = None
         generated, keep, duration = self._generated, self._keep_count, self._keep_milliseconds
         if len(generated) <= keep:
-            return []
+            return ()
         horizon = event.time.milliseconds - duration
         forgotten = []
         while len(generated) > keep and (not duration or generated[0].time.milliseconds < horizon):
@@ -344,6 +355,7 @@ class DStream(
         self._ssc.require_not_started(f"checkpoint {self.name}")
         self._checkpoint_interval = None if interval is None else to_duration(interval, "interval")
         self._checkpoint_count = count
+        self._checkpointing = True
         return self
 
     # -- building blocks ---------------------------------------------------------------------
@@ -463,6 +475,9 @@ class TransformedDStream(DStream[Any]):
         self._window_states = [
             dependency for dependency in self.dependencies if dependency.stateful
         ]
+        # most streams read one parent's RDD for the same event: ask it directly
+        only = self.dependencies[0] if len(self.dependencies) == 1 else None
+        self._same_event_parent = only.parent if type(only) is EventDependency else None
         if self._window_states:
             ssc.graph.add_recorder(self)  # windows record their state with every batch
 
@@ -473,11 +488,17 @@ class TransformedDStream(DStream[Any]):
                 for dependency, state in zip(self._window_states, replayed["windows"], strict=True):
                     dependency.restore_state(state)
             self._record_read(event, {"windows": [d.save_state() for d in self._window_states]})
-        if len(self.dependencies) == 1:
-            only = self.dependencies[0].compute(event)
+        parent = self._same_event_parent
+        if parent is not None:
+            only = parent.getOrCompute(event)
             if only is None:
                 return None
             complete: tuple[RDD[Any], ...] = (only,)
+        elif len(self.dependencies) == 1:
+            only = self.dependencies[0].compute(event)
+            if only is None:
+                return None
+            complete = (only,)
         else:
             rdds = [dependency.compute(event) for dependency in self.dependencies]
             if all(rdd is None for rdd in rdds):
@@ -536,6 +557,7 @@ class ForEachDStream(DStream[Any]):
         target: tuple[str, str | None] | None = None,
     ) -> None:
         super().__init__(parent.context(), [EventDependency(parent)], operation, user)
+        self._parent = parent
         self.function = function
         self.target = target
         self.isOutput = True
@@ -548,7 +570,7 @@ class ForEachDStream(DStream[Any]):
         return remove_interrupted_writes(self._ssc.sparkContext, *self.target)
 
     def _compute(self, event: Event) -> RDD[Any] | None:
-        return self.dependencies[0].compute(event)
+        return self._parent.getOrCompute(event)  # what its EventDependency passes
 
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
         """The job body for `event`."""

@@ -7,8 +7,8 @@ its parents' events as the context accepts them, and derives `between` from its 
 
 from __future__ import annotations
 
-import functools
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 from reactive_spark.errors import ForeignContextError, InvalidArgumentError
@@ -42,6 +42,8 @@ class DerivedEvent(Event):
     `value` is the mapped (or piped) value where there is one, else the parent's.
     """
 
+    __slots__ = ("parent", "value")
+
     def __init__(
         self,
         source: Any,
@@ -50,29 +52,51 @@ class DerivedEvent(Event):
         parent: Event | None,
         value: Any = _MISSING,
     ) -> None:
-        super().__init__(source, index, time)
+        # Event.__init__ inlined: every operator creates one of these per event
+        self.source = source
+        self.index = index
+        self.time = time
+        self.instanceId = None
+        self.tiebreak = 0
         self.parent = parent
         if value is not _MISSING:
             self.value = value
 
     def __getattr__(self, name: str) -> Any:
-        parent = self.__dict__.get("parent")
-        if parent is None or name.startswith("__"):
+        # only called for what the event lacks: an unset `value`, or a parent's attribute
+        if name == "parent" or name.startswith("__"):
+            raise AttributeError(name)
+        parent = self.parent
+        if parent is None:
             raise AttributeError(name)
         return getattr(parent, name)
 
     def describe(self) -> dict[str, Any]:
         """The event as JSON-friendly fields, with its parent's."""
         fields = super().describe()
-        if "value" in self.__dict__:
-            fields["value"] = json_friendly(self.value)
+        own = _own_value(self)
+        if own is not _MISSING:
+            fields["value"] = json_friendly(own)
         if self.parent is not None:
             fields["parent"] = self.parent.describe()
         return fields
 
 
+_VALUE_SLOT: Any = DerivedEvent.__dict__["value"]  # the slot's descriptor
+
+
+def _own_value(event: DerivedEvent) -> Any:
+    """The value the derived event carries itself (not its parent's), or `_MISSING`."""
+    try:
+        return _VALUE_SLOT.__get__(event, DerivedEvent)
+    except AttributeError:
+        return _MISSING
+
+
 class JoinEvent(Event):
     """Two events, `left` and `right`, that fired within the join's `within` of each other."""
+
+    __slots__ = ("left", "right")
 
     def __init__(self, source: Any, index: int | None, time: Time, left: Event, right: Event):
         super().__init__(source, index, time)
@@ -115,22 +139,29 @@ class DerivedEventSource(EventSource):
         super().__init__(parents[0].context, name)
         self.kind = self.operation
         self._parents = list(parents)
-        self._accept = self.context.accept_event
+        #: Fire an event derived inside `receive` (on the loop: no thread hand-off needed).
+        self._emit: Callable[[Event], None] = self.context.accept_event
         for position, parent in enumerate(self._parents):
-            parent.addListener(functools.partial(self._from_parent, position))
+            parent.addListener(self._listener_for(position))
 
     @property
     def parents(self) -> list[EventSource]:
         """The sources this one is derived from."""
         return list(self._parents)
 
-    def _from_parent(self, position: int, event: Event) -> None:
-        if self.context.state != "active":
-            return
-        try:
-            self.receive(position, event)
-        except Exception as exc:
-            self.context.report_source_error(self, self.operation, exc, event, self.function)
+    def _listener_for(self, position: int) -> Callable[[Event], None]:
+        """The listener that hands parent number `position`'s events to `receive`."""
+        context, receive = self.context, self.receive
+
+        def from_parent(event: Event) -> None:
+            if context.state != "active":
+                return
+            try:
+                receive(position, event)
+            except Exception as exc:
+                context.report_source_error(self, self.operation, exc, event, self.function)
+
+        return from_parent
 
     @abstractmethod
     def receive(self, position: int, event: Event) -> None:
@@ -142,10 +173,6 @@ class DerivedEventSource(EventSource):
         Called once sources have their `resumedFrom`, before missed events are fired
         (default: nothing; `delay` re-schedules the events that were still waiting).
         """
-
-    def _emit(self, event: Event) -> None:
-        """Fire an event derived inside `receive` (on the loop; skips `post`'s thread check)."""
-        self._accept(event)
 
     def start(self) -> None:
         """Nothing to start: the parents drive a derived source."""

@@ -55,8 +55,13 @@ class ObservableEventSource(EventSource):
     def start(self) -> None:
         """Subscribe to the observable."""
         clock = self.context.clock
+        now, post = clock.now, self.context.post_event
+
+        def on_next(value: Any) -> None:
+            post(ObservableEvent(self, None, now(), value))
+
         self._subscription = self._observable.subscribe(
-            on_next=lambda value: self.post(ObservableEvent(self, None, clock.now(), value)),
+            on_next=on_next,
             on_error=lambda error: self.context.report_source_error(self, "observable", error),
             scheduler=clock.scheduler,
         )
