@@ -206,12 +206,7 @@ class ObservableEvent(Event):
         value: Any = None,
         instanceId: int | None = None,
     ) -> None:
-        # Event.__init__ inlined: one of these per observed value
-        self.source = source
-        self.index = index
-        self.time = time
-        self.instanceId = instanceId
-        self.tiebreak = 0
+        super().__init__(source, index, time, instanceId)
         self.value = value
 
     def describe(self) -> dict[str, Any]:

@@ -51,8 +51,7 @@ class DStreamGraph:
         self.planning = 0
         #: The streams that generated an RDD or recorded a read in the plan, to clear after it.
         self.touched: set[DStream[Any]] = set()
-        #: What the inputs read for the batch being re-planned from a checkpoint (else None).
-        self.replaying: dict[str, dict[str, Any]] | None = None
+        self._replaying: dict[str, dict[str, Any]] | None = None
 
     # -- building ----------------------------------------------------------------------------
     def add_stream(self, stream: DStream[Any]) -> int:
@@ -286,7 +285,7 @@ class DStreamGraph:
 
     def replayed_read(self, stream: DStream[Any]) -> dict[str, Any] | None:
         """What `stream` read for the batch being re-planned from a checkpoint, if any."""
-        return None if self.replaying is None else self.replaying.get(stream.name)
+        return None if self._replaying is None else self._replaying.get(stream.name)
 
     def generate_jobs(
         self,
@@ -301,12 +300,12 @@ class DStreamGraph:
         `keepEmpty`, a batch with neither jobs nor planning failures is not built (None):
         nothing would run, report or record it.
         """
-        self.replaying = reads
+        self._replaying = reads
         self.planning += 1
         try:
             return self._plan(event, keepEmpty)
         finally:
-            self.replaying = None
+            self._replaying = None
 
     def _plan(self, event: Event, keepEmpty: bool) -> Batch | None:
         jobs: list[Job] = []

@@ -12,7 +12,6 @@ transformation and window), `ForEachDStream` (every output operation) and `State
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import shutil
@@ -74,10 +73,6 @@ class Generated(NamedTuple):
         return self.event.time
 
 
-# Generated((event, rdd)) without NamedTuple's Python-level __new__ (one per generated RDD)
-_generated = functools.partial(tuple.__new__, Generated)
-
-
 class DStream(
     TransformOperations[T], OutputOperations, PairOperations, WindowOperations, Generic[T]
 ):
@@ -126,7 +121,6 @@ class DStream(
         self._storage_level: StorageLevel | None = None
         self._checkpoint_interval: Duration | None = None
         self._checkpoint_count: int | None = None
-        self._checkpointing = False
         self._since_checkpoint: tuple[Time, int] | None = None
         self._retention = Retention()
         self._keep_count, self._keep_milliseconds = 1, 0
@@ -215,9 +209,8 @@ class DStream(
         graph = self._graph
         if self._memo_plan == graph.planning and self._memo_event is event:
             return self._memo_rdd
-        bound = self._bound
         rdd = None
-        if not bound or event.source in bound:  # reactsTo, inlined: once per stream and event
+        if self.reactsTo(event):
             try:
                 rdd = self._compute(event)
             except StreamComputeError:
@@ -233,13 +226,15 @@ class DStream(
     def _register(self, event: Event, rdd: RDD[Any]) -> None:
         if self._storage_level is not None and not rdd.is_cached:
             rdd.persist(self._storage_level)
-        if self._checkpointing and self._checkpoint_due(event):
+        if self._checkpoint_due(event):
             rdd.checkpoint()
             self._since_checkpoint = (event.time, 0)
-        self._generated.append(_generated((event, rdd)))
+        self._generated.append(Generated(event, rdd))
         self.generatedCount += 1
 
     def _checkpoint_due(self, event: Event) -> bool:
+        if not self.checkpointed:
+            return False
         if self._since_checkpoint is None:
             self._since_checkpoint = (self._ssc.zeroTime, 0)
         last_time, count = self._since_checkpoint
@@ -355,7 +350,6 @@ class DStream(
         self._ssc.require_not_started(f"checkpoint {self.name}")
         self._checkpoint_interval = None if interval is None else to_duration(interval, "interval")
         self._checkpoint_count = count
-        self._checkpointing = True
         return self
 
     # -- building blocks ---------------------------------------------------------------------
@@ -475,9 +469,6 @@ class TransformedDStream(DStream[Any]):
         self._window_states = [
             dependency for dependency in self.dependencies if dependency.stateful
         ]
-        # most streams read one parent's RDD for the same event: ask it directly
-        only = self.dependencies[0] if len(self.dependencies) == 1 else None
-        self._same_event_parent = only.parent if type(only) is EventDependency else None
         if self._window_states:
             ssc.graph.add_recorder(self)  # windows record their state with every batch
 
@@ -488,17 +479,11 @@ class TransformedDStream(DStream[Any]):
                 for dependency, state in zip(self._window_states, replayed["windows"], strict=True):
                     dependency.restore_state(state)
             self._record_read(event, {"windows": [d.save_state() for d in self._window_states]})
-        parent = self._same_event_parent
-        if parent is not None:
-            only = parent.getOrCompute(event)
-            if only is None:
-                return None
-            complete: tuple[RDD[Any], ...] = (only,)
-        elif len(self.dependencies) == 1:
+        if len(self.dependencies) == 1:
             only = self.dependencies[0].compute(event)
             if only is None:
                 return None
-            complete = (only,)
+            complete: tuple[RDD[Any], ...] = (only,)
         else:
             rdds = [dependency.compute(event) for dependency in self.dependencies]
             if all(rdd is None for rdd in rdds):
@@ -557,7 +542,6 @@ class ForEachDStream(DStream[Any]):
         target: tuple[str, str | None] | None = None,
     ) -> None:
         super().__init__(parent.context(), [EventDependency(parent)], operation, user)
-        self._parent = parent
         self.function = function
         self.target = target
         self.isOutput = True
@@ -570,7 +554,7 @@ class ForEachDStream(DStream[Any]):
         return remove_interrupted_writes(self._ssc.sparkContext, *self.target)
 
     def _compute(self, event: Event) -> RDD[Any] | None:
-        return self._parent.getOrCompute(event)  # what its EventDependency passes
+        return self.dependencies[0].compute(event)
 
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
         """The job body for `event`."""

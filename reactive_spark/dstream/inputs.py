@@ -34,7 +34,7 @@ class InputDStream(DStream[Any]):
         ssc.graph.add_input(self)
 
     def _compute(self, event: Event) -> RDD[Any] | None:
-        replayed = None if self._graph.replaying is None else self._graph.replayed_read(self)
+        replayed = self._graph.replayed_read(self)
         if replayed is None:
             rdd, read = self._read(event)
         else:

@@ -25,7 +25,7 @@ class MappedEventSource(DerivedEventSource):
 
     def receive(self, position: int, event: Event) -> None:
         """Post the mapped event."""
-        self._emit(DerivedEvent(self, None, event.time, event, self._f(event)))
+        self._emit(self._derive(event))
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range, mapped."""

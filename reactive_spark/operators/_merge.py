@@ -20,9 +20,7 @@ class MergedEventSource(DerivedEventSource):
 
     def receive(self, position: int, event: Event) -> None:
         """Post the parent's event as this source's."""
-        derived = DerivedEvent(self, None, event.time, event)
-        derived.tiebreak = position
-        self._emit(derived)
+        self._emit(self._derive(position, event))
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """Every parent's events in the range, in time then argument order."""

@@ -52,12 +52,7 @@ class DerivedEvent(Event):
         parent: Event | None,
         value: Any = _MISSING,
     ) -> None:
-        # Event.__init__ inlined: every operator creates one of these per event
-        self.source = source
-        self.index = index
-        self.time = time
-        self.instanceId = None
-        self.tiebreak = 0
+        super().__init__(source, index, time)
         self.parent = parent
         if value is not _MISSING:
             self.value = value
