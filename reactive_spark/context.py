@@ -161,6 +161,8 @@ class StreamingContext:
         )
         #: Hand an event to the scheduler, on the loop only (derived sources' fast path).
         self.accept_event: Callable[[Event], None] = self._scheduler.accept
+        #: Hand a run of events of one source and instant to the scheduler, on the loop only.
+        self.accept_run: Callable[[Sequence[Event]], None] = self._scheduler.accept_run
         self._sources: list[EventSource] = []
         self._source_names: set[str] = set()
         self._state = INITIALIZED

@@ -79,7 +79,8 @@ class Event:
         '1970-01-01T00:00:01+00:00'
     """
 
-    # events are many and short-lived: no per-instance dict (subclasses of yours may have one)
+    # events are many and short-lived: no per-instance dict (subclasses of yours may have one),
+    # and subclasses here call `Event.__init__` directly, without a `super()` object per event
     __slots__ = ("index", "instanceId", "source", "tiebreak", "time")
 
     def __init__(
@@ -151,7 +152,7 @@ class FileEvent(Event):
         change: str = "added",
         instanceId: int | None = None,
     ) -> None:
-        super().__init__(source, index, time, instanceId)
+        Event.__init__(self, source, index, time, instanceId)
         self.paths = tuple(paths)
         self.change = change
 
@@ -176,7 +177,7 @@ class RestEvent(Event):
         body: Any = None,
         instanceId: int | None = None,
     ) -> None:
-        super().__init__(source, index, time, instanceId)
+        Event.__init__(self, source, index, time, instanceId)
         self.method = method
         self.path = path
         self.query = dict(query or {})
@@ -206,7 +207,7 @@ class ObservableEvent(Event):
         value: Any = None,
         instanceId: int | None = None,
     ) -> None:
-        super().__init__(source, index, time, instanceId)
+        Event.__init__(self, source, index, time, instanceId)
         self.value = value
 
     def describe(self) -> dict[str, Any]:
@@ -243,7 +244,7 @@ class LogEvent(Event):
         backlog: int,
         instanceId: int | None = None,
     ) -> None:
-        super().__init__(source, index, time, instanceId)
+        Event.__init__(self, source, index, time, instanceId)
         self.backlog = backlog
 
     def describe(self) -> dict[str, Any]:
@@ -318,7 +319,9 @@ class EventSource(ABC):
             raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
         self._ssc = context
         self.name = name
+        # everyone notified of each event, in the order added; derived sources also take runs
         self._listeners: tuple[Callable[[Event], Any], ...] = ()
+        self._receivers: tuple[Callable[[list[Event]], None], ...] = ()
         #: The indexes this source's next events get (the scheduler draws from it).
         self.index_sequence = itertools.count()
         #: The position of this source in the context's creation order.
@@ -436,6 +439,27 @@ class EventSource(ABC):
         self._listeners = tuple(known for known in self._listeners if known != target)
 
     @property
+    def listened(self) -> bool:
+        """Whether something wants each event alone as it is accepted (a listener, `pipe`).
+
+        Then the scheduler `notify`s every event, and listeners and derived sources are called
+        in the order they were added; otherwise it `forward`s runs of events.
+        """
+        return len(self._listeners) > len(self._receivers)
+
+    def add_receiver(self, receiver: Callable[[list[Event]], None], *, runs: bool = True) -> None:
+        """Hand `receiver` the accepted events as lists; derived sources listen so.
+
+        With `runs`, a list may hold a run of events (see `forward`): the receiver must then
+        only post events that go after the run's own (later in time, or from a source of a
+        higher lineage rank), as it may see the run once all of it is accepted. Without, it
+        gets each event alone as it is accepted, as a listener does.
+        """
+        self._listeners = (*self._listeners, lambda event: receiver([event]))
+        if runs:
+            self._receivers = (*self._receivers, receiver)
+
+    @property
     def parents(self) -> list[EventSource]:
         """The sources this one is derived from (none for a primary source)."""
         return []
@@ -464,7 +488,7 @@ class EventSource(ABC):
         self.resumedFrom = lastTime
 
     def notify(self, event: Event) -> None:
-        """Hand an accepted event to the listeners (the scheduler calls this, on the loop).
+        """Hand an accepted event to the listeners and derived sources (scheduler, on the loop).
 
         A listener that raises is reported as a failure of this source (`onSourceError`);
         the other listeners still get the event.
@@ -474,6 +498,14 @@ class EventSource(ABC):
                 listener(event)
             except Exception as exc:
                 self._ssc.report_source_error(self, "listener", exc, event, listener)
+
+    def forward(self, events: list[Event]) -> None:
+        """Hand a run of accepted events (one instant, in order) to the derived sources.
+
+        The scheduler calls this instead of `notify` when the source is not `listened`.
+        """
+        for receiver in self._receivers:
+            receiver(events)
 
     # -- operators (see `reactive_spark.operators`) ---------------------------------------
     def map(self, f: Callable[[Event], Any], name: str | None = None) -> EventSource:

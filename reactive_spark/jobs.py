@@ -347,7 +347,7 @@ class BatchInfo:
         return BatchTime(self.event.time.milliseconds)
 
     def submissionTime(self) -> int:
-        """When the batch was planned (epoch ms)."""
+        """When the batch was planned, and so submitted (epoch ms), as a JobSet in Spark."""
         return int(self.plannedTime)
 
     def processingStartTime(self) -> int | None:

@@ -21,10 +21,11 @@ import dataclasses
 import heapq
 import itertools
 import logging
+import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -234,15 +235,30 @@ class JobScheduler:
         if self._closed:
             log.warning("dropping %r: the scheduler is stopped", event)
             return
+        self._tied(event).append(event)
+
+    def accept_run(self, events: Sequence[Event]) -> None:
+        """Queue events of one source, time and tiebreak, in order; must run on the loop."""
+        if not events:
+            return
+        if self._closed:
+            log.warning(
+                "dropping %d events from %r: the scheduler is stopped", len(events), events[0]
+            )
+            return
+        self._tied(events[0]).extend(events)
+
+    def _tied(self, event: Event) -> deque[Event]:
+        """The pending events `event` is tied with (same time, rank and tiebreak)."""
         key: OrderKey = (event.time.milliseconds, event.source.rank, event.tiebreak)
         tied = self._pending.get(key)
         if tied is None:
             self._pending[key] = tied = deque()
             heapq.heappush(self._pending_keys, key)
-        tied.append(event)
         if not self._flush_scheduled and self._loop is not None:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_some)
+        return tied
 
     def _flush_some(self) -> None:
         """Accept a slice of the pending events; the rest after the loop's other callbacks.
@@ -259,55 +275,79 @@ class JobScheduler:
     def flush(self, limit: int | None = None) -> None:
         """Number the pending events in order, notify listeners, and queue them for processing.
 
-        Listeners may fire more events (derived sources do); they are accepted in order too.
-        An event no stream is bound to has no batch: it is only numbered and announced. With
-        `limit`, at most that many events are accepted.
+        Events tied on one key (one source and instant) are accepted as a run. Listeners may
+        fire more events (derived sources do); they are accepted in order too. An event no
+        stream is bound to has no batch: it is only numbered and announced. With `limit`, at
+        most that many events are accepted.
         """
-        pending, keys, ready, bound = self._pending, self._pending_keys, self._ready, self._bound
-        instance_ids, progress = self._instance_ids, self._progress
-        queued = announced = 0
-        budget = -1 if limit is None else limit
+        pending, keys, bound = self._pending, self._pending_keys, self._bound
+        budget = sys.maxsize if limit is None else limit
+        queued = 0
         while keys and budget:
             key = keys[0]
             tied = pending[key]
-            if not tied:  # emptied while an earlier event cut in (below)
-                heapq.heappop(keys)
-                del pending[key]
-                continue
-            source: Any = None
-            while tied and budget:
-                budget -= 1
-                event = tied.popleft()
-                if event.source is not source:  # the events of one key share their source
-                    source = event.source
-                    index_sequence, notify = source.index_sequence, source.notify
-                    batched = source in bound
-                if event.index is None:
-                    event.index = next(index_sequence)
-                event.instanceId = next(instance_ids)
-                if progress is not None:
-                    progress[source.name] = [event.time.milliseconds, event.index]
-                if self._listeners:
-                    self.tell("onEventFired", event)
-                notify(event)
-                if batched:
-                    if progress is not None:
-                        self._progress_at[event.instanceId] = dict(progress)
-                    ready.append(event)
-                    queued += 1
+            if tied:
+                run = self._accept_run(_take(tied, budget), tied, key)
+                budget -= len(run)
+                if run[0].source in bound:
+                    self._ready.extend(run)
+                    queued += len(run)
                 else:
-                    announced += 1
-                if keys[0] is not key:  # a listener posted an event that goes first
-                    break
+                    self._announced += len(run)
             if not tied and keys[0] is key:
                 heapq.heappop(keys)
                 del pending[key]
-        self._announced += announced
         if queued:
             self._unprocessed += queued
             assert self._idle is not None and self._wake is not None
             self._idle.clear()
             self._wake.set()
+
+    def _accept_run(self, run: list[Event], tied: deque[Event], key: OrderKey) -> list[Event]:
+        """Number `run` (events of one key, taken from `tied`) in order and hand it on.
+
+        Listeners get each event as it is accepted; derived sources get the whole run, unless a
+        listener is there too (then they are called with it, in the order they were added).
+        Returns the events accepted: all of them, unless a listener posted an event that goes
+        first; then the rest of the run goes back to wait behind it.
+        """
+        source = run[0].source
+        listened = source.listened
+        if listened or self._listeners or self._progress is not None:
+            run = self._accept_each(run, tied, key, notify=listened)
+        else:
+            index_sequence, instance_ids = source.index_sequence, self._instance_ids
+            for event in run:
+                if event.index is None:
+                    event.index = next(index_sequence)
+                event.instanceId = next(instance_ids)
+        if not listened:
+            source.forward(run)
+        return run
+
+    def _accept_each(
+        self, run: list[Event], tied: deque[Event], key: OrderKey, *, notify: bool
+    ) -> list[Event]:
+        """`_accept_run` one event at a time, for listeners, progress or `notify`."""
+        source = run[0].source
+        index_sequence, instance_ids = source.index_sequence, self._instance_ids
+        progress, batched, keys = self._progress, source in self._bound, self._pending_keys
+        for position, event in enumerate(run):
+            if event.index is None:
+                event.index = next(index_sequence)
+            event.instanceId = next(instance_ids)
+            if progress is not None:
+                progress[source.name] = [event.time.milliseconds, event.index]
+                if batched:
+                    self._progress_at[event.instanceId] = dict(progress)
+            if self._listeners:
+                self.tell("onEventFired", event)
+            if notify:
+                source.notify(event)
+            if keys[0] is not key:  # a listener posted an event that goes first
+                tied.extendleft(reversed(run[position + 1 :]))
+                return run[: position + 1]
+        return run
 
     @property
     def processed_events(self) -> int:
@@ -426,7 +466,6 @@ class JobScheduler:
         self, event: Event, reads: dict[str, Any] | None = None, runJobs: bool = True
     ) -> None:
         """Plan the event's batch, run its hooks and jobs, then clear metadata (worker thread)."""
-        submitted = now_ms()
         hooked = bool(self._before_jobs or self._after_jobs)
         batch = self._graph.generate_jobs(event, reads, keepEmpty=hooked)
         progress = None
@@ -436,7 +475,7 @@ class JobScheduler:
             if progress is not None:
                 batch.progress = progress
             if runJobs:
-                self._run_batch(batch, submitted)
+                self._run_batch(batch)
             else:
                 for failure in batch.failures:  # a batch rebuilt for the windows failed to plan
                     self.report(failure)
@@ -446,15 +485,18 @@ class JobScheduler:
                 self.processed_through = event.instanceId
         self._graph.clear_metadata(event)
 
-    def _run_batch(self, batch: Batch, submitted: float) -> None:
-        """Report planning failures, call the batch hooks around the jobs, run the jobs."""
+    def _run_batch(self, batch: Batch) -> None:
+        """Report planning failures, call the batch hooks around the jobs, run the jobs.
+
+        The batch counts as submitted now, once planned (as a JobSet in Spark).
+        """
         if not (batch.jobs or batch.failures):  # a batch with neither is not reported
             for hook in self._before_jobs:
                 hook(batch)
             for hook in self._after_jobs:
                 hook(batch)
             return
-        info = BatchInfo(batch.event, batch.inputs, submitted, inputInfos=batch.inputInfos)
+        info = BatchInfo(batch.event, batch.inputs, now_ms(), inputInfos=batch.inputInfos)
         if self._listeners:  # each callback gets the batch as it is then, as in PySpark
             self.tell("onBatchSubmitted", _snapshot(info))
         for hook in self._before_jobs:
@@ -544,6 +586,15 @@ class JobScheduler:
                 info.traceback = "".join(traceback.format_exception(exc))
         finally:
             info.endTime = now_ms()
+
+
+def _take(tied: deque[Event], count: int) -> list[Event]:
+    """The first `count` events of `tied` (all, if it holds fewer), removed from it."""
+    if count >= len(tied):
+        run = list(tied)
+        tied.clear()
+        return run
+    return [tied.popleft() for _ in range(count)]
 
 
 def _snapshot(info: BatchInfo) -> BatchInfo:

@@ -1,6 +1,8 @@
-"""The event hot path: bursts are accepted in slices without breaking §6 order, the worker
-thread takes what is queued while it runs, a stop while it drains drops the rest, and events
-are light (no per-instance dict) yet still read through to their parents."""
+"""The event hot path: bursts are accepted in slices and in runs without breaking §6 order (a
+listener's event that goes first splits a run; listeners and derived sources are called in the
+order they were added; a function that fails drops only its event), the worker thread takes
+what is queued while it runs, a stop while it drains drops the rest, and events are light (no
+per-instance dict) yet still read through to their parents."""
 
 from __future__ import annotations
 
@@ -23,12 +25,23 @@ T0 = Time(0)
 BURST = 3 * EVENTS_PER_FLUSH
 
 
-async def test_a_burst_is_accepted_in_slices_and_in_order(sc: SparkContext) -> None:
-    ssc = virtual(sc)
+def two_sources(ssc: StreamingContext) -> tuple[Subject[int], Subject[int], Any, Any]:
+    """Observable sources `a` and `b` (created in that order) and the subjects behind them."""
     left: Subject[int] = Subject()
     right: Subject[int] = Subject()
-    a = ssc.rxEventSource(left, "a")
-    b = ssc.rxEventSource(right, "b")
+    return left, right, ssc.rxEventSource(left, "a"), ssc.rxEventSource(right, "b")
+
+
+def post_burst(*subjects: Subject[int]) -> None:
+    """The values 0 .. BURST - 1 to each subject in turn, without yielding to the loop."""
+    for value in range(BURST):
+        for subject in subjects:
+            subject.on_next(value)
+
+
+async def test_a_burst_is_accepted_in_slices_and_in_order(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    left, right, a, b = two_sources(ssc)
     mapped = a.map(lambda e: e.value * 10)
     both = mapped.merge(b)
     accepted: list[Event] = []
@@ -40,9 +53,7 @@ async def test_a_burst_is_accepted_in_slices_and_in_order(sc: SparkContext) -> N
     ).foreachRDD(lambda rdd: None).bind(both)
     await ssc.start()
     accepted_when_the_loop_ran: list[int] = []
-    for value in range(BURST):
-        left.on_next(value)
-        right.on_next(value)
+    post_burst(left, right)
     asyncio.get_running_loop().call_soon(lambda: accepted_when_the_loop_ran.append(len(accepted)))
     await ssc.advanceTo(T0)
     await ssc.stop(stopSparkContext=False)
@@ -61,6 +72,100 @@ async def test_a_burst_is_accepted_in_slices_and_in_order(sc: SparkContext) -> N
     assert merged == [(mapped.name, v * 10) for v in range(BURST)] + [
         ("b", v) for v in range(BURST)
     ]
+
+
+async def test_runs_are_numbered_as_one_event_at_a_time_would_be(sc: SparkContext) -> None:
+    # no listener anywhere: sources take each other's events in runs (the fast path)
+    ssc = virtual(sc)
+    left, right, a, b = two_sources(ssc)
+    mapped = a.map(lambda e: e.value * 10)
+    even = mapped.filter(lambda e: e.value % 20 == 0)
+    both = even.merge(b)
+    seen: list[tuple[str, int, int, int]] = []
+
+    def note(time: Any, rdd: Any, event: Any) -> None:
+        parent = event.parent
+        seen.append((parent.source.name, event.instanceId, parent.instanceId, event.index))
+
+    ssc.queueStream([]).transform(note).foreachRDD(lambda rdd: None).bind(both)
+    await ssc.start()
+    post_burst(left, right)
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+
+    # §6: a's, b's, the maps, the filtered, then the merge's (even's first, then b's)
+    half = BURST // 2
+    first_merged = 3 * BURST + half
+    assert seen == [(even.name, first_merged + k, 3 * BURST + k, k) for k in range(half)] + [
+        ("b", first_merged + half + k, BURST + k, half + k) for k in range(BURST)
+    ]
+
+
+async def test_a_failing_function_drops_only_its_event_of_a_run(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    subject: Subject[int] = Subject()
+    source = ssc.rxEventSource(subject, "numbers")
+
+    def tenfold(event: Any) -> int:
+        if event.value == 2:
+            raise ValueError("two is bad")
+        return int(event.value * 10)
+
+    def not_thirty(event: Any) -> bool:
+        if event.value == 30:
+            raise ValueError("thirty is worse")
+        return True
+
+    kept = source.map(tenfold, name="tenfold").filter(not_thirty, name="kept")
+    values: list[int] = []
+    ssc.queueStream([]).transform(lambda time, rdd, event: values.append(event.value)).foreachRDD(
+        lambda rdd: None
+    ).bind(kept)
+    await ssc.start()
+    for value in range(5):  # one instant: one run
+        subject.on_next(value)
+    failures = await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    assert values == [0, 10, 40]
+    assert sorted((f.operation, f.event.index) for f in failures) == [("filter", 2), ("map", 2)]
+    assert "two is bad" in failures[0].describe() + failures[1].describe()
+
+
+async def test_listeners_and_derived_sources_are_called_in_the_order_they_were_added(
+    sc: SparkContext,
+) -> None:
+    ssc = virtual(sc)
+    subject: Subject[int] = Subject()
+    source = ssc.rxEventSource(subject, "numbers")
+    calls: list[tuple[str, int]] = []
+    source.addListener(lambda event: calls.append(("first", event.value)))
+    doubled = source.map(lambda event: calls.append(("map", event.value)))
+    source.addListener(lambda event: calls.append(("last", event.value)))
+    ssc.queueStream([]).foreachRDD(lambda rdd: None).bind(doubled)
+    await ssc.start()
+    for value in range(3):
+        subject.on_next(value)
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    assert calls == [(who, value) for value in range(3) for who in ("first", "map", "last")]
+
+
+async def test_an_event_a_listener_posts_that_goes_first_splits_the_run(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    urgent = ssc.manualSource("urgent")  # created first: at one instant its events go first
+    subject: Subject[int] = Subject()
+    source = ssc.rxEventSource(subject, "numbers")
+    source.addListener(lambda event: urgent.trigger("now") if event.value == 1 else None)
+    order: list[tuple[str, int]] = []
+    for fired in (urgent, source):
+        fired.addListener(lambda event: order.append((event.source.name, event.instanceId)))
+    ssc.queueStream([]).foreachRDD(lambda rdd: None).bind(source.map(lambda event: None))
+    await ssc.start()
+    for value in range(4):
+        subject.on_next(value)
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    assert order == [("numbers", 0), ("numbers", 1), ("urgent", 2), ("numbers", 3), ("numbers", 4)]
 
 
 class HeldBatches:

@@ -17,8 +17,9 @@ import os
 import shutil
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pyspark import RDD, StorageLevel
 
@@ -61,7 +62,8 @@ log = logging.getLogger(__name__)
 RDDFunction = Callable[[tuple[RDD[Any], ...], Event], "RDD[Any] | None"]
 
 
-class Generated(NamedTuple):
+@dataclass(slots=True)
+class Generated:
     """An RDD a stream generated, with the event that produced it."""
 
     event: Event
@@ -226,15 +228,13 @@ class DStream(
     def _register(self, event: Event, rdd: RDD[Any]) -> None:
         if self._storage_level is not None and not rdd.is_cached:
             rdd.persist(self._storage_level)
-        if self._checkpoint_due(event):
+        if self.checkpointed and self._checkpoint_due(event):
             rdd.checkpoint()
             self._since_checkpoint = (event.time, 0)
         self._generated.append(Generated(event, rdd))
         self.generatedCount += 1
 
     def _checkpoint_due(self, event: Event) -> bool:
-        if not self.checkpointed:
-            return False
         if self._since_checkpoint is None:
             self._since_checkpoint = (self._ssc.zeroTime, 0)
         last_time, count = self._since_checkpoint

@@ -98,13 +98,16 @@ class QueueInputDStream(InputDStream):
         self._one_at_atime = oneAtATime
         self._default = None if default is None else _as_rdd(sc, default, "default")
         self._taken = 0
+        self._exhausted: dict[str, Any] | None = None  # what every event reads once it is empty
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
         first = self._taken
         if first < len(self._items):
             self._taken = first + 1 if self._one_at_atime else len(self._items)
             return self._take(first, self._taken), {"queue": [first, self._taken]}
-        return self._fallback(), {"queue": [first, first], "default": True}
+        if self._exhausted is None or self._exhausted["queue"][0] != first:
+            self._exhausted = {"queue": [first, first], "default": True}
+        return self._fallback(), self._exhausted
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         first, last = read["queue"]

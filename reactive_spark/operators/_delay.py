@@ -24,12 +24,16 @@ class DelayedEventSource(DerivedEventSource):
         self.duration = duration
         self._pending: dict[int, rx_abc.DisposableBase] = {}
 
-    def receive(self, position: int, event: Event) -> None:
-        """Schedule the delayed event on the context's clock."""
-        due = event.time + self.duration
+    def receive(self, position: int, events: list[Event]) -> None:
+        """Schedule the delayed events on the context's clock (fire those already due)."""
+        due = events[0].time + self.duration  # a run's events share their instant
         if due <= self.context.clock.now():
-            self._emit(DerivedEvent(self, None, due, event))
+            self._emit([DerivedEvent(self, None, due, event) for event in events])
             return
+        for event in events:
+            self._schedule(due, event)
+
+    def _schedule(self, due: Time, event: Event) -> None:
         key = id(event)
 
         def fire() -> None:
@@ -56,7 +60,7 @@ class DelayedEventSource(DerivedEventSource):
         fired = self.resumedFrom
         first = self.context.zeroTime - self.duration if fired is None else fired - self.duration
         for event in parent.between(first + Milliseconds(1), parent.resumedFrom):
-            self.receive(0, event)
+            self.receive(0, [event])
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events of `[start - duration, end - duration]`, shifted."""

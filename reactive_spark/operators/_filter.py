@@ -19,10 +19,15 @@ class FilteredEventSource(DerivedEventSource):
         self._predicate = predicate
         self.function = callable_name(predicate)
 
-    def receive(self, position: int, event: Event) -> None:
-        """Post the event if it passes."""
-        if self._predicate(event):
-            self._emit(DerivedEvent(self, None, event.time, event))
+    def receive(self, position: int, events: list[Event]) -> None:
+        """Post the events that pass."""
+        self._emit(
+            [
+                DerivedEvent(self, None, e.time, e)
+                for e, passes in self._results(self._predicate, events)
+                if passes
+            ]
+        )
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range that pass."""

@@ -45,10 +45,11 @@ class JoinedEventSource(DerivedEventSource):
     def _event(self, left: Event, right: Event) -> JoinEvent:
         return JoinEvent(self, None, max(left.time, right.time), left, right)
 
-    def receive(self, position: int, event: Event) -> None:
-        """Post a pair for every recent event of the other side."""
-        for left, right in self._pairing.add(position, event):
-            self._emit(self._event(left, right))
+    def receive(self, position: int, events: list[Event]) -> None:
+        """Post a pair for every recent event of the other side, for each event."""
+        for event in events:
+            for left, right in self._pairing.add(position, event):
+                self._emit([self._event(left, right)])
 
     def resume_pending(self) -> None:
         """Remember the parents' last events within `within` again, as before the stop.

@@ -23,9 +23,14 @@ class MappedEventSource(DerivedEventSource):
     def _derive(self, event: Event) -> DerivedEvent:
         return DerivedEvent(self, None, event.time, event, self._f(event))
 
-    def receive(self, position: int, event: Event) -> None:
-        """Post the mapped event."""
-        self._emit(self._derive(event))
+    def receive(self, position: int, events: list[Event]) -> None:
+        """Post the mapped events."""
+        self._emit(
+            [
+                DerivedEvent(self, None, e.time, e, value)
+                for e, value in self._results(self._f, events)
+            ]
+        )
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range, mapped."""

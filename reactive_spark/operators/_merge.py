@@ -18,9 +18,9 @@ class MergedEventSource(DerivedEventSource):
         derived.tiebreak = position
         return derived
 
-    def receive(self, position: int, event: Event) -> None:
-        """Post the parent's event as this source's."""
-        self._emit(self._derive(position, event))
+    def receive(self, position: int, events: list[Event]) -> None:
+        """Post the parent's events as this source's."""
+        self._emit([self._derive(position, event) for event in events])
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """Every parent's events in the range, in time then argument order."""

@@ -26,6 +26,7 @@ class PipedEventSource(DerivedEventSource):
     """
 
     operation = "pipe"
+    takes_runs = False  # its events are stamped when the RxPY operators emit them
 
     def __init__(self, parent: EventSource, operators: tuple[RxOperator, ...], name: str):
         super().__init__([parent], name)
@@ -59,10 +60,11 @@ class PipedEventSource(DerivedEventSource):
             self._subscription.dispose()
             self._subscription = None
 
-    def receive(self, position: int, event: Event) -> None:
-        """Feed the parent's event into the pipeline."""
+    def receive(self, position: int, events: list[Event]) -> None:
+        """Feed the parent's events into the pipeline."""
         if self._subject is not None:
-            self._subject.on_next(event)
+            for event in events:
+                self._subject.on_next(event)
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """Replay the parent's events of the range through the pipeline on virtual time."""

@@ -8,7 +8,7 @@ its parents' events as the context accepts them, and derives `between` from its 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from reactive_spark.errors import ForeignContextError, InvalidArgumentError
@@ -52,7 +52,7 @@ class DerivedEvent(Event):
         parent: Event | None,
         value: Any = _MISSING,
     ) -> None:
-        super().__init__(source, index, time)
+        Event.__init__(self, source, index, time)
         self.parent = parent
         if value is not _MISSING:
             self.value = value
@@ -94,7 +94,7 @@ class JoinEvent(Event):
     __slots__ = ("left", "right")
 
     def __init__(self, source: Any, index: int | None, time: Time, left: Event, right: Event):
-        super().__init__(source, index, time)
+        Event.__init__(self, source, index, time)
         self.left = left
         self.right = right
 
@@ -110,15 +110,21 @@ class JoinEvent(Event):
 class DerivedEventSource(EventSource):
     """Base class of operator results: listens to its parents, posts its own events.
 
-    A function of the operator that raises on an event (`map`, `filter`) is reported as a
-    failure of this source (`onSourceError`, counted by `advanceTo` and `awaitTermination`);
-    the event is dropped and later events still flow.
+    A derived source takes its parents' events in runs: the events of one parent at one
+    instant, accepted in a row (`receive`). A function of the operator that raises on an
+    event (`map`, `filter`) is reported as a failure of this source (`onSourceError`, counted
+    by `advanceTo` and `awaitTermination`); the event is dropped and later events still flow.
     """
 
     #: What the operator is called in failure reports (and its kind in the web console).
     operation = "operator"
     #: The user function the operator applies, if any (for failure reports).
     function: str | None = None
+    #: Whether the operator's events always go after the run they derive from (later in time,
+    #: or at the same time from this source, ranked after its parents), so that it may take
+    #: the whole run at once (`EventSource.add_receiver`). `pipe` stamps its events with the
+    #: clock instead, so it takes its parents' events one at a time.
+    takes_runs = True
 
     def __init__(self, parents: list[EventSource], name: str) -> None:
         if not parents:
@@ -134,33 +140,45 @@ class DerivedEventSource(EventSource):
         super().__init__(parents[0].context, name)
         self.kind = self.operation
         self._parents = list(parents)
-        #: Fire an event derived inside `receive` (on the loop: no thread hand-off needed).
-        self._emit: Callable[[Event], None] = self.context.accept_event
+        #: Fire a run of derived events of one instant (and tiebreak) on the loop, in order.
+        self._emit: Callable[[Sequence[Event]], None] = self.context.accept_run
         for position, parent in enumerate(self._parents):
-            parent.addListener(self._listener_for(position))
+            parent.add_receiver(self._receiver_for(position), runs=self.takes_runs)
 
     @property
     def parents(self) -> list[EventSource]:
         """The sources this one is derived from."""
         return list(self._parents)
 
-    def _listener_for(self, position: int) -> Callable[[Event], None]:
-        """The listener that hands parent number `position`'s events to `receive`."""
+    def _receiver_for(self, position: int) -> Callable[[list[Event]], None]:
+        """The receiver that hands parent number `position`'s runs of events to `receive`."""
         context, receive = self.context, self.receive
 
-        def from_parent(event: Event) -> None:
+        def from_parent(events: list[Event]) -> None:
             if context.state != "active":
                 return
             try:
-                receive(position, event)
+                receive(position, events)
             except Exception as exc:
-                context.report_source_error(self, self.operation, exc, event, self.function)
+                context.report_source_error(self, self.operation, exc, events[0], self.function)
 
         return from_parent
 
     @abstractmethod
-    def receive(self, position: int, event: Event) -> None:
-        """Handle an accepted event of parent number `position`."""
+    def receive(self, position: int, events: list[Event]) -> None:
+        """Handle a run of accepted events of parent number `position` (one instant, in order)."""
+
+    def _results(
+        self, function: Callable[[Event], Any], events: list[Event]
+    ) -> Iterator[tuple[Event, Any]]:
+        """`(event, function(event))` for each event; one it raises on is reported and dropped."""
+        for event in events:
+            try:
+                result = function(event)
+            except Exception as exc:
+                self.context.report_source_error(self, self.operation, exc, event, self.function)
+            else:
+                yield event, result
 
     def resume_pending(self) -> None:
         """After a restart, re-create what the operator held when the driver stopped.

@@ -78,6 +78,7 @@ class RestEventSource(EventSource):
         self.app = web.Application(middlewares=[json_errors])
         self.app[SOURCE_KEY] = self
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
+        self.addListener(self._answer)  # first: the 202 goes out before other listeners run
 
     # -- routes ------------------------------------------------------------------------------
     def _route(self, method: str, path: str) -> RestEventSource:
@@ -159,12 +160,11 @@ class RestEventSource(EventSource):
         except RecursionError:
             raise _error(web.HTTPBadRequest, "body is nested too deeply") from None
 
-    def notify(self, event: Event) -> None:
-        """Answer the request whose event was accepted (202), then notify the listeners."""
+    def _answer(self, event: Event) -> None:
+        """Answer the request whose event was accepted (202)."""
         accepted = self._accepted.get(id(event))
         if accepted is not None and not accepted.done():
             accepted.set_result(event)
-        super().notify(event)
 
     async def start(self) -> None:
         """Serve on `host:port` (unless `host` is None: then only mounted in another app)."""
