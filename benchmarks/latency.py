@@ -11,10 +11,12 @@ events paced at half the routing rate just measured (target p50 <= 1 ms, p99 <= 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import random
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import reactivex
@@ -118,7 +120,41 @@ async def structured_latency(sc: SparkContext, root: Path) -> list[float]:
     return [(started[name] - arrivals[name]) * 1000 for name in arrivals]
 
 
-async def routing_throughput(sc: SparkContext) -> dict[str, float]:
+class GcTime:
+    """Seconds the cyclic garbage collector ran while inside the `with` block (any thread)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._began = 0.0
+
+    def _note(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._began
+
+    def __enter__(self) -> GcTime:
+        gc.callbacks.append(self._note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._note)
+
+
+@dataclass
+class RoutingRun:
+    """One routing run: wall seconds in all and posting, CPU seconds, events and batches."""
+
+    seconds: float
+    posting: float  # the producer's on_next calls, events created and queued on the loop
+    loop_cpu: float  # the event loop's thread: posting, accepting, derived sources
+    other_cpu: float  # other threads of this process: the scheduler's worker, planning
+    gc: float  # the garbage collector, in whichever thread it ran
+    accepted: int  # source and derived events
+    batches: int
+
+
+async def routing_throughput(sc: SparkContext) -> RoutingRun:
     """Source events pushed through map -> filter -> merge into a bound stream."""
     origin = Time(0)
     ssc = StreamingContext(sc, None, clock=VirtualClock(origin))
@@ -131,21 +167,29 @@ async def routing_throughput(sc: SparkContext) -> dict[str, float]:
     routed.addListener(lambda event: delivered.append(1))
     ssc.queueStream([]).transform(lambda rdd: None).foreachRDD(lambda rdd: None).bind(routed)
     await ssc.start()
-    began = time.perf_counter()
-    for value in range(ROUTED_EVENTS // 2):
-        left.on_next(value)
-        right.on_next(value)
-    await ssc.advanceTo(origin)  # returns once every accepted event has been processed
-    elapsed = time.perf_counter() - began
-    accepted = ssc._scheduler.processed_events
+    with GcTime() as collecting:
+        began, loop_began, cpu_began = time.perf_counter(), time.thread_time(), time.process_time()
+        for value in range(ROUTED_EVENTS // 2):
+            left.on_next(value)
+            right.on_next(value)
+        posted = time.perf_counter()
+        await ssc.advanceTo(origin)  # returns once every accepted event has been processed
+        elapsed = time.perf_counter() - began
+        loop_cpu = time.thread_time() - loop_began
+        cpu = time.process_time() - cpu_began
+    accepted = ssc.processedThrough + 1  # every accepted event got an instanceId, from 0
     await ssc.stop(stopSparkContext=False)
     assert len(delivered) == ROUTED_EVENTS * 3 // 4, len(delivered)  # as bare reactivex's
-    return {
-        "source events/s": ROUTED_EVENTS / elapsed,
-        "events/s incl. derived": accepted / elapsed,
-        "bound-stream batches/s": len(delivered) / elapsed,
-        "seconds": elapsed,
-    }
+    assert accepted == ROUTED_EVENTS * 5 // 2, accepted  # a, b, a's maps, their half, merged
+    return RoutingRun(
+        elapsed,
+        posted - began,
+        loop_cpu,
+        cpu - loop_cpu,
+        collecting.seconds,
+        accepted,
+        len(delivered),
+    )
 
 
 async def routing_lag(sc: SparkContext, rate: float) -> tuple[float, list[float]]:
@@ -233,20 +277,31 @@ async def main() -> None:
     for _ in range(ROUTING_RUNS):
         runs.append(await routing_throughput(sc))
         bare.append(bare_reactivex_throughput())
-    rates = sorted(runs, key=lambda run: run["seconds"])[ROUTING_RUNS // 2]
-    every = ", ".join(f"{run['seconds']:.2f}" for run in runs)
+    run = sorted(runs, key=lambda run: run.seconds)[ROUTING_RUNS // 2]
+    every = ", ".join(f"{run.seconds:.2f}" for run in runs)
     print(
         f"routing {ROUTED_EVENTS:,} source events through map/filter/merge to a bound stream "
-        f"with no Spark job, median of {ROUTING_RUNS} runs ({rates.pop('seconds'):.2f} s; "
+        f"with no Spark job, median of {ROUTING_RUNS} runs ({run.seconds:.2f} s; "
         f"all runs {every} s; "
         "target >= 100,000 source events/s):"
     )
-    for label, rate in rates.items():
+    routed = ROUTED_EVENTS / run.seconds
+    for label, rate in (
+        ("source events/s", routed),
+        ("events/s incl. derived", run.accepted / run.seconds),
+        ("bound-stream batches/s", run.batches / run.seconds),
+    ):
         print(f"  {label:<24} {rate:>10,.0f}")
-    routed = rates["source events/s"]
     print(
         f"  bare reactivex           {median(bare):>10,.0f} source events/s (median); "
         f"ours/bare {routed / median(bare):.3f} (target >= 0.333)"
+    )
+    per_event = 1e6 / ROUTED_EVENTS
+    print(
+        f"  per source event, that run: {run.seconds * per_event:.2f} us in all "
+        f"(bare {1e6 / median(bare):.2f} us); posting {run.posting * per_event:.2f} us wall; "
+        f"CPU on the loop {run.loop_cpu * per_event:.2f} us, in the worker "
+        f"{run.other_cpu * per_event:.2f} us; of it garbage collection {run.gc * per_event:.2f} us"
     )
     achieved, lags = await routing_lag(sc, routed / 2)
     print(

@@ -1,12 +1,13 @@
 """The job scheduler: orders events, plans each event's batch, runs its jobs off the loop.
 
 On the event loop, events are accepted in `(time, lineage rank, source order)` order and
-numbered (`instanceId`, `index`) as they are accepted. Then, in a worker thread and one event
-at a time, each batch is planned (`DStreamGraph.generate_jobs`, which calls into Spark), handed
-to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
-`maxConcurrentJobs` at once. The worker thread takes queued events itself until none is left,
-so the loop is never blocked and a steady stream of events pays no thread hand-off per event.
-This module is the one place that runs blocking work in threads.
+numbered (`instanceId`, `index`) as they are accepted; the events of one source and instant
+are accepted as a run. Then, in the scheduler's worker thread and one event at a time, each
+batch is planned (`DStreamGraph.generate_jobs`, which calls into Spark), handed to the batch
+hooks (the place a write-ahead log goes), and its jobs run, at most `maxConcurrentJobs` at
+once. The worker thread lives as long as the scheduler and takes queued events itself until
+none is left, so the loop is never blocked and a steady stream of events pays no thread
+hand-off per event. This module is the one place that runs blocking work in threads.
 
 Every failure (a job, a plan, an event source) goes through `report`, which logs it once,
 tells the listeners and the failure sinks (`advanceTo`, `awaitTermination`).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import dataclasses
 import heapq
@@ -105,15 +107,16 @@ class JobScheduler:
         # accepted events waiting for the worker thread, and how many are not processed yet
         self._ready: deque[Event] = deque()
         self._taking = threading.Lock()  # the worker takes from `_ready`, the loop may drop it
-        self._taken = 0  # events the running worker took (counted done when it returns)
+        self._taken = 0  # events the worker thread took in its busy period (its own count)
         self._unprocessed = 0
-        self._wake: asyncio.Event | None = None
+        self._work = threading.Event()  # wakes the worker thread: events are queued
         self._idle: asyncio.Event | None = None
         self._bound: frozenset[Any] = frozenset()
         # with a checkpoint: what every source fired so far, and its state at each bound event
         self._progress: dict[str, list[int]] | None = None
         self._progress_at: dict[int, dict[str, list[int]]] = {}
-        self._processor: asyncio.Task[None] | None = None
+        self._worker: threading.Thread | None = None
+        self._finished = False  # the worker thread is told to end
         self._job_threads: ThreadPoolExecutor | None = None
         self._closed = False  # no more events are accepted
         self._dropping = False  # queued events are dropped, running jobs cancelled
@@ -176,7 +179,6 @@ class JobScheduler:
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start processing events on `loop`."""
         self._loop = loop
-        self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._bound = frozenset(self._graph.bound_sources())
@@ -184,7 +186,14 @@ class JobScheduler:
             self._job_threads = ThreadPoolExecutor(
                 self.max_concurrent_jobs, thread_name_prefix="reactive-spark-job"
             )
-        self._processor = loop.create_task(self._process_forever(), name="reactive-spark-jobs")
+        # one long-lived thread, in the context `start` ran in (as a task's would be)
+        self._worker = threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(self._work_forever,),
+            name="reactive-spark-worker",
+            daemon=True,
+        )
+        self._worker.start()
 
     def _close(self, *, dropping: bool) -> None:
         self._closed = True
@@ -207,7 +216,7 @@ class JobScheduler:
         A graceful stop that was cancelled or timed out can be escalated by calling
         `stop(graceful=False)`, which drops what is still queued and cancels running jobs.
         """
-        if self._processor is None or self._idle is None:
+        if self._worker is None or self._idle is None:
             self._close(dropping=False)
             return
         if graceful and not self._dropping:
@@ -217,9 +226,9 @@ class JobScheduler:
             self.abort()
             await run_blocking(self._sc.cancelJobGroup, self._job_group)
             await self._idle.wait()
-        self._processor.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._processor
+        self._finished = True
+        self._work.set()
+        await run_blocking(self._worker.join)
         if self._job_threads is not None:
             self._job_threads.shutdown(wait=True)
             self._job_threads = None
@@ -299,9 +308,9 @@ class JobScheduler:
                 del pending[key]
         if queued:
             self._unprocessed += queued
-            assert self._idle is not None and self._wake is not None
+            assert self._idle is not None
             self._idle.clear()
-            self._wake.set()
+            self._work.set()
 
     def _accept_run(self, run: list[Event], tied: deque[Event], key: OrderKey) -> list[Event]:
         """Number `run` (events of one key, taken from `tied`) in order and hand it on.
@@ -399,35 +408,45 @@ class JobScheduler:
         return dropped
 
     # -- processing --------------------------------------------------------------------------
-    async def _process_forever(self) -> None:
-        """Have one worker thread at a time process the queued events, in order."""
-        assert self._wake is not None
-        ready = self._ready
+    def _work_forever(self) -> None:
+        """The worker thread: whenever events are queued, process them all, in order.
+
+        Each busy period ends by telling the loop how many events it took (`_done`); a crash
+        (a `BaseException` from a batch) ends the thread and stops the scheduler (`_crashed`).
+        """
         while True:
-            if ready and self._dropping:  # accepted after a crash: never processed
-                self._done(self._drop_ready())
-            if not ready:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            first = ready[0]
+            self._work.wait()
+            self._work.clear()  # before looking at the queue: what comes after wakes it again
+            if self._finished:
+                return
+            with self._taking:
+                first = self._ready[0] if self._ready else None
             self._taken = 0
             try:
-                await run_blocking(self._process_queued)
+                self._process_queued()
             except BaseException as exc:
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
-                log.exception(
-                    "reactive-spark scheduler crashed in a run of events from %r; no further "
-                    "batch runs (restart the context, from its checkpoint if it has one)",
-                    first,
-                )
-                self.crash = exc
-                self._close(dropping=True)
-                self._done(self._drop_ready())
-                self._on_crash(exc)
-            finally:
-                self._done(self._taken)
+                self._on_loop(self._crashed, exc, first, self._taken)
+                return
+            self._on_loop(self._done, self._taken)
+
+    def _on_loop(self, callback: Callable[..., None], *args: Any) -> None:
+        """Have the loop call `callback(*args)` (from the worker thread), unless it is closed."""
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits for it
+            self._loop.call_soon_threadsafe(callback, *args)
+
+    def _crashed(self, exc: BaseException, first: Event | None, taken: int) -> None:
+        """The worker thread crashed: nothing more is accepted or runs (on the loop)."""
+        log.error(
+            "reactive-spark scheduler crashed in a run of events from %r; no further batch "
+            "runs (restart the context, from its checkpoint if it has one)",
+            first,
+            exc_info=exc,
+        )
+        self.crash = exc
+        self.abort()  # what was queued meanwhile, or posted and not accepted, never runs
+        self._done(taken)
+        self._on_crash(exc)
 
     def _process_queued(self) -> None:
         """Process queued events until none is left (worker thread).

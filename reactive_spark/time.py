@@ -216,7 +216,7 @@ class Time:
         True
     """
 
-    __slots__ = ("milliseconds",)
+    __slots__ = ("_datetime", "milliseconds")
     #: Milliseconds since the Unix epoch (do not assign: instants are values).
     milliseconds: int
 
@@ -224,6 +224,7 @@ class Time:
         if isinstance(milliseconds, bool) or not isinstance(milliseconds, int):
             raise InvalidArgumentError(f"milliseconds must be an int, got {milliseconds!r}")
         self.milliseconds = milliseconds
+        self._datetime: datetime | None = None  # made once: many events share one Time
 
     @classmethod
     def fromDatetime(cls, value: datetime) -> Time:
@@ -234,7 +235,9 @@ class Time:
 
     def toDatetime(self) -> datetime:
         """The instant as a timezone-aware UTC datetime."""
-        return _EPOCH + timedelta(milliseconds=self.milliseconds)
+        if self._datetime is None:
+            self._datetime = _EPOCH + timedelta(milliseconds=self.milliseconds)
+        return self._datetime
 
     def isoformat(self) -> str:
         """The instant in readable UTC, e.g. `2024-01-01T00:00:00Z` (milliseconds if any).

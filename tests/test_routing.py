@@ -2,12 +2,15 @@
 listener's event that goes first splits a run; listeners and derived sources are called in the
 order they were added; a function that fails drops only its event), the worker thread takes
 what is queued while it runs, a stop while it drains drops the rest, and events are light (no
-per-instance dict) yet still read through to their parents."""
+per-instance dict) yet still read through to their parents. One worker thread runs the
+batches, in the context `start` ran in, and ends with the context."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
+import pickle
 import threading
 from typing import Any
 
@@ -15,7 +18,15 @@ import pytest
 from pyspark import SparkContext
 from reactivex.subject import Subject
 
-from reactive_spark import Event, ObservableEvent, StreamingContext, SystemClock, Time
+from reactive_spark import (
+    Event,
+    ObservableEvent,
+    Seconds,
+    StreamingContext,
+    SystemClock,
+    Time,
+    TimerEvent,
+)
 from reactive_spark.scheduler import EVENTS_PER_FLUSH
 from reactive_spark.sources.derived import DerivedEvent
 
@@ -227,6 +238,54 @@ async def test_a_stop_while_the_worker_drains_drops_the_rest(sc: SparkContext) -
     assert ssc.state == "stopped"
 
 
+class Crash(BaseException):
+    """A simulated driver crash."""
+
+
+async def test_a_crash_drops_what_was_queued_and_nothing_waits_forever(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    subject: Subject[int] = Subject()
+    source = ssc.rxEventSource(subject, "numbers")
+    ran: list[int] = []
+
+    def batch(time: Any, rdd: Any, event: Any) -> None:
+        if event.value == 5:
+            raise Crash("driver died")
+        ran.append(event.value)
+
+    ssc.queueStream([]).transform(batch).foreachRDD(lambda rdd: None).bind(source)
+    await ssc.start()
+    for value in range(2_000):
+        subject.on_next(value)
+    with pytest.raises(Crash):
+        await asyncio.wait_for(ssc.advanceTo(T0), 30)
+    assert ran == [0, 1, 2, 3, 4]
+    assert ssc.queueDepth == 0 and not ssc.acceptingEvents
+    await asyncio.wait_for(ssc.stop(stopSparkContext=False), 30)
+    assert ssc.state == "stopped"
+
+
+REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
+
+
+async def test_the_worker_thread_runs_jobs_in_the_context_start_ran_in_and_ends_with_it(
+    sc: SparkContext,
+) -> None:
+    ssc = virtual(sc)
+    seen: list[tuple[str, threading.Thread]] = []
+    ssc.queueStream([[1], [2]]).foreachRDD(
+        lambda rdd: seen.append((REQUEST.get(), threading.current_thread()))
+    ).bind(ssc.timer(T0, T0 + Seconds(1), Seconds(1), "tick"))
+    REQUEST.set("set before start")
+    await ssc.start()
+    await ssc.advanceTo(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    [(first, worker), (second, same)] = seen
+    assert first == second == "set before start"
+    assert worker is same and worker.name == "reactive-spark-worker"
+    assert not worker.is_alive()
+
+
 def test_events_have_no_instance_dict_but_read_through_to_their_parents() -> None:
     parent = ObservableEvent(None, 0, T0, {"n": 1})
     mapped = DerivedEvent(None, 0, T0, parent, 42)
@@ -240,6 +299,12 @@ def test_events_have_no_instance_dict_but_read_through_to_their_parents() -> Non
     assert filtered.describe()["parent"]["value"] == {"n": 1}
     with pytest.raises(AttributeError):
         filtered.missing  # noqa: B018
+    merged = DerivedEvent(None, 0, T0, DerivedEvent(None, 0, T0, mapped))
+    assert merged.value == 42  # two filters (or merges) up, the map's
+    assert pickle.loads(pickle.dumps(filtered)).value == {"n": 1}
+    assert "value" not in pickle.loads(pickle.dumps(filtered)).describe()
+    tick = DerivedEvent(None, 0, T0, TimerEvent(None, 0, T0))
+    assert not hasattr(tick, "value")  # no value anywhere up the chain
 
     class Tagged(Event):  # a user's event type may still carry whatever it likes
         pass

@@ -17,7 +17,18 @@ from reactive_spark.time import Time
 
 __all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent", "require_source"]
 
-_MISSING: Any = object()
+
+class _Missing:
+    """The value of a derived event that carries none of its own (it reads its parent's)."""
+
+    def __reduce__(self) -> str:
+        return "_MISSING"  # unpickled and deep-copied as this module's one instance
+
+    def __repr__(self) -> str:
+        return "<no value>"
+
+
+_MISSING: Any = _Missing()
 
 
 def require_source(value: object, argument: str, operation: str) -> None:
@@ -42,7 +53,7 @@ class DerivedEvent(Event):
     `value` is the mapped (or piped) value where there is one, else the parent's.
     """
 
-    __slots__ = ("parent", "value")
+    __slots__ = ("_value", "parent")
 
     def __init__(
         self,
@@ -54,11 +65,20 @@ class DerivedEvent(Event):
     ) -> None:
         Event.__init__(self, source, index, time)
         self.parent = parent
-        if value is not _MISSING:
-            self.value = value
+        self._value = value
+
+    @property
+    def value(self) -> Any:
+        """The value this event carries: its own (`map`, `pipe`), else its parent's."""
+        value = self._value
+        if value is _MISSING:
+            if self.parent is None:
+                raise AttributeError("value")
+            return self.parent.value  # type: ignore[attr-defined]
+        return value
 
     def __getattr__(self, name: str) -> Any:
-        # only called for what the event lacks: an unset `value`, or a parent's attribute
+        # only called for what the event lacks: a parent's attribute
         if name == "parent" or name.startswith("__"):
             raise AttributeError(name)
         parent = self.parent
@@ -69,23 +89,11 @@ class DerivedEvent(Event):
     def describe(self) -> dict[str, Any]:
         """The event as JSON-friendly fields, with its parent's."""
         fields = super().describe()
-        own = _own_value(self)
-        if own is not _MISSING:
-            fields["value"] = json_friendly(own)
+        if self._value is not _MISSING:
+            fields["value"] = json_friendly(self._value)
         if self.parent is not None:
             fields["parent"] = self.parent.describe()
         return fields
-
-
-_VALUE_SLOT: Any = DerivedEvent.__dict__["value"]  # the slot's descriptor
-
-
-def _own_value(event: DerivedEvent) -> Any:
-    """The value the derived event carries itself (not its parent's), or `_MISSING`."""
-    try:
-        return _VALUE_SLOT.__get__(event, DerivedEvent)
-    except AttributeError:
-        return _MISSING
 
 
 class JoinEvent(Event):
