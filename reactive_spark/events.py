@@ -491,7 +491,9 @@ class EventSource(ABC):
         """Hand an accepted event to the listeners and derived sources (scheduler, on the loop).
 
         A listener that raises is reported as a failure of this source (`onSourceError`);
-        the other listeners still get the event.
+        the other listeners still get the event. The scheduler calls this only while the
+        source is `listened` (else it `forward`s runs): to act on every accepted event, add a
+        listener rather than overriding this method.
         """
         for listener in self._listeners:
             try:
