@@ -322,41 +322,37 @@ class JobScheduler:
         """
         source = run[0].source
         listened = source.listened
-        if listened or self._listeners or self._progress is not None:
-            run = self._accept_each(run, tied, key, notify=listened)
-        else:
-            index_sequence, instance_ids = source.index_sequence, self._instance_ids
-            for event in run:
-                if event.index is None:
-                    event.index = next(index_sequence)
-                event.instanceId = next(instance_ids)
+        watched = listened or bool(self._listeners) or self._progress is not None
+        index_sequence, instance_ids = source.index_sequence, self._instance_ids
+        for event in run:
+            if event.index is None:
+                event.index = next(index_sequence)
+            event.instanceId = next(instance_ids)
+            if watched and self._announce(event, key, notify=listened):
+                cut = run.index(event) + 1  # events are equal only to themselves
+                tied.extendleft(reversed(run[cut:]))
+                run = run[:cut]
+                break
         if not listened:
             source.forward(run)
         return run
 
-    def _accept_each(
-        self, run: list[Event], tied: deque[Event], key: OrderKey, *, notify: bool
-    ) -> list[Event]:
-        """`_accept_run` one event at a time, for listeners, progress or `notify`."""
-        source = run[0].source
-        index_sequence, instance_ids = source.index_sequence, self._instance_ids
-        progress, batched, keys = self._progress, source in self._bound, self._pending_keys
-        for position, event in enumerate(run):
-            if event.index is None:
-                event.index = next(index_sequence)
-            event.instanceId = next(instance_ids)
-            if progress is not None:
-                progress[source.name] = [event.time.milliseconds, event.index]
-                if batched:
-                    self._progress_at[event.instanceId] = dict(progress)
-            if self._listeners:
-                self.tell("onEventFired", event)
-            if notify:
-                source.notify(event)
-            if keys[0] is not key:  # a listener posted an event that goes first
-                tied.extendleft(reversed(run[position + 1 :]))
-                return run[: position + 1]
-        return run
+    def _announce(self, event: Event, key: OrderKey, *, notify: bool) -> bool:
+        """Record and announce a numbered event; whether an event posted meanwhile goes first.
+
+        The checkpoint's progress, `onEventFired`, and with `notify` the source's listeners.
+        """
+        source, progress = event.source, self._progress
+        if progress is not None:
+            assert event.index is not None and event.instanceId is not None  # numbered
+            progress[source.name] = [event.time.milliseconds, event.index]
+            if source in self._bound:
+                self._progress_at[event.instanceId] = dict(progress)
+        if self._listeners:
+            self.tell("onEventFired", event)
+        if notify:
+            source.notify(event)
+        return self._pending_keys[0] is not key
 
     @property
     def processed_events(self) -> int:
