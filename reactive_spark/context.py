@@ -159,9 +159,8 @@ class StreamingContext:
         self._scheduler = JobScheduler(
             self._graph, spark, maxConcurrentJobs, self._on_crash, self._note_failure
         )
-        #: Hand an event to the scheduler, on the loop only (derived sources' fast path).
-        self.accept_event: Callable[[Event], None] = self._scheduler.accept
-        #: Hand a run of events of one source and instant to the scheduler, on the loop only.
+        #: Hand a run of events of one source and instant to the scheduler, on the loop only
+        #: (how derived sources fire: no thread hand-off).
         self.accept_run: Callable[[Sequence[Event]], None] = self._scheduler.accept_run
         self._sources: list[EventSource] = []
         self._source_names: set[str] = set()

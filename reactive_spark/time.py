@@ -282,6 +282,9 @@ class Time:
     def __hash__(self) -> int:
         return hash(("Time", self.milliseconds))
 
+    def __reduce__(self) -> tuple[type[Time], tuple[int]]:
+        return (Time, (self.milliseconds,))  # the instant alone, not its cached datetime
+
     def __repr__(self) -> str:
         return f"Time({self.milliseconds} ms)"
 

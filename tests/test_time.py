@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -50,6 +51,16 @@ def test_time_arithmetic_and_datetimes() -> None:
     assert Time(2500).floor(Seconds(1)) == Time(2000)
     assert Time(2500).floor(Seconds(1), origin=Time(700)) == Time(1700)
     assert Time(-1).floor(Seconds(1)) == Time(-1000)
+
+
+def test_time_pickles_as_its_instant_alone() -> None:
+    time = Time(1_700_000_000_123)
+    fresh = pickle.dumps(time)
+    time.toDatetime()  # cached on the instance
+    assert pickle.dumps(time) == fresh
+    copied = pickle.loads(fresh)
+    assert copied == time
+    assert copied.toDatetime() == time.toDatetime()
 
 
 def test_conversions_name_the_argument() -> None:
