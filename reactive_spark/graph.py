@@ -28,7 +28,7 @@ from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
-    from reactive_spark.dstream.base import DStream, ForEachDStream
+    from reactive_spark.dstream.base import DStream, ForEachDStream, Step
     from reactive_spark.dstream.inputs import InputDStream
 
 __all__ = ["DStreamGraph"]
@@ -52,6 +52,8 @@ class DStreamGraph:
         #: The streams that generated an RDD or recorded a read in the plan, to clear after it.
         self.touched: set[DStream[Any]] = set()
         self._replaying: dict[str, dict[str, Any]] | None = None
+        # per bound source, its bound streams and how each computes its RDD (fixed at start)
+        self._plans: dict[EventSource, list[tuple[DStream[Any], Step]]] = {}
 
     # -- building ----------------------------------------------------------------------------
     def add_stream(self, stream: DStream[Any]) -> int:
@@ -127,6 +129,9 @@ class DStreamGraph:
                 dependency.parent.require_retention(dependency.retention())
         for source, rank in self._lineage_ranks(sources).items():
             source.rank = rank
+        self._plans = {
+            source: _compile_plan(source, streams) for source, streams in self._bindings.items()
+        }
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what writes interrupted by a crash left behind (before batches re-run)."""
@@ -310,9 +315,9 @@ class DStreamGraph:
     def _plan(self, event: Event, keepEmpty: bool) -> Batch | None:
         jobs: list[Job] = []
         failures = []
-        for stream in self._bindings.get(event.source, ()):
+        for stream, step in self._plans.get(event.source, ()):
             try:
-                rdd = stream.getOrCompute(event)
+                rdd = step(event)
             except StreamComputeError as exc:
                 failing: DStream[Any] = exc.stream  # type: ignore[assignment]
                 failures.append(plan_failure(failing, event, exc.error))
@@ -338,7 +343,11 @@ class DStreamGraph:
         return Batch(event, commits_first(jobs), inputs, failures, inputInfos=input_infos)
 
     def clear_metadata(self, event: Event) -> None:
-        """Let the streams that generated for `event` forget what no window or `remember` needs.
+        """Let the streams that generated up to `event` forget what no window or `remember` needs.
+
+        The scheduler calls it after each batch whose jobs ran, and once for a run of batches
+        that ran none (`event` being the last): what each stream keeps then is what clearing
+        after every batch keeps, and RDDs no job computed take no memory meanwhile.
 
         Forgotten RDDs that no stream remembers any more are unpersisted. Other streams
         generated nothing new, so what they remember is still bounded.
@@ -358,3 +367,40 @@ class DStreamGraph:
         for rdd in {id(rdd): rdd for rdd in cached}.values():
             if id(rdd) not in remembered:
                 rdd.unpersist(blocking=False)
+
+
+class _PlanCompiler:
+    """Compiles the plan of one source: which streams it asks, and each one's step."""
+
+    def __init__(self, source: EventSource, bound: list[DStream[Any]]) -> None:
+        self._source = source
+        self._asked: dict[int, int] = {}
+        self._steps: dict[int, Step] = {}
+        for stream in bound:
+            self._ask(stream)
+
+    def _ask(self, stream: DStream[Any]) -> None:
+        """Count a request for `stream`'s RDD; the first one asks its parents in turn."""
+        asked = self._asked[stream.id] = self._asked.get(stream.id, 0) + 1
+        if asked == 1 and (not stream.boundSources or self._source in stream.boundSources):
+            for dependency in stream.dependencies:
+                self._ask(dependency.parent)
+
+    def asked_once(self, stream: DStream[Any]) -> bool:
+        """Whether the plan asks `stream` for its RDD once per event (no diamond, no sharing)."""
+        return self._asked.get(stream.id) == 1
+
+    def step(self, stream: DStream[Any]) -> Step:
+        """The step of `stream`, compiled once."""
+        step = self._steps.get(stream.id)
+        if step is None:
+            step = self._steps[stream.id] = stream.plan_step(self._source, self)
+        return step
+
+
+def _compile_plan(
+    source: EventSource, bound: list[DStream[Any]]
+) -> list[tuple[DStream[Any], Step]]:
+    """The bound streams of `source`, in lineage order, each with its compiled step."""
+    compiler = _PlanCompiler(source, bound)
+    return [(stream, compiler.step(stream)) for stream in bound]

@@ -458,10 +458,19 @@ class JobScheduler:
                     return
                 events = [ready.popleft() for _ in range(count)]
                 self._taken += count
-            for event in events:
-                if self._dropping:
-                    return
-                process(event)
+            uncleared = None
+            try:
+                for event in events:
+                    if self._dropping:
+                        return
+                    if process(event):  # Spark ran jobs: its cached RDDs go at once
+                        self._graph.clear_metadata(event)
+                        uncleared = None
+                    else:
+                        uncleared = event
+            finally:
+                if uncleared is not None:  # batches that ran nothing forget once per run
+                    self._graph.clear_metadata(uncleared)
 
     async def replay(self, batches: list[tuple[Event, dict[str, Any], bool]]) -> None:
         """Re-plan batches from a checkpoint, in order, before any new event.
@@ -474,13 +483,18 @@ class JobScheduler:
         def run() -> None:
             for event, reads, rerun in batches:
                 self._process(event, reads, rerun)
+                self._graph.clear_metadata(event)
 
         await run_blocking(run)
 
     def _process(
         self, event: Event, reads: dict[str, Any] | None = None, runJobs: bool = True
-    ) -> None:
-        """Plan the event's batch, run its hooks and jobs, then clear metadata (worker thread)."""
+    ) -> bool:
+        """Plan the event's batch, run its hooks and jobs (worker thread); whether jobs ran.
+
+        The caller then has the graph clear metadata: after a batch whose jobs ran, or once
+        for a run of batches that ran none (no job computed what they generated).
+        """
         hooked = bool(self._before_jobs or self._after_jobs)
         batch = self._graph.generate_jobs(event, reads, keepEmpty=hooked)
         progress = None
@@ -498,7 +512,7 @@ class JobScheduler:
             self._batches_processed += 1
             if event.instanceId is not None:
                 self.processed_through = event.instanceId
-        self._graph.clear_metadata(event)
+        return batch is not None and runJobs and bool(batch.jobs)
 
     def _run_batch(self, batch: Batch) -> None:
         """Report planning failures, call the batch hooks around the jobs, run the jobs.

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pyspark import RDD, StorageLevel
 
@@ -49,7 +49,9 @@ __all__ = [
     "DStream",
     "ForEachDStream",
     "Generated",
+    "PlanSteps",
     "StateDStream",
+    "Step",
     "TransformedDStream",
     "UnionDStream",
 ]
@@ -60,6 +62,22 @@ U = TypeVar("U")
 log = logging.getLogger(__name__)
 
 RDDFunction = Callable[[tuple[RDD[Any], ...], Event], "RDD[Any] | None"]
+#: How a stream computes its RDD for one event in a compiled plan (see `DStream.plan_step`).
+Step = Callable[[Event], "RDD[Any] | None"]
+
+
+class PlanSteps(Protocol):
+    """The plan of one source, as the graph compiles it (see `DStream.plan_step`)."""
+
+    def step(self, stream: DStream[Any]) -> Step:
+        """The step of `stream` (a parent) in this plan."""
+
+    def asked_once(self, stream: DStream[Any]) -> bool:
+        """Whether the plan asks `stream` for its RDD only once per event."""
+
+
+def _no_rdd(event: Event) -> None:
+    """The step of a stream that does not react to the plan's source."""
 
 
 @dataclass(slots=True)
@@ -211,21 +229,47 @@ class DStream(
         graph = self._graph
         if self._memo_plan == graph.planning and self._memo_event is event:
             return self._memo_rdd
-        rdd = None
-        if self.reactsTo(event):
-            try:
-                rdd = self._compute(event)
-            except StreamComputeError:
-                raise
-            except Exception as exc:
-                raise StreamComputeError(self, exc) from exc
-            if rdd is not None:
-                self._register(event, rdd)
-                graph.touched.add(self)
+        rdd = self._generate(event) if self.reactsTo(event) else None
         self._memo_plan, self._memo_event, self._memo_rdd = graph.planning, event, rdd
         return rdd
 
+    def _generate(self, event: Event) -> RDD[Any] | None:
+        """Compute this stream's RDD for `event` (it reacts to it) and remember it."""
+        try:
+            rdd = self._compute(event)
+        except StreamComputeError:
+            raise
+        except Exception as exc:
+            raise StreamComputeError(self, exc) from exc
+        if rdd is not None:
+            self._register(event, rdd)
+        return rdd
+
+    def plan_step(self, source: EventSource, plan: PlanSteps) -> Step:
+        """How this stream's RDD for an event of `source` is computed, fixed at start.
+
+        The graph compiles each bound source's plan once: a stream that does not react to
+        `source` yields nothing; one that the plan asks once for each event computes straight
+        from its parents' steps where its kind allows (`_direct_step`); any other computes
+        through `getOrCompute`, once per event however many streams ask.
+        """
+        if self._bound and source not in self._bound:
+            return _no_rdd
+        if plan.asked_once(self):
+            direct = self._direct_step(plan)
+            if direct is not None:
+                return direct
+        return self.getOrCompute
+
+    def _direct_step(self, plan: PlanSteps) -> Step | None:
+        """A step computing the RDD from the parents' steps, without `getOrCompute`'s memo.
+
+        None (the default) where the stream's kind needs more than its parents' RDDs.
+        """
+        return None
+
     def _register(self, event: Event, rdd: RDD[Any]) -> None:
+        """Persist, checkpoint and remember a generated RDD; the graph clears it later."""
         if self._storage_level is not None and not rdd.is_cached:
             rdd.persist(self._storage_level)
         if self.checkpointed and self._checkpoint_due(event):
@@ -233,6 +277,7 @@ class DStream(
             self._since_checkpoint = (event.time, 0)
         self._generated.append(Generated(event, rdd))
         self.generatedCount += 1
+        self._graph.touched.add(self)
 
     def _checkpoint_due(self, event: Event) -> bool:
         if self._since_checkpoint is None:
@@ -479,24 +524,49 @@ class TransformedDStream(DStream[Any]):
                 for dependency, state in zip(self._window_states, replayed["windows"], strict=True):
                     dependency.restore_state(state)
             self._record_read(event, {"windows": [d.save_state() for d in self._window_states]})
-        if len(self.dependencies) == 1:
-            only = self.dependencies[0].compute(event)
-            if only is None:
-                return None
-            complete: tuple[RDD[Any], ...] = (only,)
-        else:
-            rdds = [dependency.compute(event) for dependency in self.dependencies]
-            if all(rdd is None for rdd in rdds):
-                return None
-            sc = self._ssc.sparkContext
-            complete = tuple(sc.emptyRDD() if rdd is None else rdd for rdd in rdds)
-        result = self._function(complete, event)
+        return self._combine([dependency.compute(event) for dependency in self.dependencies], event)
+
+    def _combine(self, rdds: list[RDD[Any] | None], event: Event) -> RDD[Any] | None:
+        """The function over the parents' RDDs (see the class): None if no parent has one."""
+        if len(rdds) == 1:
+            [only] = rdds
+            return None if only is None else self._apply((only,), event)
+        if all(rdd is None for rdd in rdds):
+            return None
+        sc = self._ssc.sparkContext
+        return self._apply(tuple(sc.emptyRDD() if rdd is None else rdd for rdd in rdds), event)
+
+    def _apply(self, rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any] | None:
+        result = self._function(rdds, event)
         if result is not None and not isinstance(result, RDD):
             raise InvalidCallbackError(
                 f"{self.name} must produce an RDD or None for each event, "
                 f"got {type(result).__name__}",
             )
         return result
+
+    def _direct_step(self, plan: PlanSteps) -> Step | None:
+        """One parent through an event dependency, no window: its RDD, then the function."""
+        if self._window_states or len(self.dependencies) != 1:
+            return None
+        [dependency] = self.dependencies
+        if not isinstance(dependency, EventDependency):
+            return None
+        parent, apply, register = plan.step(dependency.parent), self._apply, self._register
+
+        def step(event: Event) -> RDD[Any] | None:
+            rdd = parent(event)
+            if rdd is None:
+                return None
+            try:
+                result = apply((rdd,), event)
+            except Exception as exc:
+                raise StreamComputeError(self, exc) from exc
+            if result is not None:
+                register(event, result)
+            return result
+
+        return step
 
 
 class UnionDStream(TransformedDStream):
@@ -555,6 +625,18 @@ class ForEachDStream(DStream[Any]):
 
     def _compute(self, event: Event) -> RDD[Any] | None:
         return self.dependencies[0].compute(event)
+
+    def _direct_step(self, plan: PlanSteps) -> Step | None:
+        """The parent's RDD, remembered as this stream's."""
+        parent, register = plan.step(self.dependencies[0].parent), self._register
+
+        def step(event: Event) -> RDD[Any] | None:
+            rdd = parent(event)
+            if rdd is not None:
+                register(event, rdd)
+            return rdd
+
+        return step
 
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
         """The job body for `event`."""

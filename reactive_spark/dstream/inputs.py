@@ -15,7 +15,7 @@ from pyspark import RDD
 
 from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Retention
-from reactive_spark.dstream.base import DStream
+from reactive_spark.dstream.base import DStream, PlanSteps, Step
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
 from reactive_spark.time import Duration, Time
@@ -41,6 +41,10 @@ class InputDStream(DStream[Any]):
             rdd, read = self._replay(event, replayed), replayed
         self._record_read(event, read)
         return rdd
+
+    def _direct_step(self, plan: PlanSteps) -> Step | None:
+        """An input has no parents: it reads."""
+        return self._generate
 
     def start(self) -> None:
         """Called once when the context starts, before any event (default: nothing)."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import RDD
 
 from reactive_spark.dependencies import EventDependency
-from reactive_spark.dstream.base import DStream, ForEachDStream
+from reactive_spark.dstream.base import DStream, ForEachDStream, PlanSteps, Step
 from reactive_spark.dstream.pair import register_exactly_once
 from reactive_spark.errors import InvalidArgumentError, InvalidCallbackError
 from reactive_spark.events import Event
@@ -71,6 +71,10 @@ class ExactlyOnceAggregateDStream(ForEachDStream):
         self._zero = zeroValue
         self._fold = fold
         self._prepared: tuple[int, PreparedBatch] | None = None
+
+    def _direct_step(self, plan: PlanSteps) -> Step | None:
+        """None: the batch is prepared in `_compute`, through `getOrCompute`."""
+        return None
 
     def _compute(self, event: Event) -> RDD[Any] | None:
         records = self.dependencies[0].compute(event)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from itertools import compress
 
 from reactive_spark._callbacks import callable_name, require_callable
 from reactive_spark.events import Event, EventSource, register_operator
@@ -21,13 +22,8 @@ class FilteredEventSource(DerivedEventSource):
 
     def receive(self, position: int, events: list[Event]) -> None:
         """Post the events that pass."""
-        self._emit(
-            [
-                DerivedEvent(self, None, e.time, e)
-                for e, passes in self._results(self._predicate, events)
-                if passes
-            ]
-        )
+        applied, passes = self._apply(self._predicate, events)
+        self._emit(DerivedEvent.run(self, list(compress(applied, passes))))
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range that pass."""

@@ -20,22 +20,15 @@ class MappedEventSource(DerivedEventSource):
         self._f = f
         self.function = callable_name(f)
 
-    def _derive(self, event: Event) -> DerivedEvent:
-        return DerivedEvent(self, None, event.time, event, self._f(event))
-
     def receive(self, position: int, events: list[Event]) -> None:
         """Post the mapped events."""
-        self._emit(
-            [
-                DerivedEvent(self, None, e.time, e, value)
-                for e, value in self._results(self._f, events)
-            ]
-        )
+        self._emit(DerivedEvent.run(self, *self._apply(self._f, events)))
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range, mapped."""
         start, end = to_time(start, "start"), to_time(end, "end")
-        return [self._derive(event) for event in self._parents[0].between(start, end)]
+        parents = self._parents[0].between(start, end)
+        return list(DerivedEvent.run(self, parents, [self._f(event) for event in parents]))
 
 
 def map(f: Callable[[Event], Any], name: str | None = None) -> Callable[[EventSource], EventSource]:

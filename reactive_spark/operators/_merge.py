@@ -13,22 +13,17 @@ class MergedEventSource(DerivedEventSource):
 
     operation = "merge"
 
-    def _derive(self, position: int, event: Event) -> DerivedEvent:
-        derived = DerivedEvent(self, None, event.time, event)
-        derived.tiebreak = position
-        return derived
-
     def receive(self, position: int, events: list[Event]) -> None:
         """Post the parent's events as this source's."""
-        self._emit([self._derive(position, event) for event in events])
+        self._emit(DerivedEvent.run(self, events, tiebreak=position))
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """Every parent's events in the range, in time then argument order."""
         start, end = to_time(start, "start"), to_time(end, "end")
         merged = [
-            self._derive(position, event)
+            derived
             for position, parent in enumerate(self._parents)
-            for event in parent.between(start, end)
+            for derived in DerivedEvent.run(self, parent.between(start, end), tiebreak=position)
         ]
         return sorted(merged, key=lambda event: (event.time, event.tiebreak))
 
