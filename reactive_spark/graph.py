@@ -49,7 +49,7 @@ class DStreamGraph:
         self._reaching: dict[int, set[EventSource]] = {}
         #: Counts the batches planned: a stream's RDD is computed once per plan.
         self.planning = 0
-        #: The streams that generated an RDD or recorded a read in the plan, to clear after it.
+        #: The streams that generated an RDD or recorded a read since they were last cleared.
         self.touched: set[DStream[Any]] = set()
         self._replaying: dict[str, dict[str, Any]] | None = None
         # per bound source, its bound streams and how each computes its RDD (fixed at start)
@@ -382,7 +382,7 @@ class _PlanCompiler:
     def _ask(self, stream: DStream[Any]) -> None:
         """Count a request for `stream`'s RDD; the first one asks its parents in turn."""
         asked = self._asked[stream.id] = self._asked.get(stream.id, 0) + 1
-        if asked == 1 and (not stream.boundSources or self._source in stream.boundSources):
+        if asked == 1 and stream.reactsToSource(self._source):
             for dependency in stream.dependencies:
                 self._ask(dependency.parent)
 

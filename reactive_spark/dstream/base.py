@@ -218,7 +218,20 @@ class DStream(
 
     def reactsTo(self, event: Event) -> bool:
         """Whether this stream generates an RDD for `event` (bound to its source, or unbound)."""
-        return not self._bound or event.source in self._bound
+        return self.reactsToSource(event.source)
+
+    def reactsToSource(self, source: EventSource) -> bool:
+        """Whether this stream generates an RDD for the events of `source` (see `reactsTo`).
+
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> weekly = ssc.timer(t0, None, Days(7), "weekly")
+            >>> saved = ssc.queueStream([[1]]).foreachRDD(print).bind(daily)
+            >>> saved.reactsToSource(daily), saved.reactsToSource(weekly)
+            (True, False)
+        """
+        return not self._bound or source in self._bound
 
     # -- computing ---------------------------------------------------------------------------
     def _compute(self, event: Event) -> RDD[Any] | None:
@@ -253,7 +266,7 @@ class DStream(
         from its parents' steps where its kind allows (`_direct_step`); any other computes
         through `getOrCompute`, once per event however many streams ask.
         """
-        if self._bound and source not in self._bound:
+        if not self.reactsToSource(source):
             return _no_rdd
         if plan.asked_once(self):
             direct = self._direct_step(plan)
