@@ -162,20 +162,20 @@ async def test_batches_without_jobs_forget_once_per_run_and_jobs_forget_at_once(
         ran.append(rdd.count())
         remembered_during_jobs.append(cached.rememberedCount)
 
-    # every tenth event runs a job; the others plan to nothing
-    cached.transform(lambda time, rdd, event: rdd if event.value % 10 == 0 else None).foreachRDD(
+    # every 50th event runs a job; the others plan to nothing
+    cached.transform(lambda time, rdd, event: rdd if event.value % 50 == 0 else None).foreachRDD(
         job
     ).bind(source)
     persisted_before = sc._jsc.getPersistentRDDs().size()
     await ssc.start()
-    for value in range(300):
+    for value in range(200):
         subject.on_next(value)
     await ssc.advanceTo(T0)
     await ssc.stop(stopSparkContext=False)
-    assert ran == [1] * 30
+    assert ran == [1] * 4
     assert cached.rememberedCount == 1
     # a job sees this batch's RDD and the ones the batches since the last job generated
-    assert max(remembered_during_jobs) <= 11
+    assert max(remembered_during_jobs) <= 51
     persisted = sc._jsc.getPersistentRDDs().size() - persisted_before
     assert persisted <= 2, persisted  # forgotten cached RDDs were unpersisted
 
