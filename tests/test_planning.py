@@ -45,6 +45,12 @@ def count_memo_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return calls
 
 
+def ticking(sc: SparkContext) -> tuple[StreamingContext, Any]:
+    """A virtual-time context with a timer firing every second from T0 + 1 s."""
+    ssc = virtual(sc)
+    return ssc, ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+
+
 async def run_ticks(ssc: StreamingContext, seconds: int) -> None:
     await ssc.start()
     await ssc.advanceTo(T0 + Seconds(seconds))
@@ -55,8 +61,7 @@ async def test_a_diamond_computes_its_shared_stream_once_per_event(
     sc: SparkContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memo = count_memo_calls(monkeypatch)
-    ssc = virtual(sc)
-    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    ssc, tick = ticking(sc)
     calls: Counter[str] = Counter()
     shared = ssc.queueStream([[1], [2], [3]]).transform(counting(calls, "shared"))
     left = shared.map(lambda x: x * 10)
@@ -75,8 +80,7 @@ async def test_a_diamond_computes_its_shared_stream_once_per_event(
 
 
 async def test_a_bound_stream_another_bound_stream_reads_computes_once(sc: SparkContext) -> None:
-    ssc = virtual(sc)
-    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    ssc, tick = ticking(sc)
     calls: Counter[str] = Counter()
     seen: list[tuple[str, list[int]]] = []
     daily = ssc.queueStream([[1], [2]]).transform(counting(calls, "daily"))
@@ -93,8 +97,7 @@ async def test_a_linear_chain_is_planned_straight_through(
     sc: SparkContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memo = count_memo_calls(monkeypatch)
-    ssc = virtual(sc)
-    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    ssc, tick = ticking(sc)
     calls: Counter[str] = Counter()
     numbers = ssc.queueStream([[1], [2], [3]])
     doubled = numbers.transform(counting(calls, "first")).map(lambda x: x * 2)
@@ -108,8 +111,7 @@ async def test_a_linear_chain_is_planned_straight_through(
 
 
 async def test_a_window_in_a_chain_sees_what_its_parent_remembers(sc: SparkContext) -> None:
-    ssc = virtual(sc)
-    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    ssc, tick = ticking(sc)
     numbers = ssc.queueStream([[1], [2], [3], [4]])
     doubled = numbers.map(lambda x: x * 2)
     totals: list[list[int]] = []
@@ -133,8 +135,7 @@ async def test_a_stream_bound_elsewhere_asks_nothing_upstream(sc: SparkContext) 
 
 
 async def test_a_failing_function_in_a_compiled_chain_names_its_stream(sc: SparkContext) -> None:
-    ssc = virtual(sc)
-    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    ssc, tick = ticking(sc)
 
     def explode(rdd: RDD[Any]) -> RDD[Any]:
         raise ValueError("no such partition")

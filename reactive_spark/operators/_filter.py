@@ -28,11 +28,8 @@ class FilteredEventSource(DerivedEventSource):
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range that pass."""
         start, end = to_time(start, "start"), to_time(end, "end")
-        return [
-            DerivedEvent(self, None, event.time, event)
-            for event in self._parents[0].between(start, end)
-            if self._predicate(event)
-        ]
+        parents = self._parents[0].between(start, end)
+        return list(DerivedEvent.run(self, [event for event in parents if self._predicate(event)]))
 
 
 def filter(
