@@ -81,6 +81,8 @@ def adapt_callback(func: Any, data_args: int, argument: str, operation: str) -> 
         count = data_args + extra
         if required <= count <= accepted:
             if extra == 0:
+                if data_args == 1:  # most operations: no tuple unpacking per call
+                    return lambda data, event: func(data[0])
                 return lambda data, event: func(*data)
             if extra == 1:
                 return lambda data, event: func(event.datetime, *data)

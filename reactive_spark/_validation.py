@@ -6,7 +6,7 @@ import re
 
 from reactive_spark.errors import InvalidArgumentError
 
-__all__ = ["require_checkpoint_path", "require_int"]
+__all__ = ["require_bool", "require_checkpoint_path", "require_int"]
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -21,6 +21,20 @@ def require_int(value: object, name: str, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
         raise InvalidArgumentError(f"{name} must be {wanted}, got {value!r}")
+    return value
+
+
+def require_bool(value: object, name: str) -> bool:
+    """Return `value` if it is a bool, else raise.
+
+    Examples:
+        >>> require_bool("yes", "freezeHeap")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: freezeHeap must be a bool, got 'yes'
+    """
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be a bool, got {value!r}")
     return value
 
 

@@ -154,10 +154,16 @@ class VirtualClock(Clock):
     def __init__(self, start: Time | datetime | None = None) -> None:
         origin = Time(0) if start is None else to_time(start, "start")
         self._scheduler = _VirtualScheduler(origin.toDatetime())
+        self._now: tuple[Any, Time] = (None, origin)  # the scheduler's clock value, as a Time
 
     def now(self) -> Time:
-        """The simulated instant."""
-        return self._scheduler.now_time()
+        """The simulated instant (one `Time` per instant: every event reads it)."""
+        instant, time = self._now
+        current = self._scheduler._clock  # noqa: SLF001 (reactivex's, see _VirtualScheduler)
+        if instant is not current:
+            time = Time.fromDatetime(self._scheduler.to_datetime(current))
+            self._now = (current, time)
+        return time
 
     @property
     def isVirtual(self) -> bool:
@@ -186,21 +192,12 @@ class _VirtualScheduler(HistoricalScheduler):
     job: there is no way to ask for the next due time (the context advances instant by instant,
     waiting for each instant's batches), and `advance_to` returns at once when asked for the
     current instant, which would leave a timer tick that falls exactly on the start time unfired.
+    (`VirtualClock.now` reads `_clock` too: the `now` property makes a datetime per call.)
     """
 
     def __init__(self, start: datetime) -> None:
         super().__init__(start)
         self._run_lock = threading.Lock()
-        self._now_cache: tuple[Any, Time] = (None, Time(0))
-
-    def now_time(self) -> Time:
-        """`now` as a Time, converted once per instant (events read it often)."""
-        clock, time = self._now_cache
-        if clock is not self._clock:
-            clock = self._clock
-            time = Time.fromDatetime(self.to_datetime(clock))
-            self._now_cache = (clock, time)
-        return time
 
     def next_due(self) -> datetime | None:
         with self._lock:

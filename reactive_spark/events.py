@@ -81,7 +81,7 @@ class Event:
 
     # events are many and short-lived: no per-instance dict (subclasses of yours may have one),
     # and subclasses here call `Event.__init__` directly, without a `super()` object per event
-    __slots__ = ("index", "instanceId", "source", "tiebreak", "time")
+    __slots__ = ("index", "instanceId", "source", "time")
 
     def __init__(
         self,
@@ -94,7 +94,6 @@ class Event:
         self.index = index
         self.time = time
         self.instanceId = instanceId
-        self.tiebreak = 0
 
     @property
     def datetime(self) -> datetime:
@@ -207,7 +206,11 @@ class ObservableEvent(Event):
         value: Any = None,
         instanceId: int | None = None,
     ) -> None:
-        Event.__init__(self, source, index, time, instanceId)
+        # Event.__init__'s fields set here: one call, not two, per value an observable emits
+        self.source: EventSource = source
+        self.index = index
+        self.time = time
+        self.instanceId = instanceId
         self.value = value
 
     def describe(self) -> dict[str, Any]:

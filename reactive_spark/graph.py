@@ -1,14 +1,16 @@
 """DStreamGraph: the streams, their bindings, zero time, job generation and metadata clearing.
 
 `generate_jobs(event)` is the one place an event's batch is planned: every stream bound to the
-event's source is asked for its RDD (`getOrCompute`), each RDD becomes a job, and what every
-input read is recorded with the batch.
+event's source is asked for its RDD (through the source's plan, compiled at start), each RDD
+becomes a job, and what every input read is recorded with the batch. `regenerate_jobs` plans a
+batch again from a checkpoint, through `getOrCompute`.
 """
 
 from __future__ import annotations
 
 import functools
 import heapq
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.dependencies import LegacyWindowDependency, Retention
@@ -18,6 +20,7 @@ from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import (
     Batch,
     Job,
+    JobInfo,
     StreamInputInfo,
     commits_first,
     materialize,
@@ -295,41 +298,38 @@ class DStreamGraph:
     def generate_jobs(
         self,
         event: Event,
-        reads: dict[str, dict[str, Any]] | None = None,
         *,
         keepEmpty: bool = True,
+        steps: Sequence[tuple[DStream[Any], Step]] | None = None,
     ) -> Batch | None:
         """Plan the batch of `event`: one job per bound stream that has an RDD for it.
 
-        With `reads` (from a checkpoint), inputs read exactly what they recorded. Without
-        `keepEmpty`, a batch with neither jobs nor planning failures is not built (None):
-        nothing would run, report or record it.
+        The bound streams compute through their source's plan, compiled at start, unless
+        `steps` says how each computes. Without `keepEmpty`, a batch with neither jobs nor
+        planning failures is not built (None): nothing would run, report or record it.
         """
-        self._replaying = reads
         self.planning += 1
-        try:
-            return self._plan(event, keepEmpty)
-        finally:
-            self._replaying = None
-
-    def _plan(self, event: Event, keepEmpty: bool) -> Batch | None:
-        jobs: list[Job] = []
-        failures = []
-        for stream, step in self._plans.get(event.source, ()):
+        if steps is None:
+            steps = self._plans.get(event.source, ())
+        jobs: list[Job] | None = None
+        failures: list[JobInfo] | None = None  # both made when needed: most batches have neither
+        for stream, step in steps:
             try:
                 rdd = step(event)
             except StreamComputeError as exc:
                 failing: DStream[Any] = exc.stream  # type: ignore[assignment]
+                failures = failures or []
                 failures.append(plan_failure(failing, event, exc.error))
                 continue
             if rdd is None:
                 continue
+            jobs = jobs or []
             if stream.isOutput:
                 action = stream.output_action(event, rdd)  # type: ignore[attr-defined]
                 jobs.append(Job(stream, event, action, "output"))
             else:
                 jobs.append(Job(stream, event, functools.partial(materialize, rdd), "materialize"))
-        if not (jobs or failures or keepEmpty):
+        if jobs is None and failures is None and not keepEmpty:
             return None
         inputs = {}
         input_infos = {}
@@ -340,7 +340,25 @@ class DStreamGraph:
                 records = stream.record_count(read)
                 if records is not None:
                     input_infos[stream.id] = StreamInputInfo(stream.id, stream.name, records, read)
-        return Batch(event, commits_first(jobs), inputs, failures, inputInfos=input_infos)
+        return Batch(
+            event, commits_first(jobs or []), inputs, failures or [], inputInfos=input_infos
+        )
+
+    def regenerate_jobs(
+        self, event: Event, reads: dict[str, dict[str, Any]], *, keepEmpty: bool = True
+    ) -> Batch | None:
+        """Plan again the batch of an event from a checkpoint: inputs read what `reads` says.
+
+        The bound streams compute through `getOrCompute`, where each stream looks for what it
+        read before (`replayed_read`); compiled plans serve live events only.
+        """
+        self._replaying = reads
+        try:
+            bound = self._bindings.get(event.source, [])
+            steps = [(stream, stream.getOrCompute) for stream in bound]
+            return self.generate_jobs(event, keepEmpty=keepEmpty, steps=steps)
+        finally:
+            self._replaying = None
 
     def clear_metadata(self, event: Event) -> None:
         """Let the streams that generated up to `event` forget what no window or `remember` needs.

@@ -27,8 +27,9 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
@@ -75,8 +76,8 @@ OrderKey = tuple[int, int, int]
 
 #: How many pending events the loop accepts before letting its other callbacks run.
 EVENTS_PER_FLUSH = 1024
-#: How many queued events the worker thread takes at once (see `_process_queued`).
-EVENTS_PER_TAKE = 64
+#: Batches that ran no job forget what they generated at least once per this many.
+EVENTS_PER_CLEAR = 64
 
 
 class JobScheduler:
@@ -99,13 +100,16 @@ class JobScheduler:
         self._before_jobs: list[BatchHook] = []
         self._after_jobs: list[BatchHook] = []
         # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
-        self._pending: dict[OrderKey, deque[Event]] = {}
+        self._pending: dict[OrderKey, _Waiting] = {}
         self._pending_keys: list[OrderKey] = []
-        self._instance_ids = itertools.count()
+        self._next_instance_id = 0
         self._flush_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        # accepted events waiting for the worker thread, and how many are not processed yet
-        self._ready: deque[Event] = deque()
+        self._loop_thread: int | None = None
+        self._posts_open = False  # events posted now are queued (see `post`)
+        # runs of accepted events waiting for the worker thread, and how many accepted events
+        # are not processed yet
+        self._ready: deque[list[Event]] = deque()
         self._taking = threading.Lock()  # the worker takes from `_ready`, the loop may drop it
         self._taken = 0  # events the worker thread took in its busy period (its own count)
         self._unprocessed = 0
@@ -152,7 +156,7 @@ class JobScheduler:
 
     def resume_after(self, last_instance_id: int) -> None:
         """Number accepted events from `lastInstanceId + 1` (after a restart)."""
-        self._instance_ids = itertools.count(last_instance_id + 1)
+        self._next_instance_id = last_instance_id + 1
 
     def tell(self, method: str, argument: Any) -> None:
         """Call `method(argument)` on every listener; a listener that raises is logged."""
@@ -177,8 +181,10 @@ class JobScheduler:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start processing events on `loop`."""
+        """Start processing events on `loop` (call it there); posts are taken from now on."""
         self._loop = loop
+        self._loop_thread = get_ident()
+        self._posts_open = True
         self._idle = asyncio.Event()
         self._idle.set()
         self._bound = frozenset(self._graph.bound_sources())
@@ -195,7 +201,12 @@ class JobScheduler:
         )
         self._worker.start()
 
+    def refuse_posts(self) -> None:
+        """Drop, with a warning, every event posted from now on (the context is stopping)."""
+        self._posts_open = False
+
     def _close(self, *, dropping: bool) -> None:
+        self._posts_open = False
         self._closed = True
         self._dropping = self._dropping or dropping
         self.accepting = False
@@ -234,20 +245,41 @@ class JobScheduler:
             self._job_threads = None
 
     # -- accepting events --------------------------------------------------------------------
+    def post(self, event: Event) -> None:
+        """Queue `event` from any thread: at once on the loop, else through the loop.
+
+        Events posted before `start` or after `refuse_posts` (or a crash) are dropped with a
+        warning.
+        """
+        if self._posts_open and get_ident() == self._loop_thread:  # `accept`, in this call
+            key = (event.time.milliseconds, event.source.rank, 0)
+            waiting = self._pending.get(key)
+            if waiting is None or not self._flush_scheduled:
+                waiting = self._waiting(key)
+            waiting.events.append(event)
+        elif not self._posts_open or self._loop is None:
+            log.warning("dropping %r: the StreamingContext is not accepting events", event)
+        else:
+            self._loop.call_soon_threadsafe(self.accept, event)
+
     def accept(self, event: Event) -> None:
         """Queue `event` for ordering; must run on the loop (see `StreamingContext`).
 
         Events are accepted in order of time, then the source's lineage rank (fixed at start:
-        a source whose streams feed another's goes first), then `tiebreak`; events still tied
-        keep the order they were posted in.
+        a source whose streams feed another's goes first); events still tied keep the order
+        they were posted in.
         """
         if self._closed:
             log.warning("dropping %r: the scheduler is stopped", event)
             return
-        self._tied(event).append(event)
+        self._waiting((event.time.milliseconds, event.source.rank, 0)).events.append(event)
 
-    def accept_run(self, events: Sequence[Event]) -> None:
-        """Queue events of one source, time and tiebreak, in order; must run on the loop."""
+    def accept_run(self, events: Sequence[Event], tiebreak: int = 0) -> None:
+        """Queue events of one source and time, in order; must run on the loop.
+
+        `tiebreak` orders runs of one source and instant among themselves: a merge's events
+        derived from its first argument before those derived from the second.
+        """
         if not events:
             return
         if self._closed:
@@ -255,19 +287,19 @@ class JobScheduler:
                 "dropping %d events from %r: the scheduler is stopped", len(events), events[0]
             )
             return
-        self._tied(events[0]).extend(events)
+        first = events[0]
+        self._waiting((first.time.milliseconds, first.source.rank, tiebreak)).events.extend(events)
 
-    def _tied(self, event: Event) -> deque[Event]:
-        """The pending events `event` is tied with (same time, rank and tiebreak)."""
-        key: OrderKey = (event.time.milliseconds, event.source.rank, event.tiebreak)
-        tied = self._pending.get(key)
-        if tied is None:
-            self._pending[key] = tied = deque()
+    def _waiting(self, key: OrderKey) -> _Waiting:
+        """The events waiting under order `key` (time, lineage rank, tiebreak), made if none."""
+        waiting = self._pending.get(key)
+        if waiting is None:
+            self._pending[key] = waiting = _Waiting()
             heapq.heappush(self._pending_keys, key)
         if not self._flush_scheduled and self._loop is not None:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_some)
-        return tied
+        return waiting
 
     def _flush_some(self) -> None:
         """Accept a slice of the pending events; the rest after the loop's other callbacks.
@@ -294,16 +326,16 @@ class JobScheduler:
         queued = 0
         while keys and budget:
             key = keys[0]
-            tied = pending[key]
-            if tied:
-                run = self._accept_run(_take(tied, budget), tied, key)
+            waiting = pending[key]
+            if waiting:
+                run = self._accept_run(waiting.take(budget), waiting, key)
                 budget -= len(run)
                 if run[0].source in bound:
-                    self._ready.extend(run)
+                    self._ready.append(run)
                     queued += len(run)
                 else:
                     self._announced += len(run)
-            if not tied and keys[0] is key:
+            if not waiting and keys[0] is key:
                 heapq.heappop(keys)
                 del pending[key]
         if queued:
@@ -312,8 +344,8 @@ class JobScheduler:
             self._idle.clear()
             self._work.set()
 
-    def _accept_run(self, run: list[Event], tied: deque[Event], key: OrderKey) -> list[Event]:
-        """Number `run` (events of one key, taken from `tied`) in order and hand it on.
+    def _accept_run(self, run: list[Event], waiting: _Waiting, key: OrderKey) -> list[Event]:
+        """Number `run` (events of one key, taken from `waiting`) in order and hand it on.
 
         Listeners get each event as it is accepted; derived sources get the whole run, unless a
         listener is there too (then they are called with it, in the order they were added).
@@ -321,27 +353,42 @@ class JobScheduler:
         first; then the rest of the run goes back to wait behind it.
         """
         source = run[0].source
-        listened = source.listened
-        watched = listened or bool(self._listeners) or self._progress is not None
-        index_sequence, instance_ids = source.index_sequence, self._instance_ids
-        for event in run:
+        if source.listened or self._listeners or self._progress is not None:
+            return self._accept_watched(run, waiting, key)
+        first = self._next_instance_id
+        self._next_instance_id = first + len(run)
+        index_sequence = source.index_sequence
+        for event, instance_id in zip(run, range(first, first + len(run)), strict=True):
             if event.index is None:
                 event.index = next(index_sequence)
-            event.instanceId = next(instance_ids)
-            if watched and self._announce(event, key, notify=listened):
-                cut = run.index(event) + 1  # events are equal only to themselves
-                tied.extendleft(reversed(run[cut:]))
-                run = run[:cut]
+            event.instanceId = instance_id
+        source.forward(run)
+        return run
+
+    def _accept_watched(self, run: list[Event], waiting: _Waiting, key: OrderKey) -> list[Event]:
+        """`_accept_run` for a run someone watches event by event: number and announce each."""
+        source = run[0].source
+        listened, announced = source.listened, bool(self._listeners) or self._progress is not None
+        index_sequence, keys = source.index_sequence, self._pending_keys
+        for position, event in enumerate(run):
+            if event.index is None:
+                event.index = next(index_sequence)
+            event.instanceId = self._next_instance_id
+            self._next_instance_id += 1
+            if announced:
+                self._announce(event)
+            if listened:
+                source.notify(event)
+            if keys[0] is not key:  # a listener posted an event that goes first
+                waiting.put_back(run[position + 1 :])
+                run = run[: position + 1]
                 break
         if not listened:
             source.forward(run)
         return run
 
-    def _announce(self, event: Event, key: OrderKey, *, notify: bool) -> bool:
-        """Record and announce a numbered event; whether an event posted meanwhile goes first.
-
-        The checkpoint's progress, `onEventFired`, and with `notify` the source's listeners.
-        """
+    def _announce(self, event: Event) -> None:
+        """Record a numbered event in the checkpoint's progress and tell `onEventFired`."""
         source, progress = event.source, self._progress
         if progress is not None:
             assert event.index is not None and event.instanceId is not None  # numbered
@@ -350,9 +397,6 @@ class JobScheduler:
                 self._progress_at[event.instanceId] = dict(progress)
         if self._listeners:
             self.tell("onEventFired", event)
-        if notify:
-            source.notify(event)
-        return self._pending_keys[0] is not key
 
     @property
     def processed_events(self) -> int:
@@ -384,12 +428,12 @@ class JobScheduler:
     @property
     def backlog(self) -> int:
         """Accepted events waiting to be processed."""
-        return len(self._ready)
+        return _count(self._ready)
 
     @property
     def queue_depth(self) -> int:
         """Events waiting: posted and not accepted yet, or accepted and not processed yet."""
-        return len(self._ready) + sum(len(tied) for tied in list(self._pending.values()))
+        return _count(self._ready) + sum(len(waiting) for waiting in list(self._pending.values()))
 
     def _done(self, count: int) -> None:
         self._unprocessed -= count
@@ -399,7 +443,7 @@ class JobScheduler:
     def _drop_ready(self) -> int:
         """Drop the accepted events no worker has taken; returns how many."""
         with self._taking:
-            dropped = len(self._ready)
+            dropped = _count(self._ready)
             self._ready.clear()
         return dropped
 
@@ -416,7 +460,7 @@ class JobScheduler:
             if self._finished:
                 return
             with self._taking:
-                first = self._ready[0] if self._ready else None
+                first = self._ready[0][0] if self._ready else None
             self._taken = 0
             try:
                 self._process_queued()
@@ -447,30 +491,56 @@ class JobScheduler:
     def _process_queued(self) -> None:
         """Process queued events until none is left (worker thread).
 
-        Events the loop queues meanwhile are taken too, so a steady stream of events costs no
-        hand-off per event; they are taken a few at a time, as `abort` may drop the rest.
+        Events the loop queues meanwhile are taken too, a run at a time, so a steady stream of
+        events costs no hand-off per event; `abort` drops the runs not taken yet, and stops
+        this one between batches.
         """
-        ready, process = self._ready, self._process
+        ready = self._ready
         while True:
             with self._taking:
-                count = min(len(ready), EVENTS_PER_TAKE)
-                if not count or self._dropping:
+                if not ready or self._dropping:
                     return
-                events = [ready.popleft() for _ in range(count)]
-                self._taken += count
-            uncleared = None
-            try:
-                for event in events:
-                    if self._dropping:
-                        return
-                    if process(event):  # Spark ran jobs: its cached RDDs go at once
-                        self._graph.clear_metadata(event)
-                        uncleared = None
-                    else:
-                        uncleared = event
-            finally:
-                if uncleared is not None:  # batches that ran nothing forget once per run
-                    self._graph.clear_metadata(uncleared)
+                run = ready.popleft()
+                self._taken += len(run)
+            for first in range(0, len(run), EVENTS_PER_CLEAR):
+                if self._dropping:
+                    return
+                self._process_run(run[first : first + EVENTS_PER_CLEAR])
+
+    def _process_run(self, events: list[Event]) -> None:
+        """Plan and run the batches of `events`, in order (worker thread).
+
+        The graph clears metadata after a batch whose jobs ran, and once at the end for the
+        batches that ran none (no job computed what they generated).
+        """
+        graph = self._graph
+        generate_jobs, run = graph.generate_jobs, self._run
+        keep_empty = bool(self._before_jobs or self._after_jobs)
+        uncleared = None
+        try:
+            for event in events:
+                if self._dropping:
+                    return
+                batch = generate_jobs(event, keepEmpty=keep_empty)
+                if batch is not None and run(event, batch):
+                    graph.clear_metadata(event)
+                    uncleared = None
+                else:
+                    uncleared = event
+                self._batches_processed += 1
+                self.processed_through = event.instanceId  # type: ignore[assignment] # numbered
+        finally:
+            if uncleared is not None:
+                graph.clear_metadata(uncleared)
+
+    def _run(self, event: Event, batch: Batch) -> bool:
+        """Run a planned batch with its checkpoint progress; whether jobs ran."""
+        if self._progress_at:
+            progress = self._progress_at.pop(event.instanceId, None)  # type: ignore[arg-type]
+            if progress is not None:
+                batch.progress = progress
+        self._run_batch(batch)
+        return bool(batch.jobs)
 
     async def replay(self, batches: list[tuple[Event, dict[str, Any], bool]]) -> None:
         """Re-plan batches from a checkpoint, in order, before any new event.
@@ -479,40 +549,23 @@ class JobScheduler:
         `rerun` the batch is processed as new (hooks and jobs), else only its RDDs are rebuilt
         for the windows that need them.
         """
+        keep_empty = bool(self._before_jobs or self._after_jobs)
 
         def run() -> None:
             for event, reads, rerun in batches:
-                self._process(event, reads, rerun)
+                batch = self._graph.regenerate_jobs(event, reads, keepEmpty=keep_empty)
+                if rerun:
+                    if batch is not None:
+                        self._run(event, batch)
+                    self._batches_processed += 1
+                    if event.instanceId is not None:
+                        self.processed_through = event.instanceId
+                elif batch is not None:
+                    for failure in batch.failures:  # a batch rebuilt for the windows failed
+                        self.report(failure)
                 self._graph.clear_metadata(event)
 
         await run_blocking(run)
-
-    def _process(
-        self, event: Event, reads: dict[str, Any] | None = None, runJobs: bool = True
-    ) -> bool:
-        """Plan the event's batch, run its hooks and jobs (worker thread); whether jobs ran.
-
-        The caller then has the graph clear metadata: after a batch whose jobs ran, or once
-        for a run of batches that ran none (no job computed what they generated).
-        """
-        hooked = bool(self._before_jobs or self._after_jobs)
-        batch = self._graph.generate_jobs(event, reads, keepEmpty=hooked)
-        progress = None
-        if self._progress_at and event.instanceId is not None:
-            progress = self._progress_at.pop(event.instanceId, None)
-        if batch is not None:
-            if progress is not None:
-                batch.progress = progress
-            if runJobs:
-                self._run_batch(batch)
-            else:
-                for failure in batch.failures:  # a batch rebuilt for the windows failed to plan
-                    self.report(failure)
-        if runJobs:
-            self._batches_processed += 1
-            if event.instanceId is not None:
-                self.processed_through = event.instanceId
-        return batch is not None and runJobs and bool(batch.jobs)
 
     def _run_batch(self, batch: Batch) -> None:
         """Report planning failures, call the batch hooks around the jobs, run the jobs.
@@ -617,13 +670,50 @@ class JobScheduler:
             info.endTime = now_ms()
 
 
-def _take(tied: deque[Event], count: int) -> list[Event]:
-    """The first `count` events of `tied` (all, if it holds fewer), removed from it."""
-    if count >= len(tied):
-        run = list(tied)
-        tied.clear()
+def _count(runs: Iterable[list[Event]]) -> int:
+    """How many events `runs` hold (a snapshot: another thread may change them)."""
+    return sum(len(run) for run in list(runs))
+
+
+class _Waiting:
+    """The events waiting under one order key, oldest first: `events[start:]`.
+
+    A burst is taken in slices: taking moves `start` on (and lets go of what it took) instead
+    of shifting the list each time.
+    """
+
+    __slots__ = ("events", "start")
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.start = 0
+
+    def __len__(self) -> int:
+        return len(self.events) - self.start
+
+    def take(self, count: int) -> list[Event]:
+        """The first `count` waiting events (all, if fewer wait), no longer waiting."""
+        events, start = self.events, self.start
+        end = start + count
+        if end >= len(events):
+            run = events[start:] if start else events[:]
+            events.clear()
+            self.start = 0
+            return run
+        run = events[start:end]
+        events[start:end] = itertools.repeat(None, count)  # type: ignore[arg-type] # let go
+        self.start = end
         return run
-    return [tied.popleft() for _ in range(count)]
+
+    def put_back(self, run: list[Event]) -> None:
+        """Wait again with `run`, taken last, in front of the rest."""
+        start = self.start - len(run)
+        if start >= 0:
+            self.events[start : self.start] = run
+            self.start = start
+        else:
+            self.events[: self.start] = run
+            self.start = 0
 
 
 def _snapshot(info: BatchInfo) -> BatchInfo:

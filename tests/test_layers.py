@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "reactive_spark"
 
 #: From the bottom up; a module may import its own layer and the layers below it.
 LAYERS: list[set[str]] = [
-    {"errors", "_validation", "_callbacks"},
+    {"errors", "_validation", "_callbacks", "_collector"},
     {"time", "clock", "offsets"},
     {"events"},
     {"sources", "operators"},

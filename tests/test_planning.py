@@ -183,12 +183,10 @@ async def test_batches_without_jobs_forget_once_per_run_and_jobs_forget_at_once(
 
 def test_a_run_of_derived_events_equals_events_derived_one_by_one() -> None:
     parents = [Event(None, index, Time(index * 10)) for index in range(3)]
-    run = DerivedEvent.run("source", parents, ["x", "y", "z"], tiebreak=2)
+    run = DerivedEvent.run("source", parents, ["x", "y", "z"])
     for event, parent, value in zip(run, parents, "xyz", strict=True):
         single = DerivedEvent("source", None, parent.time, parent, value)
-        single.tiebreak = 2
         for field in (*Event.__slots__, *DerivedEvent.__slots__):
             assert getattr(event, field) == getattr(single, field), field
     plain = DerivedEvent.run("source", parents)
     assert [event._value for event in plain] == [_MISSING] * 3
-    assert [event.tiebreak for event in plain] == [0, 0, 0]

@@ -135,8 +135,11 @@ class DStream(
         self._memo_event: Event | None = None
         self._memo_rdd: RDD[Any] | None = None
         # what the stream read for the event being planned, for the checkpoint (`describe_read`)
-        self._last_read: tuple[int, dict[str, Any]] | None = None
-        self._generated: deque[Generated] = deque()
+        self._last_read: dict[str, Any] | None = None
+        self._last_read_plan = -1  # the graph's `planning` when it was read
+        # what it generated and still remembers, oldest first: (event, rdd) pairs, made without
+        # a Python call per batch; `generated_up_to` gives them as `Generated`
+        self._generated: deque[tuple[Event, RDD[Any]]] = deque()
         self.generatedCount = 0
         self._storage_level: StorageLevel | None = None
         self._checkpoint_interval: Duration | None = None
@@ -288,9 +291,23 @@ class DStream(
         if self.checkpointed and self._checkpoint_due(event):
             rdd.checkpoint()
             self._since_checkpoint = (event.time, 0)
-        self._generated.append(Generated(event, rdd))
+        self._keep_generated(event, rdd)
+
+    def _keep_generated(self, event: Event, rdd: RDD[Any]) -> None:
+        """Remember a generated RDD (what `_register` ends with); the graph clears it later."""
+        self._generated.append((event, rdd))
         self.generatedCount += 1
         self._graph.touched.add(self)
+
+    def _registrar(self) -> Callable[[Event, RDD[Any]], None]:
+        """What a compiled step calls with each RDD it generates.
+
+        `_register`, or `_keep_generated` alone when the stream neither persists nor
+        checkpoints (both are fixed before start, when plans are compiled).
+        """
+        if self._storage_level is not None or self.checkpointed:
+            return self._register
+        return self._keep_generated
 
     def _checkpoint_due(self, event: Event) -> bool:
         if self._since_checkpoint is None:
@@ -307,7 +324,9 @@ class DStream(
 
     def generated_up_to(self, time: Time) -> list[Generated]:
         """The remembered RDDs whose events happened at or before `time`, oldest first."""
-        return [item for item in tuple(self._generated) if item.time <= time]
+        return [
+            Generated(event, rdd) for event, rdd in tuple(self._generated) if event.time <= time
+        ]
 
     @property
     def rememberedCount(self) -> int:
@@ -319,8 +338,7 @@ class DStream(
 
         Inputs record what they consume, `updateStateByKey` where it saved its state.
         """
-        read = self._last_read
-        return read[1] if read is not None and read[0] == self._graph.planning else None
+        return self._last_read if self._last_read_plan == self._graph.planning else None
 
     def record_count(self, read: dict[str, Any]) -> int | None:
         """How many records a read holds, for inputs (None: this stream is not an input)."""
@@ -328,7 +346,7 @@ class DStream(
 
     def _record_read(self, event: Event, read: dict[str, Any]) -> None:
         """Keep `read` for `describe_read`; the stream must be a graph recorder (`add_recorder`)."""
-        self._last_read = (self._graph.planning, read)
+        self._last_read, self._last_read_plan = read, self._graph.planning
         self._graph.touched.add(self)
 
     def remove_interrupted_writes(self) -> list[str]:
@@ -348,7 +366,7 @@ class DStream(
 
     def remembered_rdds(self) -> list[RDD[Any]]:
         """The RDDs this stream remembers."""
-        return [item.rdd for item in tuple(self._generated)]
+        return [rdd for _, rdd in tuple(self._generated)]
 
     def clear_metadata(self, event: Event) -> Sequence[RDD[Any]]:
         """Forget per-event state and the RDDs no dependency or `remember` needs any more.
@@ -361,8 +379,10 @@ class DStream(
             return ()
         horizon = event.time.milliseconds - duration
         forgotten = []
-        while len(generated) > keep and (not duration or generated[0].time.milliseconds < horizon):
-            forgotten.append(generated.popleft().rdd)
+        while len(generated) > keep and (
+            not duration or generated[0][0].time.milliseconds < horizon
+        ):
+            forgotten.append(generated.popleft()[1])
         return forgotten
 
     # -- storage -----------------------------------------------------------------------------
@@ -504,7 +524,7 @@ class DStream(
         if last < first:
             raise InvalidArgumentError(f"end must not be before begin, got {begin!r}, {end!r}")
         remembered = tuple(self._generated)  # a snapshot: the scheduler's thread may add to it
-        return [item.rdd for item in remembered if first <= item.time <= last]
+        return [rdd for event, rdd in remembered if first <= event.time <= last]
 
 
 class TransformedDStream(DStream[Any]):
@@ -552,11 +572,13 @@ class TransformedDStream(DStream[Any]):
     def _apply(self, rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any] | None:
         result = self._function(rdds, event)
         if result is not None and not isinstance(result, RDD):
-            raise InvalidCallbackError(
-                f"{self.name} must produce an RDD or None for each event, "
-                f"got {type(result).__name__}",
-            )
+            raise self._not_an_rdd(result)
         return result
+
+    def _not_an_rdd(self, result: object) -> InvalidCallbackError:
+        return InvalidCallbackError(
+            f"{self.name} must produce an RDD or None for each event, got {type(result).__name__}",
+        )
 
     def _direct_step(self, plan: PlanSteps) -> Step | None:
         """One parent through an event dependency, no window: its RDD, then the function."""
@@ -565,17 +587,20 @@ class TransformedDStream(DStream[Any]):
         [dependency] = self.dependencies
         if not isinstance(dependency, EventDependency):
             return None
-        parent, apply, register = plan.step(dependency.parent), self._apply, self._register
+        parent, function, register = plan.step(dependency.parent), self._function, self._registrar()
 
-        def step(event: Event) -> RDD[Any] | None:
+        def step(event: Event) -> RDD[Any] | None:  # `_apply`, in the step
             rdd = parent(event)
             if rdd is None:
                 return None
             try:
-                result = apply((rdd,), event)
+                result = function((rdd,), event)
             except Exception as exc:
                 raise StreamComputeError(self, exc) from exc
             if result is not None:
+                if not isinstance(result, RDD):
+                    error = self._not_an_rdd(result)
+                    raise StreamComputeError(self, error) from error
                 register(event, result)
             return result
 
@@ -641,7 +666,7 @@ class ForEachDStream(DStream[Any]):
 
     def _direct_step(self, plan: PlanSteps) -> Step | None:
         """The parent's RDD, remembered as this stream's."""
-        parent, register = plan.step(self.dependencies[0].parent), self._register
+        parent, register = plan.step(self.dependencies[0].parent), self._registrar()
 
         def step(event: Event) -> RDD[Any] | None:
             rdd = parent(event)
@@ -711,7 +736,7 @@ class StateDStream(DStream[Any]):
             self._since_lineage_cut = 0
             self._record_read(event, replayed)
             return sc.pickleFile(replayed["state"]).persist(StorageLevel.MEMORY_ONLY)
-        previous = self._generated[-1].rdd if self._generated else self._initial
+        previous = self._generated[-1][1] if self._generated else self._initial
         if values is None and previous is None:
             return None
         if values is None:

@@ -16,7 +16,7 @@ from pyspark import RDD
 from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Retention
 from reactive_spark.dstream.base import DStream, PlanSteps, Step
-from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
+from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError, StreamComputeError
 from reactive_spark.events import Event, FileEvent
 from reactive_spark.time import Duration, Time
 
@@ -43,8 +43,21 @@ class InputDStream(DStream[Any]):
         return rdd
 
     def _direct_step(self, plan: PlanSteps) -> Step | None:
-        """An input has no parents: it reads."""
-        return self._generate
+        """An input has no parents: it reads (live events only, so no replayed read)."""
+        read, register, graph = self._read, self._registrar(), self._graph
+
+        def step(event: Event) -> RDD[Any] | None:
+            try:
+                rdd, what = read(event)
+            except Exception as exc:
+                raise StreamComputeError(self, exc) from exc
+            self._last_read, self._last_read_plan = what, graph.planning  # `_record_read`
+            graph.touched.add(self)
+            if rdd is not None:
+                register(event, rdd)
+            return rdd
+
+        return step
 
     def start(self) -> None:
         """Called once when the context starts, before any event (default: nothing)."""
@@ -111,7 +124,8 @@ class QueueInputDStream(InputDStream):
             return self._take(first, self._taken), {"queue": [first, self._taken]}
         if self._exhausted is None or self._exhausted["queue"][0] != first:
             self._exhausted = {"queue": [first, first], "default": True}
-        return self._fallback(), self._exhausted
+        default = self._default  # every event reads it once the queue is empty: no call for it
+        return (self._fallback() if default is None else default), self._exhausted
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         first, last = read["queue"]

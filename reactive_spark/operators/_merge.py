@@ -15,17 +15,18 @@ class MergedEventSource(DerivedEventSource):
 
     def receive(self, position: int, events: list[Event]) -> None:
         """Post the parent's events as this source's."""
-        self._emit(DerivedEvent.run(self, events, tiebreak=position))
+        self._emit(DerivedEvent.run(self, events), position)
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """Every parent's events in the range, in time then argument order."""
         start, end = to_time(start, "start"), to_time(end, "end")
         merged = [
-            derived
+            (derived.time.milliseconds, position, derived)
             for position, parent in enumerate(self._parents)
-            for derived in DerivedEvent.run(self, parent.between(start, end), tiebreak=position)
+            for derived in DerivedEvent.run(self, parent.between(start, end))
         ]
-        return sorted(merged, key=lambda event: (event.time, event.tiebreak))
+        merged.sort(key=lambda entry: entry[:2])  # stable: a parent's events keep their order
+        return [derived for *_, derived in merged]
 
 
 def merge(*others: EventSource, name: str | None = None) -> Callable[[EventSource], EventSource]:

@@ -74,7 +74,6 @@ class DerivedEvent(Event):
         source: EventSource,
         parents: Sequence[Event],
         values: Sequence[Any] | None = None,
-        tiebreak: int = 0,
     ) -> list[DerivedEvent]:
         """Derived events of `source`, one per parent event, at the parent's time.
 
@@ -93,8 +92,7 @@ class DerivedEvent(Event):
             event = new(cls)
             # Event.__init__'s fields, then ours
             event.source, event.index, event.time = source, None, parent.time
-            event.instanceId, event.tiebreak = None, tiebreak
-            event.parent, event._value = parent, value  # noqa: SLF001 (our own class)
+            event.instanceId, event.parent, event._value = None, parent, value  # noqa: SLF001
             derived.append(event)
         return derived
 
@@ -179,8 +177,9 @@ class DerivedEventSource(EventSource):
         super().__init__(parents[0].context, name)
         self.kind = self.operation
         self._parents = list(parents)
-        #: Fire a run of derived events of one instant (and tiebreak) on the loop, in order.
-        self._emit: Callable[[Sequence[Event]], None] = self.context.accept_run
+        #: Fire a run of derived events of one instant on the loop, in order; `tiebreak` (an
+        #: int, default 0) orders runs of the same instant among themselves (`merge`).
+        self._emit = self.context.accept_run
         for position, parent in enumerate(self._parents):
             parent.add_receiver(self._receiver_for(position), runs=self.takes_runs)
 

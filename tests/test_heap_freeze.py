@@ -1,0 +1,88 @@
+"""While a context runs, the garbage collector stays off the heap it started with (`freezeHeap`):
+frozen at start, unfrozen when the last such context stops, so garbage cycles from before are
+collected then; an application that froze objects itself is left alone."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import InvalidArgumentError, Seconds, StreamingContext, Time
+
+from .helpers import virtual
+
+T0 = Time(0)
+
+
+class Node:
+    """A part of a garbage cycle."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+@pytest.fixture(autouse=True)
+def nothing_frozen() -> Iterator[None]:
+    assert gc.get_freeze_count() == 0, "a context of an earlier test still holds the heap"
+    yield
+    gc.unfreeze()  # whatever a failing test left frozen
+
+
+def started_context(sc: SparkContext, **options: bool) -> StreamingContext:
+    ssc = virtual(sc, **options)
+    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(tick)
+    return ssc
+
+
+async def test_the_heap_is_frozen_while_the_context_runs(sc: SparkContext) -> None:
+    ssc = started_context(sc)
+    cycle = Node()
+    cycle.other = Node()
+    cycle.other.other = cycle
+    made_before_start = weakref.ref(cycle)
+    await ssc.start()
+    assert gc.get_freeze_count() > 0
+    del cycle
+    gc.collect()
+    assert made_before_start() is not None  # frozen: the collector does not walk it
+    await ssc.advanceTo(T0 + Seconds(2))
+    await ssc.stop(stopSparkContext=False)
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert made_before_start() is None  # unfrozen at stop, and collected
+
+
+async def test_the_heap_stays_frozen_until_the_last_context_stops(sc: SparkContext) -> None:
+    first, second = started_context(sc), started_context(sc)
+    await first.start()
+    await second.start()
+    await first.stop(stopSparkContext=False)
+    assert gc.get_freeze_count() > 0
+    await second.stop(stopSparkContext=False)
+    assert gc.get_freeze_count() == 0
+
+
+async def test_a_heap_the_application_froze_is_left_frozen(sc: SparkContext) -> None:
+    ssc = started_context(sc)
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    await ssc.start()
+    await ssc.stop(stopSparkContext=False)
+    assert gc.get_freeze_count() > frozen * 0.9  # still frozen (less what died meanwhile)
+
+
+async def test_without_freeze_heap_the_collector_is_not_touched(sc: SparkContext) -> None:
+    ssc = started_context(sc, freezeHeap=False)
+    await ssc.start()
+    assert gc.get_freeze_count() == 0
+    await ssc.stop(stopSparkContext=False)
+
+
+def test_freeze_heap_must_be_a_bool(sc: SparkContext) -> None:
+    with pytest.raises(InvalidArgumentError, match="freezeHeap must be a bool, got 1"):
+        StreamingContext(sc, None, freezeHeap=1)  # type: ignore[arg-type]
