@@ -1,4 +1,4 @@
-"""Memory stays flat: 5,000 events through windows leave a small, fixed number of persisted
+"""Memory stays flat: 2,000 events through windows leave a small, fixed number of persisted
 RDDs and remembered events per stream (DESIGN §8)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from reactivex.subject import Subject
 from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
 
 T0 = Time(0)
-EVENTS = 5_000
+EVENTS = 2_000
 
 
 def persisted_rdds(sc: SparkContext) -> int:

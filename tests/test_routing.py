@@ -179,6 +179,26 @@ async def test_an_event_a_listener_posts_that_goes_first_splits_the_run(sc: Spar
     assert order == [("numbers", 0), ("numbers", 1), ("urgent", 2), ("numbers", 3), ("numbers", 4)]
 
 
+async def test_a_split_in_the_middle_of_a_burst_keeps_the_rest_in_order(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    urgent = ssc.manualSource("urgent")
+    subject: Subject[int] = Subject()
+    source = ssc.rxEventSource(subject, "numbers")
+    split = EVENTS_PER_FLUSH + EVENTS_PER_FLUSH // 2  # inside the burst's second slice
+    source.addListener(lambda event: urgent.trigger("now") if event.value == split else None)
+    order: list[tuple[str, int]] = []
+    for fired in (urgent, source):
+        fired.addListener(lambda event: order.append((event.source.name, event.index)))
+    ssc.queueStream([]).foreachRDD(lambda rdd: None).bind(source)
+    await ssc.start()
+    post_burst(subject)
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    numbers = [("numbers", index) for index in range(BURST)]
+    assert order == [*numbers[: split + 1], ("urgent", 0), *numbers[split + 1 :]]
+    assert ssc.processedThrough == BURST  # the burst and the urgent event, numbered from 0
+
+
 class HeldBatches:
     """A stream bound to a new observable source whose batch for `value == held` waits
     (in the worker thread) until released; every batch notes its event's value."""
