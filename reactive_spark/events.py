@@ -81,6 +81,7 @@ class Event:
 
     # events are many and short-lived: no per-instance dict (subclasses of yours may have one),
     # and subclasses here call `Event.__init__` directly, without a `super()` object per event
+    # (ObservableEvent, one per value an observable emits, sets these fields itself)
     __slots__ = ("index", "instanceId", "source", "time")
 
     def __init__(
