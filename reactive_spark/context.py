@@ -777,7 +777,7 @@ class StreamingContext:
                 self._scheduler.flush()  # what was posted is accepted, and will run
                 await self._drain_receivers()
             self._state = STOPPED
-            self._scheduler.refuse_posts()  # a REST request answered 202 before this runs
+            self._scheduler.refuse_posts()  # dropped from now on; what was posted still runs
             if self in StreamingContext._active:
                 StreamingContext._active.remove(self)
             if not graceful:
