@@ -207,8 +207,7 @@ class ObservableEvent(Event):
         value: Any = None,
         instanceId: int | None = None,
     ) -> None:
-        # Event.__init__'s fields set here: one call, not two, per value an observable emits
-        self.source: EventSource = source
+        self.source: EventSource = source  # Event.__init__'s fields: one call per value, not two
         self.index = index
         self.time = time
         self.instanceId = instanceId

@@ -251,7 +251,8 @@ class JobScheduler:
         Events posted before `start` or after `refuse_posts` (or a crash) are dropped with a
         warning.
         """
-        if self._posts_open and get_ident() == self._loop_thread:  # `accept`, in this call
+        if self._posts_open and get_ident() == self._loop_thread:
+            # `accept` (open posts mean not closed) in this one call: it runs per posted event
             key = (event.time.milliseconds, event.source.rank, 0)
             waiting = self._pending.get(key)
             if waiting is None or not self._flush_scheduled:

@@ -572,13 +572,11 @@ class TransformedDStream(DStream[Any]):
     def _apply(self, rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any] | None:
         result = self._function(rdds, event)
         if result is not None and not isinstance(result, RDD):
-            raise self._not_an_rdd(result)
+            raise InvalidCallbackError(
+                f"{self.name} must produce an RDD or None for each event, "
+                f"got {type(result).__name__}",
+            )
         return result
-
-    def _not_an_rdd(self, result: object) -> InvalidCallbackError:
-        return InvalidCallbackError(
-            f"{self.name} must produce an RDD or None for each event, got {type(result).__name__}",
-        )
 
     def _direct_step(self, plan: PlanSteps) -> Step | None:
         """One parent through an event dependency, no window: its RDD, then the function."""
@@ -587,20 +585,17 @@ class TransformedDStream(DStream[Any]):
         [dependency] = self.dependencies
         if not isinstance(dependency, EventDependency):
             return None
-        parent, function, register = plan.step(dependency.parent), self._function, self._registrar()
+        parent, apply, register = plan.step(dependency.parent), self._apply, self._registrar()
 
-        def step(event: Event) -> RDD[Any] | None:  # `_apply`, in the step
+        def step(event: Event) -> RDD[Any] | None:
             rdd = parent(event)
             if rdd is None:
                 return None
             try:
-                result = function((rdd,), event)
+                result = apply((rdd,), event)
             except Exception as exc:
                 raise StreamComputeError(self, exc) from exc
             if result is not None:
-                if not isinstance(result, RDD):
-                    error = self._not_an_rdd(result)
-                    raise StreamComputeError(self, error) from error
                 register(event, result)
             return result
 

@@ -44,15 +44,14 @@ class InputDStream(DStream[Any]):
 
     def _direct_step(self, plan: PlanSteps) -> Step | None:
         """An input has no parents: it reads (live events only, so no replayed read)."""
-        read, register, graph = self._read, self._registrar(), self._graph
+        read, register = self._read, self._registrar()
 
         def step(event: Event) -> RDD[Any] | None:
             try:
                 rdd, what = read(event)
             except Exception as exc:
                 raise StreamComputeError(self, exc) from exc
-            self._last_read, self._last_read_plan = what, graph.planning  # `_record_read`
-            graph.touched.add(self)
+            self._record_read(event, what)
             if rdd is not None:
                 register(event, rdd)
             return rdd
@@ -113,7 +112,8 @@ class QueueInputDStream(InputDStream):
         # consumed RDDs stay listed, so a batch re-planned after a restart takes the same ones
         self._items: list[RDD[Any]] = [_as_rdd(sc, item, "rdds") for item in rdds]
         self._one_at_atime = oneAtATime
-        self._default = None if default is None else _as_rdd(sc, default, "default")
+        # what every event reads once the queue is empty: one RDD serves them all
+        self._default = sc.emptyRDD() if default is None else _as_rdd(sc, default, "default")
         self._taken = 0
         self._exhausted: dict[str, Any] | None = None  # what every event reads once it is empty
 
@@ -124,13 +124,12 @@ class QueueInputDStream(InputDStream):
             return self._take(first, self._taken), {"queue": [first, self._taken]}
         if self._exhausted is None or self._exhausted["queue"][0] != first:
             self._exhausted = {"queue": [first, first], "default": True}
-        default = self._default  # every event reads it once the queue is empty: no call for it
-        return (self._fallback() if default is None else default), self._exhausted
+        return self._default, self._exhausted
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         first, last = read["queue"]
         if read.get("default"):
-            return self._fallback()
+            return self._default
         if last > len(self._items):
             raise InvalidArgumentError(
                 f"{self.name} recorded RDDs {first}..{last - 1} of its queue, but the queue "
@@ -142,11 +141,6 @@ class QueueInputDStream(InputDStream):
     def _take(self, first: int, last: int) -> RDD[Any]:
         items = self._items[first:last]
         return items[0] if len(items) == 1 else self._ssc.sparkContext.union(items)
-
-    def _fallback(self) -> RDD[Any]:
-        if self._default is None:
-            self._default = self._ssc.sparkContext.emptyRDD()  # one serves every later event
-        return self._default
 
 
 def _as_rdd(sc: Any, item: RDD[Any] | Iterable[Any], argument: str) -> RDD[Any]:
