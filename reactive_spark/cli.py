@@ -152,7 +152,7 @@ async def demo(args: argparse.Namespace) -> int:
             real_time=args.real_time,
             on_day=lambda day: progress.update(days, completed=day),
         )
-        ssc = runner.context(runner.spark(), runner.clock())
+        ssc = runner.context(runner.spark(), runner.clock(), freezeHeap=True)
         console = None
         if args.ui:
             console = await Console(ssc, args.host, args.port).start()
@@ -192,7 +192,14 @@ async def run(args: argparse.Namespace) -> int:
     py_files = [path for paths in args.py_files for path in paths.split(",") if path]
     sc = spark(args.master, args.target, args.conf, py_files)
     function = load(args.target)
-    ssc = StreamingContext(sc, args.batch_duration, clock=SystemClock(), checkpoint=args.checkpoint)
+    # the command owns its process: the heap it starts with stays out of the collector's way
+    ssc = StreamingContext(
+        sc,
+        args.batch_duration,
+        clock=SystemClock(),
+        checkpoint=args.checkpoint,
+        freezeHeap=True,
+    )
     await build(function, ssc)
     console = None
     if args.ui:

@@ -104,12 +104,13 @@ class StreamingContext:
             checkpoints of `DStream.checkpoint`.
         maxConcurrentJobs: How many jobs of one event may run at once.
         freezeHeap: While the context runs, keep the garbage collector off the objects that
-            exist when it starts (`gc.freeze`, undone when the last such context stops).
-            Without it every full collection walks Spark's, every module's and the
-            application's objects, tens of milliseconds in which no event moves, and bursts
-            of events bring one about every 85,000 objects they keep. Garbage cycles among
-            those objects are collected once it stops; an application that froze objects
-            itself is left alone. Off: the collector is not touched.
+            exist when it starts (`gc.freeze`). Off by default: the collector is the
+            process's. A program that owns its process may turn it on (`reactive-spark run`
+            and `demo` do): without it every full collection walks Spark's, every module's and
+            the application's objects, tens of milliseconds in which no event moves. The last
+            such context to stop unfreezes the heap, unless the application froze objects
+            itself since; a heap the application froze before is left alone (see
+            docs/concepts.md).
 
     Examples:
         >>> import asyncio
@@ -144,7 +145,7 @@ class StreamingContext:
         clock: Clock | None = None,
         checkpoint: str | None = None,
         maxConcurrentJobs: int = 1,
-        freezeHeap: bool = True,
+        freezeHeap: bool = False,
     ) -> None:
         spark = getattr(sparkContext, "sparkContext", sparkContext)
         if not isinstance(spark, SparkContext):

@@ -135,9 +135,15 @@ class Demo:
         sc.setLogLevel("ERROR")
         return sc
 
-    def context(self, sc: SparkContext, clock: Clock) -> StreamingContext:
-        """The context with the two cascaded jobs, ticking every (simulated) day."""
-        ssc = StreamingContext(sc, None, clock=clock)
+    def context(
+        self, sc: SparkContext, clock: Clock, *, freezeHeap: bool = False
+    ) -> StreamingContext:
+        """The context with the two cascaded jobs, ticking every (simulated) day.
+
+        `freezeHeap` is `StreamingContext`'s: the `reactive-spark` command, which owns its
+        process, turns it on.
+        """
+        ssc = StreamingContext(sc, None, clock=clock, freezeHeap=freezeHeap)
         start = clock.now()
         daily = ssc.timer(start + self.day, start + self.day * self.days, self.day, "DailyTimer")
         weekly = ssc.timer(

@@ -1,6 +1,7 @@
-"""While a context runs, the garbage collector stays off the heap it started with (`freezeHeap`):
-frozen at start, unfrozen when the last such context stops, so garbage cycles from before are
-collected then; an application that froze objects itself is left alone."""
+"""`freezeHeap` is opt-in: by default the collector is not touched. Asked for, the heap a context
+starts with is frozen while it runs and unfrozen when the last such context stops, so garbage
+cycles from before are collected then; a freeze the application made itself, before the start
+or after it, is left in place."""
 
 from __future__ import annotations
 
@@ -39,8 +40,20 @@ def started_context(sc: SparkContext, **options: bool) -> StreamingContext:
     return ssc
 
 
-async def test_the_heap_is_frozen_while_the_context_runs(sc: SparkContext) -> None:
+async def test_by_default_the_collector_is_not_touched(sc: SparkContext) -> None:
     ssc = started_context(sc)
+    threshold = gc.get_threshold()
+    await ssc.start()
+    assert gc.get_freeze_count() == 0
+    await ssc.advanceTo(T0 + Seconds(2))
+    assert gc.get_freeze_count() == 0
+    await ssc.stop(stopSparkContext=False)
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == threshold
+
+
+async def test_the_heap_is_frozen_while_the_context_runs(sc: SparkContext) -> None:
+    ssc = started_context(sc, freezeHeap=True)
     cycle = Node()
     cycle.other = Node()
     cycle.other.other = cycle
@@ -58,7 +71,7 @@ async def test_the_heap_is_frozen_while_the_context_runs(sc: SparkContext) -> No
 
 
 async def test_the_heap_stays_frozen_until_the_last_context_stops(sc: SparkContext) -> None:
-    first, second = started_context(sc), started_context(sc)
+    first, second = started_context(sc, freezeHeap=True), started_context(sc, freezeHeap=True)
     await first.start()
     await second.start()
     await first.stop(stopSparkContext=False)
@@ -68,7 +81,7 @@ async def test_the_heap_stays_frozen_until_the_last_context_stops(sc: SparkConte
 
 
 async def test_a_heap_the_application_froze_is_left_frozen(sc: SparkContext) -> None:
-    ssc = started_context(sc)
+    ssc = started_context(sc, freezeHeap=True)
     gc.freeze()
     frozen = gc.get_freeze_count()
     await ssc.start()
@@ -76,11 +89,22 @@ async def test_a_heap_the_application_froze_is_left_frozen(sc: SparkContext) -> 
     assert gc.get_freeze_count() > frozen * 0.9  # still frozen (less what died meanwhile)
 
 
-async def test_without_freeze_heap_the_collector_is_not_touched(sc: SparkContext) -> None:
-    ssc = started_context(sc, freezeHeap=False)
+async def test_a_freeze_the_application_made_after_the_start_survives_the_stop(
+    sc: SparkContext,
+) -> None:
+    ssc = started_context(sc, freezeHeap=True)
     await ssc.start()
-    assert gc.get_freeze_count() == 0
+    ours = gc.get_freeze_count()
+    made_after_start = [Node() for _ in range(50_000)]  # what a service keeps before forking
+    gc.freeze()
+    assert gc.get_freeze_count() >= ours + 50_000
     await ssc.stop(stopSparkContext=False)
+    assert gc.get_freeze_count() > ours + 49_000  # still in place (less what died since)
+    assert not any(  # the application's objects are still out of the collector's reach
+        candidate is made_after_start[0]
+        for generation in range(3)
+        for candidate in gc.get_objects(generation)
+    )
 
 
 def test_freeze_heap_must_be_a_bool(sc: SparkContext) -> None:
