@@ -111,6 +111,9 @@ class StreamingContext:
             such context to stop unfreezes the heap, unless the application froze objects
             itself since; a heap the application froze before is left alone (see
             docs/concepts.md).
+        watchdog: Warn when the event loop is blocked for over a second (a `time.sleep` in a
+            coroutine, say), naming where. On by itself when the loop is in asyncio debug
+            mode; True starts it in any mode. It is a thread of its own while the context runs.
 
     Examples:
         >>> import asyncio
@@ -146,6 +149,7 @@ class StreamingContext:
         checkpoint: str | None = None,
         maxConcurrentJobs: int = 1,
         freezeHeap: bool = False,
+        watchdog: bool = False,
     ) -> None:
         spark = getattr(sparkContext, "sparkContext", sparkContext)
         if not isinstance(spark, SparkContext):
@@ -156,6 +160,7 @@ class StreamingContext:
             raise InvalidArgumentError(f"clock must be a Clock, got {clock!r}")
         require_int(maxConcurrentJobs, "maxConcurrentJobs")
         self._freeze_heap = require_bool(freezeHeap, "freezeHeap")
+        self._watch_loop = require_bool(watchdog, "watchdog")
         if checkpoint is not None:
             checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
         if checkpoint is None:
@@ -723,8 +728,9 @@ class StreamingContext:
         self._recovered = recovered is not None
         StreamingContext._active.append(self)
         self._scheduler.start(loop)
-        self._watchdog = LoopWatchdog(loop)
-        self._watchdog.start()
+        if self._watch_loop or loop.get_debug():
+            self._watchdog = LoopWatchdog(loop)
+            self._watchdog.start()
         resumed: set[str] = set()
         if self._checkpoint is not None:
             resumed = await resume(self, self._checkpoint, recovered, self._scheduler)

@@ -71,11 +71,14 @@ class LoopWatchdog:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop watching."""
+        """Stop watching; the watching thread has ended when this returns."""
         self._stopped.set()
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        if self._thread is not None:
+            self._thread.join()  # it wakes at once: it waits on `_stopped`
+            self._thread = None
 
     def _heartbeat(self) -> None:
         self._beat = time.monotonic()

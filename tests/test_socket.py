@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -178,16 +179,37 @@ def test_socket_arguments(sc: SparkContext) -> None:
         ssc.socketTextStream("localhost", 9999, "MEMORY")  # type: ignore[arg-type]
 
 
-async def test_a_blocked_loop_is_reported_naming_the_blocking_call(
-    sc: SparkContext, caplog: pytest.LogCaptureFixture
-) -> None:
-    ssc = StreamingContext(sc, 1, clock=SystemClock())
+async def blocked_loop_warnings(
+    sc: SparkContext, caplog: pytest.LogCaptureFixture, **options: bool
+) -> list[str]:
+    """What the loop watchdog logs while the loop is blocked for 1.6 s."""
+    ssc = StreamingContext(sc, 1, clock=SystemClock(), **options)
     ssc.queueStream([[1]]).foreachRDD(lambda rdd: rdd.count())
     await ssc.start()
     with caplog.at_level(logging.WARNING, logger="reactive_spark.loop_watchdog"):
         time.sleep(1.6)  # the porting mistake: a blocking sleep on the loop
         await asyncio.sleep(0.1)
     await ssc.stop(stopSparkContext=False)
-    [warning] = [r.getMessage() for r in caplog.records if "event loop" in r.getMessage()]
+    return [r.getMessage() for r in caplog.records if "event loop" in r.getMessage()]
+
+
+async def test_a_blocked_loop_is_reported_naming_the_blocking_call(
+    sc: SparkContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    [warning] = await blocked_loop_warnings(sc, caplog, watchdog=True)
     assert "blocked for" in warning
-    assert "test_a_blocked_loop_is_reported_naming_the_blocking_call (test_socket.py:" in warning
+    assert "blocked_loop_warnings (test_socket.py:" in warning
+
+
+async def test_the_watchdog_runs_only_in_debug_mode_or_when_asked(
+    sc: SparkContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    watching = "reactive-spark-loop-watchdog"
+    assert await blocked_loop_warnings(sc, caplog) == []
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)
+    try:
+        assert len(await blocked_loop_warnings(sc, caplog)) == 1
+    finally:
+        loop.set_debug(False)
+    assert watching not in {thread.name for thread in threading.enumerate()}
