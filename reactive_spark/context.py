@@ -651,7 +651,7 @@ class StreamingContext:
         self.require_not_started("set the remember duration")
         self._graph.remember(to_duration(duration, "duration"))
 
-    def addStreamingListener(self, listener: StreamingListener) -> None:
+    def addStreamingListener(self, streamingListener: StreamingListener) -> None:
         """Notify `listener` of fired events, batches, jobs, source errors and receivers.
 
         Examples:
@@ -662,11 +662,11 @@ class StreamingContext:
             ...             print(job.describe())
             >>> ssc.addStreamingListener(Failures())
         """
-        if not isinstance(listener, StreamingListener):
+        if not isinstance(streamingListener, StreamingListener):
             raise InvalidArgumentError(
-                f"listener must be a StreamingListener, got {listener!r}",
+                f"streamingListener must be a StreamingListener, got {streamingListener!r}",
             )
-        self._scheduler.add_listener(listener)
+        self._scheduler.add_listener(streamingListener)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -747,14 +747,15 @@ class StreamingContext:
     async def stop(
         self,
         stopSparkContext: bool = True,
-        stopGracefully: bool = False,
+        stopGraceFully: bool = False,
         *,
-        stopGraceFully: bool | None = None,
+        stopGracefully: bool | None = None,
     ) -> None:
         """Stop the sources and the scheduler, then (by default) the SparkContext.
 
-        With `stopGracefully` (PySpark also spells it `stopGraceFully`) every event posted so
-        far is processed first: a REST request answered 202 runs, later ones get 503.
+        With `stopGraceFully` (PySpark's spelling; `stopGracefully` is accepted too) every
+        event posted so far is processed first: a REST request answered 202 runs, later ones
+        get 503.
         Otherwise queued events are dropped (their REST requests get 503) and running Spark
         jobs cancelled. A graceful stop that was cancelled or timed out is finished by calling
         `stop(stopGracefully=False)`, which cancels what still runs.
@@ -773,9 +774,14 @@ class StreamingContext:
             >>> asyncio.run(main())
             stopped
         """
-        graceful = stopGracefully if stopGraceFully is None else stopGraceFully
-        if not isinstance(graceful, bool):
-            raise InvalidArgumentError(f"stopGracefully must be a bool, got {graceful!r}")
+        require_bool(stopGraceFully, "stopGraceFully")
+        if stopGracefully is not None:
+            require_bool(stopGracefully, "stopGracefully")
+        graceful = stopGraceFully if stopGracefully is None else stopGracefully
+        if stopGracefully is not None and stopGraceFully and not stopGracefully:
+            raise InvalidArgumentError(
+                "stopGraceFully=True and stopGracefully=False disagree: pass one of them"
+            )
         if self._state == INITIALIZED:
             self._state = STOPPED
             self._stop_complete = True

@@ -155,9 +155,9 @@ class TailDependency(Dependency):
 
 
 class LegacyWindowDependency(TailDependency):
-    """The legacy `window(windowDuration, slide_duration)`: a tail window in parent batches.
+    """The legacy `window(windowDuration, slideDuration)`: a tail window in parent batches.
 
-    It equals `tailWindow(windowDuration / parentSlide, slide_duration / parentSlide)`.
+    It equals `tailWindow(windowDuration / parentSlide, slideDuration / parentSlide)`.
 
     `parentSlide` is the period of the timer driving the parent (times the slides of legacy
     windows in between). It is estimated when the window is defined, so bad durations raise at

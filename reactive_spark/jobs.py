@@ -600,8 +600,8 @@ class StreamingListener:
     def onBatchSubmitted(self, batchSubmitted: BatchInfo) -> None:
         """The event's batch was planned (PySpark: submitted)."""
 
-    def onBatchStarted(self, batch: BatchInfo) -> None:
-        """The event's batch's jobs are about to run."""
+    def onBatchStarted(self, batchSubmitted: BatchInfo) -> None:
+        """The event's batch's jobs are about to run (the argument has PySpark's name)."""
 
     def onOutputOperationStarted(self, outputOperationStarted: OutputOperationInfo) -> None:
         """A job started (`.outputOperationInfo()`, PySpark's view of `onJobStarted`)."""
@@ -615,8 +615,8 @@ class StreamingListener:
     def onJobCompleted(self, job: JobInfo) -> None:
         """A job ended; `job.error` is set when it failed (also for a failed plan)."""
 
-    def onBatchCompleted(self, batch: BatchInfo) -> None:
-        """Every job of the batch ended; `batch.failures` lists those that failed."""
+    def onBatchCompleted(self, batchCompleted: BatchInfo) -> None:
+        """Every job of the batch ended; `batchCompleted.failures` lists those that failed."""
 
     def onSourceError(self, error: SourceErrorInfo) -> None:
         """An event source or operator failed (`error.userError` is the exception)."""

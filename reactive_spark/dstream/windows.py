@@ -62,7 +62,7 @@ class WindowOperations:
     def timeWindow(
         self,
         windowDuration: DurationLike,
-        slide_duration: DurationLike | None = None,
+        slideDuration: DurationLike | None = None,
         origin: Time | datetime | None = None,
     ) -> DStream[Any]:
         """The union of the parent's RDDs in `[end - windowDuration, end)`, ends every slide.
@@ -83,13 +83,13 @@ class WindowOperations:
             [[1], [2, 3]]
         """
         window = to_duration(windowDuration, "windowDuration")
-        slide = window if slide_duration is None else to_duration(slide_duration, "slideDuration")
+        slide = window if slideDuration is None else to_duration(slideDuration, "slideDuration")
         start = None if origin is None else to_time(origin, "origin")
         dependency = TimeWindowDependency(self._self(), window, slide, start)
         return self._windowed(dependency, "timeWindow")
 
     def window(
-        self, windowDuration: DurationLike, slide_duration: DurationLike | None = None
+        self, windowDuration: DurationLike, slideDuration: DurationLike | None = None
     ) -> DStream[Any]:
         """The legacy sliding window over parent batches (durations: multiples of the slide).
 
@@ -100,12 +100,12 @@ class WindowOperations:
             [[1], [1, 2], [2, 3]]
         """
         parent = self._self()
-        window, slide, estimate = self._legacy_durations(windowDuration, slide_duration)
+        window, slide, estimate = self._legacy_durations(windowDuration, slideDuration)
         dependency = LegacyWindowDependency(parent, window, slide, estimate)
         return self._windowed(dependency, "window")
 
     def _legacy_durations(
-        self, windowDuration: DurationLike, slide_duration: DurationLike | None
+        self, windowDuration: DurationLike, slideDuration: DurationLike | None
     ) -> tuple[Duration, Duration, Duration | None]:
         """The window and slide, checked against the parent's slide where it is known.
 
@@ -113,7 +113,7 @@ class WindowOperations:
         """
         parent = self._self()
         window = to_duration(windowDuration, "windowDuration")
-        slide = window if slide_duration is None else to_duration(slide_duration, "slideDuration")
+        slide = window if slideDuration is None else to_duration(slideDuration, "slideDuration")
         estimate = parent.context().graph.slide_duration(parent)
         if estimate is not None:
             LegacyWindowDependency.check(window, slide, estimate)
@@ -124,7 +124,7 @@ class WindowOperations:
         reduceFunc: Callable[[Any, Any], Any],
         invReduceFunc: Callable[[Any, Any], Any] | None,
         windowDuration: DurationLike,
-        slide_duration: DurationLike,
+        slideDuration: DurationLike,
     ) -> DStream[Any]:
         """One element per window: the reduction of its elements with `reduceFunc`.
 
@@ -139,16 +139,16 @@ class WindowOperations:
             ... ))
             [[1], [3], [5]]
         """
-        self._legacy_durations(windowDuration, slide_duration)
+        self._legacy_durations(windowDuration, slideDuration)
         require_callable(reduceFunc, "reduceFunc", "reduceByWindow")
         keyed = self._self().map(lambda x: (1, x))
         reduced = keyed.reduceByKeyAndWindow(
-            reduceFunc, invReduceFunc, windowDuration, slide_duration, 1
+            reduceFunc, invReduceFunc, windowDuration, slideDuration, 1
         )
         return reduced.map(lambda kv: kv[1])
 
     def countByWindow(
-        self, windowDuration: DurationLike, slide_duration: DurationLike
+        self, windowDuration: DurationLike, slideDuration: DurationLike
     ) -> DStream[int]:
         """One element per window: how many elements it holds.
 
@@ -161,13 +161,13 @@ class WindowOperations:
         return (
             self._self()
             .map(lambda x: 1)
-            .reduceByWindow(operator.add, operator.sub, windowDuration, slide_duration)
+            .reduceByWindow(operator.add, operator.sub, windowDuration, slideDuration)
         )
 
     def countByValueAndWindow(
         self,
         windowDuration: DurationLike,
-        slide_duration: DurationLike,
+        slideDuration: DurationLike,
         numPartitions: int | None = None,
     ) -> DStream[Any]:
         """`(value, count)` for the distinct values of each window.
@@ -185,14 +185,14 @@ class WindowOperations:
         """
         keyed = self._self().map(lambda x: (x, 1))
         counted = keyed.reduceByKeyAndWindow(
-            operator.add, operator.sub, windowDuration, slide_duration, numPartitions
+            operator.add, operator.sub, windowDuration, slideDuration, numPartitions
         )
         return counted.filter(lambda kv: kv[1] > 0)
 
     def groupByKeyAndWindow(
         self,
         windowDuration: DurationLike,
-        slide_duration: DurationLike,
+        slideDuration: DurationLike,
         numPartitions: int | None = None,
     ) -> DStream[Any]:
         """The values of each key over each window, grouped.
@@ -207,14 +207,14 @@ class WindowOperations:
             ... ))
             [[('k', [1])], [('k', [1, 2])], [('k', [2, 3])]]
         """
-        return self.window(windowDuration, slide_duration).groupByKey(numPartitions)
+        return self.window(windowDuration, slideDuration).groupByKey(numPartitions)
 
     def reduceByKeyAndWindow(
         self,
         func: Callable[[Any, Any], Any],
         invFunc: Callable[[Any, Any], Any] | None,
         windowDuration: DurationLike,
-        slide_duration: DurationLike | None = None,
+        slideDuration: DurationLike | None = None,
         numPartitions: int | None = None,
         filterFunc: Callable[[Any], bool] | None = None,
     ) -> DStream[Any]:
@@ -235,14 +235,14 @@ class WindowOperations:
             ... ))
             [[('k', 1)], [('k', 3)], [('k', 5)]]
         """
-        self._legacy_durations(windowDuration, slide_duration)
+        self._legacy_durations(windowDuration, slideDuration)
         require_callable(func, "func", "reduceByKeyAndWindow")
         if invFunc is not None:
             require_callable(invFunc, "invFunc", "reduceByKeyAndWindow")
         if filterFunc is not None:
             require_callable(filterFunc, "filterFunc", "reduceByKeyAndWindow")
         partial = self._self().reduceByKey(func, numPartitions)
-        reduced = partial.window(windowDuration, slide_duration).reduceByKey(func, numPartitions)
+        reduced = partial.window(windowDuration, slideDuration).reduceByKey(func, numPartitions)
         return reduced if filterFunc is None else reduced.filter(filterFunc)
 
     def _self(self) -> DStream[Any]:
