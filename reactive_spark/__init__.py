@@ -8,7 +8,10 @@ Examples:
     >>> from reactive_spark import StreamingContext, Days, VirtualClock
 """
 
-from reactive_spark import operators, web
+import importlib
+from typing import Any
+
+from reactive_spark import operators
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.context import StreamingContext
 from reactive_spark.dstream.base import DStream
@@ -76,7 +79,13 @@ __all__ = [
     "UserError",
     "VirtualClock",
     "operators",
-    "web",
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """`reactive_spark.web`, loaded on first use: the console's aiohttp waits until then."""
+    if name == "web":
+        return importlib.import_module("reactive_spark.web")
+    raise AttributeError(f"module 'reactive_spark' has no attribute {name!r}")

@@ -46,12 +46,12 @@ from reactive_spark.sources.backlog import BacklogEventSource
 from reactive_spark.sources.file_watcher import FileWatcherEventSource
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.observable import ObservableEventSource
-from reactive_spark.sources.rest import RestEventSource
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.log.backend import LogBackend, LogRecord
+    from reactive_spark.sources.rest import RestEventSource
 
 __all__ = ["StreamingContext"]
 
@@ -60,23 +60,6 @@ R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 INITIALIZED, ACTIVE, STOPPED = "initialized", "active", "stopped"
-
-#: Serves the web console for `StreamingContext.serve`; `reactive_spark.web`, which sits above
-#: this module, registers it when imported.
-_CONSOLE: Callable[[StreamingContext, str, int], Awaitable[Any]] | None = None
-
-
-def register_console(serve: Callable[[StreamingContext, str, int], Awaitable[Any]]) -> None:
-    """Make `serve(ssc, host, port)` what `StreamingContext.serve` runs (`reactive_spark.web`).
-
-    Examples:
-        >>> import reactive_spark.web  # registers the console
-        >>> _CONSOLE is not None
-        True
-    """
-    global _CONSOLE
-    _CONSOLE = serve
-
 
 #: The checkpoint directory `getOrCreate` is building a context for, so that the context
 #: `setupFunc` creates knows it (and `ssc.recovered` can tell whether it recovers).
@@ -377,6 +360,9 @@ class StreamingContext:
             >>> rest.routes
             {'/jobs/report': {'POST'}}
         """
+        # aiohttp loads when a REST trigger is made, not with the package
+        from reactive_spark.sources.rest import RestEventSource  # noqa: PLC0415
+
         return RestEventSource(self, host, port, name, token=token, maxBodySize=maxBodySize)
 
     def rxEventSource(self, observable: Any, name: str) -> ObservableEventSource:
@@ -941,9 +927,10 @@ class StreamingContext:
             await ssc.serve(port=4040)  # http://127.0.0.1:4040/
             ```
         """
-        if _CONSOLE is None:
-            raise ContextStateError("the web console is not available: import reactive_spark.web")
-        await _CONSOLE(self, host, port)
+        # the console (aiohttp, prometheus-client) loads when it is asked for, not with the package
+        from reactive_spark.web.app import serve  # noqa: PLC0415
+
+        await serve(self, host, port)
 
     # -- events ------------------------------------------------------------------------------
     def tell_listeners(self, callback: str, argument: Any) -> None:

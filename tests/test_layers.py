@@ -5,6 +5,8 @@ and no modules import each other in a circle. Imports are read with `ast`; type-
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "reactive_spark"
@@ -24,6 +26,14 @@ LAYERS: list[set[str]] = [
     {"testing", "web", "lineage", "demo", "cluster"},
     {"cli", "__main__", "reactive_spark"},
 ]
+
+
+#: The imports made inside a function on purpose, and why: what they load waits until it is
+#: used, so that `import reactive_spark` loads no aiohttp, prometheus-client or rich.
+LAZY = {
+    ("reactive_spark.context", "reactive_spark.sources.rest"): "aiohttp, for a REST trigger",
+    ("reactive_spark.context", "reactive_spark.web.app"): "the console, for ssc.serve()",
+}
 
 
 def module_names() -> dict[str, Path]:
@@ -86,9 +96,15 @@ def runtime_imports(path: Path, modules: set[str]) -> list[tuple[str, int, bool]
 
 
 def import_graph() -> dict[str, set[str]]:
+    """What each module imports as it is imported (lazy imports run later, when used)."""
     names = module_names()
     return {
-        module: {target for target, _, _ in runtime_imports(path, set(names))} - {module}
+        module: {
+            target
+            for target, _, local in runtime_imports(path, set(names))
+            if not (local and (module, target) in LAZY)
+        }
+        - {module}
         for module, path in names.items()
     }
 
@@ -97,8 +113,8 @@ def upward_imports() -> list[str]:
     names = module_names()
     found = []
     for module, path in names.items():
-        for target, line, _ in runtime_imports(path, set(names)):
-            if layer(target) > layer(module):
+        for target, line, local in runtime_imports(path, set(names)):
+            if layer(target) > layer(module) and not (local and (module, target) in LAZY):
                 found.append(f"{module}:{line} imports {target}")
     return found
 
@@ -140,13 +156,13 @@ def cycles() -> list[list[str]]:
 
 
 def local_imports() -> list[str]:
-    """Function-local imports of package modules (they hide cycles)."""
+    """Function-local imports of package modules (they hide cycles), but for those in LAZY."""
     names = module_names()
     return [
         f"{module}:{line} imports {target} inside a function"
         for module, path in names.items()
         for target, line, local in runtime_imports(path, set(names))
-        if local
+        if local and (module, target) not in LAZY
     ]
 
 
@@ -165,3 +181,14 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 
 def test_no_function_imports_a_package_module() -> None:
     assert local_imports() == []
+
+
+def test_importing_the_package_loads_no_console_or_terminal_library() -> None:
+    code = (
+        "import sys, reactive_spark\n"
+        "print(sorted(m for m in ('aiohttp', 'prometheus_client', 'rich') if m in sys.modules))"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert shown.strip() == "[]"

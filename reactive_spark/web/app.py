@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from importlib import resources
-from typing import Any
 
 from aiohttp import web
 
-from reactive_spark.context import StreamingContext, register_console
+from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
 from reactive_spark.sources.rest import json_errors
 from reactive_spark.web import api
@@ -186,10 +185,3 @@ async def serve(ssc: StreamingContext, host: str = "127.0.0.1", port: int = 4040
                 continue  # shown in the console, its event stream and the log; it goes on
     finally:
         await console.stop()
-
-
-def _serve(ssc: StreamingContext, host: str, port: int) -> Awaitable[Any]:
-    return serve(ssc, host, port)
-
-
-register_console(_serve)
