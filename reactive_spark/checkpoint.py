@@ -34,7 +34,7 @@ from reactive_spark.dependencies import Retention
 from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import Batch
-from reactive_spark.scheduler import JobScheduler, run_blocking
+from reactive_spark.scheduler import JobScheduler
 from reactive_spark.sources.derived import DerivedEventSource
 from reactive_spark.time import Time
 
@@ -429,11 +429,11 @@ async def resume(
     scheduler.track_progress(progress)
     if recovered is not None:
         scheduler.resume_after(recovered.last_instance_id)
-    await run_blocking(checkpoint.open, ssc.zeroTime, ssc.sources, graph.retention(), recovered)
+    await ssc.run_blocking(checkpoint.open, ssc.zeroTime, ssc.sources, graph.retention(), recovered)
     scheduler.add_batch_hooks(checkpoint.planned, checkpoint.completed)
     if recovered is None:
         return set()
-    await run_blocking(graph.remove_interrupted_writes)
+    await ssc.run_blocking(graph.remove_interrupted_writes)
     batches = []
     for records, rerun in ((checkpoint.history(), False), (recovered.unfinished, True)):
         for record in records:
@@ -454,7 +454,7 @@ async def resume(
         else recovered.zero_time
         for source in primaries
     }
-    missed = await run_blocking(all_missed_events, primaries, since, now)  # may walk files
+    missed = await ssc.run_blocking(all_missed_events, primaries, since, now)  # may walk files
     # from here on nothing awaits: every missed event is queued before the first is accepted
     for source in known.values():
         if isinstance(source, DerivedEventSource):

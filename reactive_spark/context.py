@@ -41,7 +41,7 @@ from reactive_spark.jobs import (
 )
 from reactive_spark.log.stream import DirectLogInputDStream
 from reactive_spark.loop_watchdog import LoopWatchdog
-from reactive_spark.scheduler import JobScheduler, run_blocking
+from reactive_spark.scheduler import BlockingCalls, JobScheduler
 from reactive_spark.sources.backlog import BacklogEventSource
 from reactive_spark.sources.file_watcher import FileWatcherEventSource
 from reactive_spark.sources.manual import ManualEventSource
@@ -155,8 +155,14 @@ class StreamingContext:
         self.clock = clock or SystemClock()
         self.checkpointDirectory = checkpoint
         self._graph = DStreamGraph(self)
+        self._blocking = BlockingCalls()
         self._scheduler = JobScheduler(
-            self._graph, spark, maxConcurrentJobs, self._on_crash, self._note_failure
+            self._graph,
+            spark,
+            maxConcurrentJobs,
+            self._on_crash,
+            self._note_failure,
+            self._blocking,
         )
         #: Hand an event to the scheduler from any thread (`EventSource.post` calls this):
         #: queued at once on the loop, through the loop from another thread, and dropped with
@@ -680,7 +686,7 @@ class StreamingContext:
         recovered = None
         if self.checkpointDirectory is not None:
             self._checkpoint = Checkpoint(self.checkpointDirectory)
-            recovered = await run_blocking(self._checkpoint.load)
+            recovered = await self._blocking.run(self._checkpoint.load)
         self._started_at = self.clock.now()
         self._zero_time = self._started_at if recovered is None else recovered.zero_time
         unbound = self._graph.unbound_outputs()
@@ -697,16 +703,16 @@ class StreamingContext:
                 stream.bind(self.defaultTimer)
         if self.checkpointDirectory is not None:
             rdds = os.path.join(self.checkpointDirectory, "rdds")
-            await run_blocking(self._sc.setCheckpointDir, rdds)
+            await self._blocking.run(self._sc.setCheckpointDir, rdds)
         elif self._graph.checkpoints_rdds() and (
-            await run_blocking(self._sc.getCheckpointDir) is None
+            await self._blocking.run(self._sc.getCheckpointDir) is None
         ):
             raise ContextStateError(
                 "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
                 "nor the SparkContext has a checkpoint directory",
             )
         self._graph.start(self._zero_time, self._sources)
-        await run_blocking(self._graph.start_inputs)
+        await self._blocking.run(self._graph.start_inputs)
         self._loop = loop
         self._terminated = asyncio.Event()
         self._attention = asyncio.Event()
@@ -785,14 +791,15 @@ class StreamingContext:
             await self._stop_sources()
             await self._scheduler.stop(graceful)
             if self._checkpoint is not None:
-                await run_blocking(self._checkpoint.close)
+                await self._blocking.run(self._checkpoint.close)
             if self._watchdog is not None:
                 self._watchdog.stop()
             release_heap(self)
             self._stop_complete = True
             log.info("StreamingContext stopped")
         if stopSparkContext:
-            await run_blocking(self._sc.stop)
+            await self._blocking.run(self._sc.stop)
+        await self._blocking.close()
         self._wake_awaiters(terminated=True)
 
     async def _drain_receivers(self) -> None:
@@ -952,12 +959,18 @@ class StreamingContext:
     async def run_blocking(self, func: Callable[..., R], *args: Any) -> R:
         """Run blocking `func(*args)` in a worker thread, off the event loop (for sources).
 
+        Its threads end when the context stops.
+
         Examples:
             >>> import asyncio
-            >>> asyncio.run(ssc.run_blocking(sum, [1, 2, 3]))
+            >>> async def main():
+            ...     total = await ssc.run_blocking(sum, [1, 2, 3])
+            ...     await ssc.stop(stopSparkContext=False)
+            ...     return total
+            >>> asyncio.run(main())
             6
         """
-        return await run_blocking(func, *args)
+        return await self._blocking.run(func, *args)
 
     @property
     def acceptingEvents(self) -> bool:

@@ -20,6 +20,7 @@ import contextlib
 import contextvars
 import copy
 import dataclasses
+import functools
 import heapq
 import itertools
 import logging
@@ -31,8 +32,6 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import anyio.to_thread
 
 from reactive_spark.errors import JobSkippedError
 from reactive_spark.events import Event
@@ -53,22 +52,68 @@ if TYPE_CHECKING:
 
     from reactive_spark.graph import DStreamGraph
 
-__all__ = ["JobScheduler", "run_blocking"]
+__all__ = ["BlockingCalls", "JobScheduler"]
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
 
-async def run_blocking(func: Callable[..., R], *args: Any) -> R:
-    """Run blocking `func(*args)` in anyio's worker threads, never on the event loop.
+class BlockingCalls:
+    """The threads a context runs blocking calls in, off the event loop; they end with it.
+
+    Threads are made when first needed (at most `threads` at once) and joined by `close()`,
+    so a stopped context leaves none behind in the host's process.
 
     Examples:
         >>> import asyncio
-        >>> asyncio.run(run_blocking(sum, [1, 2, 3]))
+        >>> calls = BlockingCalls()
+        >>> async def main():
+        ...     try:
+        ...         return await calls.run(sum, [1, 2, 3])
+        ...     finally:
+        ...         await calls.close()
+        >>> asyncio.run(main())
         6
     """
-    return await anyio.to_thread.run_sync(func, *args)
+
+    def __init__(self, threads: int = 4) -> None:
+        self._threads = threads
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    async def run(self, func: Callable[..., R], *args: Any) -> R:
+        """`func(*args)` in one of the threads, in the caller's context variables."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    self._threads, thread_name_prefix="reactive-spark-blocking"
+                )
+            executor = self._executor
+        call = functools.partial(contextvars.copy_context().run, func, *args)
+        return await asyncio.get_running_loop().run_in_executor(executor, call)
+
+    async def close(self) -> None:
+        """Wait for the calls that run, and end the threads (a later `run` makes new ones).
+
+        The loop goes on meanwhile: a thread of its own waits for them, and has ended too.
+        """
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+
+        def shut_down() -> None:
+            executor.shutdown(wait=True)
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(ended.set_result, None)
+
+        closer = threading.Thread(target=shut_down, name="reactive-spark-blocking-close")
+        closer.start()
+        await ended
+        closer.join()  # it has only to return
 
 
 BatchHook = Callable[[Batch], None]
@@ -90,8 +135,10 @@ class JobScheduler:
         max_concurrent_jobs: int,
         onCrash: Callable[[BaseException], None],
         onFailure: Callable[[Failure], None],
+        blocking: BlockingCalls,
     ) -> None:
         self._graph = graph
+        self._blocking = blocking
         self._sc = sparkContext
         self.max_concurrent_jobs = max_concurrent_jobs
         self._on_crash = onCrash
@@ -235,11 +282,11 @@ class JobScheduler:
             self._close(dropping=False)
         else:
             self.abort()
-            await run_blocking(self._sc.cancelJobGroup, self._job_group)
+            await self._blocking.run(self._sc.cancelJobGroup, self._job_group)
             await self._idle.wait()
         self._finished = True
         self._work.set()
-        await run_blocking(self._worker.join)
+        await self._blocking.run(self._worker.join)
         if self._job_threads is not None:
             self._job_threads.shutdown(wait=True)
             self._job_threads = None
@@ -566,7 +613,7 @@ class JobScheduler:
                         self.report(failure)
                 self._graph.clear_metadata(event)
 
-        await run_blocking(run)
+        await self._blocking.run(run)
 
     def _run_batch(self, batch: Batch) -> None:
         """Report planning failures, call the batch hooks around the jobs, run the jobs.

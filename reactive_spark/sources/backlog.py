@@ -7,6 +7,7 @@ Batches come when there is work, not on a fixed clock: bound to its direct strea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -98,18 +99,24 @@ class BacklogEventSource(EventSource):
         self._pending: rx_abc.DisposableBase | None = None
         self._stopped = True
         self._fired_at_read: int | None = None
+        self._checking: asyncio.Task[None] | None = None  # a check on the real clock
 
     def start(self) -> None:
         """Check the backlog every `interval` from now on."""
         self._stopped = False
         self._arm(self.context.clock.now() + self.interval)
 
-    def stop(self) -> None:
-        """Stop checking."""
+    async def stop(self) -> None:
+        """Stop checking; a check under way is cancelled."""
         self._stopped = True
         if self._pending is not None:
             self._pending.dispose()
             self._pending = None
+        checking, self._checking = self._checking, None
+        if checking is not None:
+            checking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await checking
 
     def _arm(self, due: Time) -> None:
         if not self._stopped:
@@ -122,7 +129,7 @@ class BacklogEventSource(EventSource):
             self._decide(due, self.stream.backlog())
             self._arm(due + self.interval)
         else:
-            asyncio.get_running_loop().create_task(self._check_in_thread(due))
+            self._checking = asyncio.get_running_loop().create_task(self._check_in_thread(due))
 
     async def _check_in_thread(self, due: Time) -> None:
         self._decide(due, await self.context.run_blocking(self.stream.backlog))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import os
+import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +86,8 @@ class FileWatcherEventSource(EventSource):
                 f"got {self.maxDelay.milliseconds} ms",
             )
         super().__init__(context, name)
-        self._stopping: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._stopping: threading.Event | None = None
+        self._thread: threading.Thread | None = None
         self._ready = asyncio.Event()
 
     def accepts(self, path: str) -> bool:
@@ -94,18 +97,23 @@ class FileWatcherEventSource(EventSource):
         return self.pattern is None or fnmatch.fnmatch(os.path.basename(path), self.pattern)
 
     def start(self) -> None:
-        """Start watching (the directory is created if missing)."""
+        """Start watching (the directory is created if missing), in a thread of its own."""
         os.makedirs(self.path, exist_ok=True)
-        self._stopping = asyncio.Event()
-        self._task = asyncio.get_running_loop().create_task(
-            self._watch(self._stopping), name=f"reactive-spark-watch-{self.name}"
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(
+            target=self._watch,
+            args=(asyncio.get_running_loop(), self._stopping),
+            name=f"reactive-spark-watch-{self.name}",
+            daemon=True,
         )
+        self._thread.start()
 
-    async def _watch(self, stopping: asyncio.Event) -> None:
-        """Watch until stopped; report a vanished directory or a failing watch, and go on.
+    def _watch(self, loop: asyncio.AbstractEventLoop, stopping: threading.Event) -> None:
+        """Watch until stopped (the watching thread); changes fire on the loop.
 
         While the directory is gone nothing can be watched: the failure is reported once, and
-        when the directory reappears the files already in it fire one event.
+        when the directory reappears the files already in it fire one event. A failing watch
+        is reported and started again.
         """
         while not stopping.is_set():
             if not os.path.isdir(self.path):
@@ -117,11 +125,12 @@ class FileWatcherEventSource(EventSource):
                         "is created again",
                     ),
                 )
-                if not await self._reappeared(stopping):
-                    return
-                self._fire_existing()
+                while not os.path.isdir(self.path):
+                    if stopping.wait(READY_POLL_MS / 1000):
+                        return
+                _on_loop(loop, self._fire_existing)
             try:
-                async for changes in watchfiles.awatch(
+                for changes in watchfiles.watch(
                     self.path,
                     watch_filter=lambda change, path: self.accepts(path),
                     debounce=self.maxDelay.milliseconds,
@@ -130,22 +139,16 @@ class FileWatcherEventSource(EventSource):
                     recursive=self.recursive,
                     rust_timeout=READY_POLL_MS,
                     yield_on_timeout=True,
+                    raise_interrupt=False,
                 ):
-                    self._ready.set()
+                    _on_loop(loop, self._ready.set)
                     if changes:
-                        self._fire(changes)
+                        _on_loop(loop, self._fire, changes)
                     if not os.path.isdir(self.path):
                         break
             except Exception as exc:
                 self.context.report_source_error(self, "watch", exc)
-                await _wait(stopping, RETRY_SECONDS)
-
-    async def _reappeared(self, stopping: asyncio.Event) -> bool:
-        """Wait until the directory exists again; False if the source stopped first."""
-        while not os.path.isdir(self.path):
-            if await _wait(stopping, READY_POLL_MS / 1000):
-                return False
-        return True
+                stopping.wait(RETRY_SECONDS)
 
     def _fire_existing(self) -> None:
         existing = [
@@ -175,12 +178,12 @@ class FileWatcherEventSource(EventSource):
         self.post(FileEvent(self, None, self.context.clock.now(), paths, kind))
 
     async def stop(self) -> None:
-        """Stop watching."""
+        """Stop watching; the watching thread has ended when this returns."""
         if self._stopping is not None:
             self._stopping.set()
-        if self._task is not None:
-            await self._task
-            self._task = None
+        if self._thread is not None:
+            await self.context.run_blocking(self._thread.join)
+            self._thread = None
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """One event per file whose modification time lies in `[start, end]`, in time order."""
@@ -225,10 +228,7 @@ class FileWatcherEventSource(EventSource):
         return (self.path, self.pattern, self.recursive, self.name)
 
 
-async def _wait(stopping: asyncio.Event, seconds: float) -> bool:
-    """Sleep `seconds` unless `stopping` is set first; whether it was set."""
-    try:
-        await asyncio.wait_for(stopping.wait(), seconds)
-    except TimeoutError:
-        return False
-    return True
+def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
+    """Have `loop` call `callback(*args)` (from the watching thread), unless it closed."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(callback, *args)
