@@ -303,9 +303,10 @@ async def test_ranges_committed_before_change_nothing_and_a_gap_or_overlap_fails
     store = StateStore(database, name)
     assert store.items() == {"all": 6} and store.committedOffsets() == {("clicks", 0): 4}
 
-    # fromOffsets forgotten: reads 0..4 again, which the store has committed: a no-op
+    # fromOffsets forgotten: reads 0..4 again, which the store has committed: nothing changes,
+    # and the batch yields what the commit of those ranges wrote
     failures, printed = await rerun_from(sc, log, store, None)
-    assert failures == [] and printed == [[]]
+    assert failures == [] and printed == [[("all", 6)]]
     assert store.items() == {"all": 6} and store.position()[1] == 1  # type: ignore[index]
 
     log.append("clicks", 10)
@@ -337,6 +338,44 @@ async def run_store(
     await ssc.start()
     assert await ssc.advanceTo(start + Minutes(minutes)) == []
     await ssc.stop(stopSparkContext=False)
+
+
+async def test_a_new_context_reading_committed_ranges_yields_what_their_commits_wrote(
+    sc: SparkContext, tmp_path: Path, database: Database
+) -> None:
+    """No checkpoint: a second run over the same log, at the same batch times and rate, reads
+    the ranges the first committed. Each batch yields the pairs its commit wrote, an idle batch
+    included, and the store does not change."""
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    store = StateStore(database, store_name())
+    pages = [["/", "/docs"], ["/", "/"], ["/docs", "/"], []]
+
+    async def run(appending: bool) -> list[list[Any]]:
+        ssc = virtual(sc, start=T0)
+        tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+        # two records a minute at most: the second run's batches read the first run's ranges
+        clicks = ssc.directStream(log, "clicks", None, "earliest", maxRatePerPartition=1 / 30)
+        views = clicks.map(lambda kv: (kv[1], 1)).aggregateExactlyOnce(
+            store, 0, lambda total, n: total + n
+        )
+        views.bind(tick)
+        yielded: list[list[Any]] = []
+        views.foreachRDD(lambda rdd: yielded.append(sorted(rdd.collect()))).bind(tick)
+        await ssc.start()
+        for minute, batch in enumerate(pages, start=1):
+            if appending:
+                for page in batch:
+                    log.append("clicks", page)
+            assert await ssc.advanceTo(T0 + Minutes(minute)) == []
+        await ssc.stop(stopSparkContext=False)
+        return yielded
+
+    first = await run(appending=True)
+    assert first == [[("/", 1), ("/docs", 1)], [("/", 3)], [("/", 4), ("/docs", 2)], []]
+    committed = (store.items(), store.position(), store.committedOffsets())
+    assert await run(appending=False) == first
+    assert (store.items(), store.position(), store.committedOffsets()) == committed
 
 
 async def test_an_idle_batch_moves_the_position_only(sc: SparkContext, tmp_path: Path) -> None:

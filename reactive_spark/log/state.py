@@ -16,6 +16,10 @@ it read and one for the position, and nothing is repeated.
 Tables, for a store named `counts`: `counts_values (key, value, batch)` with keys and values as
 JSON, `counts_offsets (topic, part, off)` and `counts_position` (one row: the last committed
 batch's time, source and index, how many batches were committed, and their offset ranges).
+Two more keep what every commit wrote, so that a batch re-run, or reading ranges committed
+before, in any run, yields what its commit wrote: `counts_commits (batch, batch_time, source,
+event_index, ranges, pairs)` and `counts_commit_ranges (batch, topic, part, from_off,
+until_off)`, the ranges that held records.
 """
 
 from __future__ import annotations
@@ -59,9 +63,9 @@ class PreparedBatch:
 
     `pairs` are the `(key, value)` pairs its commit writes (or wrote, for a re-run), in the
     order their keys first appear in the batch; `baseBatches` how many batches were committed
-    when it was planned. `verdict` is `"continues"` (a new batch), `"rerun"` (the last
-    commit's batch again), `"covered"` (ranges committed before) or why the ranges conflict
-    with the stored offsets.
+    when it was planned. `verdict` is `"continues"` (a new batch), `"rerun"` (a committed
+    batch again: same event, same ranges), `"covered"` (ranges committed before) or why the
+    ranges conflict with the stored offsets.
     """
 
     identity: BatchIdentity
@@ -123,6 +127,8 @@ class StateStore:
         self.valuesTable = f"{self.name}_values"
         self.offsetsTable = f"{self.name}_offsets"
         self.positionTable = f"{self.name}_position"
+        self.commitsTable = f"{self.name}_commits"
+        self.commitRangesTable = f"{self.name}_commit_ranges"
         with database.transaction() as cursor:
             cursor.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.valuesTable} "
@@ -137,6 +143,20 @@ class StateStore:
                 f"CREATE TABLE IF NOT EXISTS {self.positionTable} "
                 "(id INTEGER PRIMARY KEY, batch_time BIGINT NOT NULL, source TEXT NOT NULL, "
                 "event_index BIGINT NOT NULL, batches BIGINT NOT NULL, ranges TEXT NOT NULL)"
+            )
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.commitsTable} "
+                "(batch BIGINT PRIMARY KEY, batch_time BIGINT NOT NULL, source TEXT NOT NULL, "
+                "event_index BIGINT NOT NULL, ranges TEXT NOT NULL, pairs TEXT NOT NULL)"
+            )
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.commitRangesTable} "
+                "(batch BIGINT NOT NULL, topic TEXT NOT NULL, part INTEGER NOT NULL, "
+                "from_off BIGINT NOT NULL, until_off BIGINT NOT NULL)"
+            )
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS {self.commitRangesTable}_by_offsets "
+                f"ON {self.commitRangesTable} (topic, part, until_off)"
             )
 
     def __repr__(self) -> str:
@@ -186,23 +206,24 @@ class StateStore:
         """Fold the batch's `(key, value)` records, in order, onto the committed state.
 
         `records` are only read for a batch that continues the committed offsets. A re-run of
-        the last commit gets the pairs that commit wrote; ranges the stored offsets already
-        cover, none; ranges that leave a gap or partly overlap, none and a `conflict` that
-        fails the commit.
+        the last commit, and ranges the stored offsets already cover (in this run or another),
+        get the pairs their commit wrote; ranges that leave a gap or partly overlap, none and a
+        conflict that fails the commit.
         """
         ranges = list(ranges)
         with self.database.transaction() as cursor:
             position = self._position(cursor)
             base = 0 if position is None else int(position[3])
-            if position is not None and _identity(position) == identity:
-                cursor.execute(
-                    f"SELECT key, value FROM {self.valuesTable} WHERE batch = "
-                    f"{self.database.placeholder}",
-                    (base,),
-                )
-                written = [(decode_key(key), json.loads(value)) for key, value in cursor]
+            again = self._same_batch(cursor, identity, ranges)
+            if again is None and position is not None and _identity(position) == identity:
+                again = base  # committed before commits were logged
+            if again is not None:
+                written = self._written(cursor, [again])
                 return PreparedBatch(identity, ranges, written, base, "rerun")
             verdict = self._verdict(ranges, read_offsets(cursor, self.offsetsTable))
+            if verdict == "covered":
+                written = self._written(cursor, self._commits_within(cursor, ranges))
+                return PreparedBatch(identity, ranges, written, base, verdict)
             if verdict != "continues":
                 return PreparedBatch(identity, ranges, [], base, verdict)
             batch = [(key, encode_key(key), value) for key, value in records]
@@ -223,6 +244,8 @@ class StateStore:
         since this one was prepared.
         """
         mark = self.database.placeholder
+        if batch.verdict == "rerun":
+            return False
         with self.database.transaction() as cursor:
             position = self._position(cursor)
             committed = 0 if position is None else int(position[3])
@@ -257,6 +280,29 @@ class StateStore:
                 moved,
             )
             identity = batch.identity
+            cursor.execute(
+                f"INSERT INTO {self.commitsTable} "
+                "(batch, batch_time, source, event_index, ranges, pairs) "
+                f"VALUES ({mark}, {mark}, {mark}, {mark}, {mark}, {mark})",
+                (
+                    number,
+                    identity.time,
+                    identity.source,
+                    identity.index,
+                    json.dumps([r.toList() for r in batch.ranges]),
+                    json.dumps([[encode_key(key), value] for key, value in batch.pairs]),
+                ),
+            )
+            cursor.executemany(
+                f"INSERT INTO {self.commitRangesTable} "
+                f"(batch, topic, part, from_off, until_off) "
+                f"VALUES ({mark}, {mark}, {mark}, {mark}, {mark})",
+                [
+                    (number, r.topic, r.partition, r.fromOffset, r.untilOffset)
+                    for r in batch.ranges
+                    if r.count()
+                ],
+            )
             cursor.execute(
                 f"INSERT INTO {self.positionTable} "
                 "(id, batch_time, source, event_index, batches, ranges) "
@@ -307,6 +353,77 @@ class StateStore:
         )
         row = cursor.fetchone()
         return None if row is None else tuple(row)
+
+    def _same_batch(
+        self, cursor: Any, identity: BatchIdentity, ranges: list[OffsetRange]
+    ) -> int | None:
+        """The commit of this batch (same event, same ranges) if it was committed before."""
+        mark = self.database.placeholder
+        cursor.execute(
+            f"SELECT batch, ranges FROM {self.commitsTable} WHERE batch_time = {mark} AND "
+            f"source = {mark} AND event_index = {mark}",
+            (identity.time, identity.source, identity.index),
+        )
+        read = [r.toList() for r in ranges]
+        for number, recorded in cursor.fetchall():
+            if json.loads(recorded) == read:
+                return int(number)
+        return None
+
+    def _commits_within(self, cursor: Any, ranges: list[OffsetRange]) -> list[int]:
+        """The commits whose records all lie within `ranges`, oldest first."""
+        mark = self.database.placeholder
+        inside: set[int] = set()
+        for offsets in ranges:
+            if not offsets.count():
+                continue
+            cursor.execute(
+                f"SELECT batch FROM {self.commitRangesTable} WHERE topic = {mark} AND "
+                f"part = {mark} AND from_off >= {mark} AND until_off <= {mark}",
+                (offsets.topic, offsets.partition, offsets.fromOffset, offsets.untilOffset),
+            )
+            inside.update(int(row[0]) for row in cursor.fetchall())
+        found = []
+        for number in sorted(inside):
+            cursor.execute(
+                f"SELECT topic, part, from_off, until_off FROM {self.commitRangesTable} "
+                f"WHERE batch = {mark}",
+                (number,),
+            )
+            if all(
+                any(
+                    r.topic == topic
+                    and r.partition == int(part)
+                    and r.fromOffset <= int(first)
+                    and int(until) <= r.untilOffset
+                    for r in ranges
+                )
+                for topic, part, first, until in cursor.fetchall()
+            ):
+                found.append(number)
+        return found
+
+    def _written(self, cursor: Any, numbers: list[int]) -> list[tuple[Any, Any]]:
+        """The pairs the commits `numbers` wrote, a later commit's value for a key winning.
+
+        Commits made before the commit log existed left none: then the value rows they still
+        hold.
+        """
+        mark = self.database.placeholder
+        written: dict[str, tuple[Any, Any]] = {}
+        for number in numbers:
+            cursor.execute(f"SELECT pairs FROM {self.commitsTable} WHERE batch = {mark}", (number,))
+            row = cursor.fetchone()
+            if row is not None:
+                pairs = json.loads(row[0])
+            else:
+                cursor.execute(
+                    f"SELECT key, value FROM {self.valuesTable} WHERE batch = {mark}", (number,)
+                )
+                pairs = [[key, json.loads(value)] for key, value in cursor.fetchall()]
+            for code, value in pairs:
+                written[code] = (decode_key(code), value)
+        return list(written.values())
 
     def _values(self, cursor: Any, codes: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
