@@ -144,11 +144,10 @@ class Demo:
         process, turns it on.
         """
         ssc = StreamingContext(sc, None, clock=clock, freezeHeap=freezeHeap)
-        start = clock.now()
-        daily = ssc.timer(start + self.day, start + self.day * self.days, self.day, "DailyTimer")
-        weekly = ssc.timer(
-            start + self.day * 7, start + self.day * self.days, self.day * 7, "WeeklyTimer"
-        )
+        start, end = clock.now(), clock.now() + self.day * self.days
+        daily = ssc.timer(start + self.day, end, self.day, "DailyTimer")
+        first_week = start + self.day * 7  # after the run's end when it is shorter than a week
+        weekly = ssc.timer(first_week, max(first_week, end), self.day * 7, "WeeklyTimer")
         out = self.workdir / "out"
         (
             ssc.textFileStream(str(self.workdir / "logs"))
