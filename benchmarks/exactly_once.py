@@ -1,4 +1,4 @@
-"""Exactly-once merging and state (DESIGN §13): what the guarantee costs per record.
+"""Exactly-once merging and state: what the guarantee costs per record.
 
 40 batches; before each, 100 records are appended to each of 7 partitions of a file log. The
 exactly-once arm reads three topics (2, 3 and 2 partitions), merges them with `ssc.union` and

@@ -1,4 +1,4 @@
-"""The daily half of seed 000's quick example, on 28 simulated days.
+"""The daily half of the daily/weekly logs example, on 28 simulated days.
 
 Every day at midnight the WARN and ERROR lines of that day's log files are saved under
 `daily-logs-<time ms>`. Runs on a virtual clock: four weeks take as long as their Spark jobs.

@@ -1,4 +1,4 @@
-"""Seed 000's quick example in full: daily WARN/ERROR extracts, rolled up weekly.
+"""The daily/weekly logs example in full: daily WARN/ERROR extracts, rolled up weekly.
 
 A daily job saves the WARN and ERROR lines of the day's logs; a weekly job takes the last 7
 daily outputs (`tailWindow(7, 7)`), keeps the ERROR lines and saves them. Four simulated weeks

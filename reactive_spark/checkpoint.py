@@ -1,4 +1,4 @@
-"""Checkpoints: a write-ahead log of batches, and recovery after a crash (DESIGN §8).
+"""Checkpoints: a write-ahead log of batches, and recovery after a crash (docs/checkpoints.md).
 
 The checkpoint directory holds data, never code, so an upgraded application restarts on it:
 

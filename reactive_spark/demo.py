@@ -1,4 +1,4 @@
-"""The demo behind `reactive-spark demo` (and `make demo`): seed 000's daily logs job.
+"""The demo behind `reactive-spark demo` (and `make demo`): the daily logs job rolled up weekly.
 
 A daily job keeps the WARN and ERROR lines of the day's log files; a weekly job rolls up the
 last seven daily outputs (`tailWindow(7, 7)`) and keeps their ERROR lines. On a virtual clock

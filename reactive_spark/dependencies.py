@@ -1,4 +1,4 @@
-"""Dependencies: given an event, which parent RDDs a stream receives (DESIGN §7).
+"""Dependencies: given an event, which parent RDDs a stream receives (docs/concepts.md).
 
 * `EventDependency`: the parent's RDD for the same event, or none.
 * `TailDependency`: a window over the parent's last generated RDDs, counted in events.

@@ -48,8 +48,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: What a source does with the events it missed while the application was down (DESIGN §8):
-#: fire them all in order, one event standing for the whole gap, only the last one, or none.
+#: What a source does with the events it missed while the application was down: fire them all
+#: in order, one event standing for the whole gap, only the last one, or none
+#: (docs/checkpoints.md).
 CATCH_UP_POLICIES = ("all", "coalesce", "latest", "skip")
 
 
@@ -293,8 +294,9 @@ class EventSource(ABC):
     """Base class of event sources: timers, file watchers, REST triggers, observables, yours.
 
     A source belongs to one StreamingContext and is created before the context starts. It fires
-    events by calling `post(event)` from any thread; the context accepts them in order (DESIGN
-    §6), assigns `instanceId`, notifies the listeners and generates the bound streams' jobs.
+    events by calling `post(event)` from any thread; the context accepts them in order
+    (docs/concepts.md), assigns `instanceId`, notifies the listeners and generates the bound
+    streams' jobs.
 
     Subclasses implement `start`, `stop` and `toProduct`, and may override `restart` (called
     instead of `start` when resuming from a checkpoint) and `between` (events the source would

@@ -38,7 +38,7 @@ __all__ = ["DStreamGraph"]
 
 
 class DStreamGraph:
-    """Inputs, outputs and bindings of one StreamingContext (seed 003, made event-driven)."""
+    """Inputs, outputs and bindings of one StreamingContext (Spark's DStreamGraph, event-driven)."""
 
     def __init__(self, ssc: StreamingContext) -> None:
         self._ssc = ssc

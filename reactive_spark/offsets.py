@@ -1,4 +1,4 @@
-"""Offset ranges: exactly which records of a log partition a batch reads (seed 002).
+"""Offset ranges: exactly which records of a log partition a batch reads (docs/logs.md).
 
 Also the RDDs that read them (`LogRDD`) and their unions; `reactive_spark.log` re-exports them.
 """

@@ -1,5 +1,6 @@
-"""Seed 004's guarantee under real crashes: run by tests/test_exactly_once_kill.py in a child
-process that it kills with SIGKILL at random points and starts again until the logs are drained.
+"""Exactly-once merging and state under real crashes: run by tests/test_exactly_once_kill.py in
+a child process that it kills with SIGKILL at random points and starts again until the logs are
+drained.
 
 `python -m tests.exactly_once_app <config.json> <restart time, epoch ms>`: three topics
 (2, 3 and 2 partitions) on one log backend (file, Redis or Kafka) are merged with

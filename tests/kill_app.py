@@ -1,4 +1,4 @@
-"""Seed 000's daily/weekly pipeline, run in a child process that a test kills with SIGKILL.
+"""The daily/weekly logs pipeline, run in a child process that a test kills with SIGKILL.
 
 `python -m tests.kill_app <workdir> <restart time, epoch ms> [master]` runs four simulated weeks
 on a virtual clock that starts at the given time, checkpointing to `<workdir>/checkpoint`, and

@@ -1,4 +1,4 @@
-"""Binding, reaction, the default timer, cascades, ordering and event fields (DESIGN §5-§6)."""
+"""Binding, reaction, the default timer, cascades, ordering and event fields."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checkpoints: the write-ahead log, recovery after a crash, catch-up (DESIGN §8)."""
+"""Checkpoints: the write-ahead log, recovery after a crash, catch-up."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Bad input raises at definition time naming the argument; failing jobs are reported and the
-context keeps running (DESIGN §10)."""
+context keeps running."""
 
 from __future__ import annotations
 

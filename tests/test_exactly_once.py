@@ -1,4 +1,4 @@
-"""Exactly-once merging and state (DESIGN §13, seed 004), on virtual time: the merged order of
+"""Exactly-once merging and state, on virtual time: the merged order of
 direct log streams, `aggregateExactlyOnce` on SQLite and PostgreSQL, re-runs, gaps and
 overlaps, and `merge()` of event sources replayed after a restart."""
 

@@ -1,4 +1,4 @@
-"""Seed 004's guarantee under real crashes (DESIGN §13): three topics with several partitions on
+"""Exactly-once merging and state under real crashes: three topics with several partitions on
 the file log, Redis and Kafka, merged into an order-sensitive fold and a keyed count committed
 to SQLite and to PostgreSQL, in a child process killed with SIGKILL at seeded random points
 (five per backend) and restarted after some downtime until the logs are drained. The four

@@ -1,10 +1,11 @@
-"""The package's structure stays one-way (DESIGN §2): imports run down the layers, never up,
+"""The package's structure stays one-way: imports run down the layers, never up,
 and no modules import each other in a circle. Imports are read with `ast`; type-only imports
 (under `if TYPE_CHECKING:`) do not count."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,14 @@ def test_importing_the_package_loads_no_console_or_terminal_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert shown.strip() == "[]"
+
+
+def test_nothing_in_the_package_cites_documents_outside_the_repository() -> None:
+    citation = re.compile(r"DESIGN|\bseeds?\b.{0,3}\d{3}|seeds/|\.\./shared")
+    found = [
+        f"{module}:{number}: {line.strip()}"
+        for module, path in module_names().items()
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if citation.search(line)
+    ]
+    assert found == []

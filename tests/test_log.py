@@ -1,5 +1,5 @@
 """Direct log streams on every log backend (file, Redis, Kafka): offset ranges, exactly-once
-re-runs (DESIGN §9)."""
+re-runs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Memory stays flat: 2,000 events through windows leave a small, fixed number of persisted
-RDDs and remembered events per stream (DESIGN §8)."""
+RDDs and remembered events per stream."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""pyspark.streaming's own tests, written again from their behaviour (DESIGN §11).
+"""pyspark.streaming's own tests, written again from their behaviour.
 
 From pyspark's `streaming/tests/test_context.py`, `test_listener.py` and the context cases of
 `test_dstream.py` (start/stop, awaitTermination*, getOrCreate, getActive*, failed functions,

@@ -43,7 +43,7 @@ Fired = list[tuple[str, int, list[int]]]
 
 
 def daily_weekly(ssc: StreamingContext, logs: Path, fired: Fired) -> None:
-    """Seed 000's pipeline: the day's lines daily, the last 7 daily outputs weekly."""
+    """The daily/weekly logs pipeline: the day's lines daily, the last 7 daily outputs weekly."""
     daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
     weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
 

@@ -1,4 +1,4 @@
-"""Windows and cascaded jobs across time (DESIGN §7), and the legacy window family against the
+"""Windows and cascaded jobs across time, and the legacy window family against the
 expected outputs of pyspark's own test_dstream.py window tests."""
 
 from __future__ import annotations

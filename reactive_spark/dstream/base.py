@@ -2,7 +2,7 @@
 
 A DStream turns an event into (at most) one RDD. When a bound event fires, the graph asks the
 bound streams for their RDD; each stream asks its parents through its dependencies, and stops
-at a stream that does not react to the event (DESIGN §6).
+at a stream that does not react to the event (docs/architecture.md).
 
 Here too are the nodes DStream's operations create: `TransformedDStream` (every
 transformation and window), `ForEachDStream` (every output operation) and `StateDStream`

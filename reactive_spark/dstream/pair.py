@@ -209,13 +209,13 @@ class PairOperations:
     def aggregateExactlyOnce(
         self, store: StateStore, zeroValue: Any, fold: Callable[[Any, Any], Any]
     ) -> DStream[Any]:
-        """Fold each key's values onto its state in `store`, exactly once (DESIGN §13).
+        """Fold each key's values onto its state in `store`, exactly once (docs/exactly-once.md).
 
         Per batch and key, `fold(state, value)` runs over the batch's values in merged order,
         from the stored state (else `zeroValue`); then one transaction commits the new values,
-        the batch's offset ranges and the downstream position (seed 004's "minimal
-        unification"). The stream must be read from direct log streams through per-record
-        operations (map, filter, flatMap, union, ...), started from `store.committedOffsets()`.
+        the batch's offset ranges and the downstream position. The stream must be read from
+        direct log streams through per-record operations (map, filter, flatMap, union, ...),
+        started from `store.committedOffsets()`.
         A batch re-run after a crash changes nothing; ranges that leave a gap or overlap the
         committed offsets fail the batch's job and change nothing. It is an output operation
         (bind it); it returns a stream of the `(key, value)` pairs each batch committed.

@@ -1,4 +1,4 @@
-"""Windows over events and over time (DESIGN §7), and pyspark's legacy window family on top.
+"""Windows over events and over time (docs/concepts.md), and pyspark's legacy window family on top.
 
 `tailWindow` counts parent RDDs, `timeWindow` bounds them in time. The legacy operations
 (`window`, `reduceByWindow`, `countByWindow`, `countByValueAndWindow`, `reduceByKeyAndWindow`,

@@ -1,4 +1,4 @@
-"""Direct log streams (DESIGN §9), their sinks, and exactly-once state (DESIGN §13).
+"""Direct log streams, their sinks, and exactly-once state (docs/logs.md, docs/exactly-once.md).
 
 Offset ranges, log backends (file, Redis, Kafka), `createRDD`, the idempotent and
 transactional sinks, and `StateStore` for `aggregateExactlyOnce`.

@@ -3,7 +3,7 @@
 Offsets are Kafka's. A range is read by a consumer of its own, assigned to the one partition
 and positioned at `fromOffset`, without a consumer group and without committing anything: the
 offset ranges in the checkpoint (or a `TransactionalSink`) are the only record of progress, as
-in seed 002. Needs the `kafka` extra.
+with Spark's direct Kafka stream. Needs the `kafka` extra.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Exactly-once sinks for direct streams (seed 002): idempotent and transactional writes.
+"""Exactly-once sinks for direct streams: idempotent and transactional writes (docs/logs.md).
 
 * `IdempotentSink`: rows with a unique key; inserting a key again is a no-op, so a batch
   re-run after a crash writes nothing twice. Suits per-record results.

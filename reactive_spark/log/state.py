@@ -1,17 +1,15 @@
-"""Exactly-once keyed state (seed 004's "minimal unification"), in SQLite or PostgreSQL.
+"""Exactly-once keyed state, committed with the offsets it consumed, in SQLite or PostgreSQL.
 
-A `StateStore` keeps, in three tables of one database, what seed 004 calls the state of a
-unified source and aggregation: the upstream offsets per input partition, the downstream
-position (the batches committed) and the value per key. Each batch of
+A `StateStore` keeps, in one database, the state of an aggregation unified with its sources
+(docs/exactly-once.md): the upstream offsets per input partition, the downstream position
+(the batches committed) and the value per key. Each batch of
 `aggregateExactlyOnce` changes all three in one transaction, so after a crash they always
 agree: a restart resumes from the stored offsets and folds only later records, and a batch
 re-run after its commit changes nothing.
 
-Seed 004 sketches the frame `(key, partition) -> (upstream, downstream, value)`; its own note
-says why not to push the offsets into every value ("a lot of repetition"). Here the value rows
-carry only the number of the batch that last wrote them, the offsets have a row per
-partition and the position one row: a batch writes a row per changed key, one per partition
-it read and one for the position, and nothing is repeated.
+Rather than one frame `(key, partition) -> (upstream, downstream, value)`, which would repeat
+the offsets in every value row, the value rows carry only the number of the batch that last
+wrote them, the offsets have a row per partition and the position one row.
 
 Tables, for a store named `counts`: `counts_values (key, value, batch)` with keys and values as
 JSON, `counts_offsets (topic, part, off)` and `counts_position` (one row: the last committed

@@ -1,4 +1,4 @@
-"""Direct log streams: each batch reads an exact offset range per partition (seed 002).
+"""Direct log streams: each batch reads an exact offset range per partition (docs/logs.md).
 
 No receiver buffers records: on each event the stream takes, for every partition, the records
 from where the previous batch stopped up to the log's latest offset (at most

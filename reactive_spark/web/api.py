@@ -1,4 +1,4 @@
-"""The console's JSON API (DESIGN §12); `openapi.py` describes it.
+"""The console's JSON API (docs/console.md); `openapi.py` describes it.
 
 Every client error is a 4xx answer with `{"error": "..."}`; a handler never answers 500 for
 what a client sent.

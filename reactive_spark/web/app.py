@@ -1,4 +1,4 @@
-"""The web console as an aiohttp application, embeddable in a service (DESIGN §12).
+"""The web console as an aiohttp application, embeddable in a service (docs/console.md).
 
 `create_app(ssc)` is a sub-application: mount it with `host.add_subapp("/reactive", app)`, or
 call `setup(host, ssc, prefix="/reactive")`. Its `cleanup_ctx` starts the context when the host
