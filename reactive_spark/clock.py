@@ -17,17 +17,21 @@ Examples:
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import threading
 import time as _time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TypeVar
 
 from reactivex import abc as rx_abc
+from reactivex.abc.scheduler import AbsoluteTime, RelativeTime
 from reactivex.disposable import Disposable
-from reactivex.scheduler import HistoricalScheduler
 from reactivex.scheduler.eventloop import AsyncIOScheduler
+from reactivex.scheduler.periodicscheduler import PeriodicScheduler
+from reactivex.scheduler.scheduleditem import ScheduledItem
 
 from reactive_spark.errors import ContextStateError
 from reactive_spark.time import Time, to_time
@@ -153,17 +157,11 @@ class VirtualClock(Clock):
 
     def __init__(self, start: Time | datetime | None = None) -> None:
         origin = Time(0) if start is None else to_time(start, "start")
-        self._scheduler = _VirtualScheduler(origin.toDatetime())
-        self._now: tuple[Any, Time] = (None, origin)  # the scheduler's clock value, as a Time
+        self._scheduler = _VirtualScheduler(origin)
 
     def now(self) -> Time:
         """The simulated instant (one `Time` per instant: every event reads it)."""
-        instant, time = self._now
-        current = self._scheduler._clock  # noqa: SLF001 (reactivex's, see _VirtualScheduler)
-        if instant is not current:
-            time = Time.fromDatetime(self._scheduler.to_datetime(current))
-            self._now = (current, time)
-        return time
+        return self._scheduler.time
 
     @property
     def isVirtual(self) -> bool:
@@ -172,7 +170,7 @@ class VirtualClock(Clock):
 
     @property
     def scheduler(self) -> rx_abc.SchedulerBase:
-        """The HistoricalScheduler behind this clock."""
+        """The reactivex scheduler behind this clock (for time-based Rx operators)."""
         return self._scheduler
 
     def nextDue(self) -> Time | None:
@@ -182,40 +180,88 @@ class VirtualClock(Clock):
 
     def advanceTo(self, time: Time) -> None:
         """Move to `time`, running every action due at or before it (including now)."""
-        self._scheduler.run_until(time.toDatetime())
+        self._scheduler.run_until(time)
 
 
-class _VirtualScheduler(HistoricalScheduler):
-    """A HistoricalScheduler that can peek at its queue and also runs actions due *now*.
+_TState = TypeVar("_TState")
 
-    It reads reactivex's `_queue`, `_lock` and `_clock` because the public API cannot do either
-    job: there is no way to ask for the next due time (the context advances instant by instant,
-    waiting for each instant's batches), and `advance_to` returns at once when asked for the
-    current instant, which would leave a timer tick that falls exactly on the start time unfired.
-    (`VirtualClock.now` reads `_clock` too: the `now` property makes a datetime per call.)
+
+class _VirtualScheduler(PeriodicScheduler):
+    """A reactivex scheduler on virtual time that tells its next due time.
+
+    reactivex's own virtual schedulers cannot say when their next action is due (the context
+    advances instant by instant, waiting for each instant's batches), and their `advance_to`
+    returns at once when asked for the current instant, which would leave a timer tick that
+    falls exactly on the start time unfired. Actions due at the same time run in the order they
+    were scheduled.
     """
 
-    def __init__(self, start: datetime) -> None:
-        super().__init__(start)
-        self._run_lock = threading.Lock()
+    def __init__(self, start: Time) -> None:
+        super().__init__()
+        #: The current instant, made once per instant (every event reads it).
+        self.time = start
+        self._now = start.toDatetime()
+        self._lock = threading.Lock()  # guards the queue and the clock
+        self._running = threading.Lock()  # one `run_until` at a time
+        self._queue: list[tuple[datetime, int, ScheduledItem]] = []
+        self._order = itertools.count()
+
+    @property
+    def now(self) -> datetime:
+        """The current instant as a datetime."""
+        return self._now
+
+    def schedule(
+        self, action: rx_abc.ScheduledAction[_TState], state: _TState | None = None
+    ) -> rx_abc.DisposableBase:
+        """Run `action` now (once the clock is advanced to now)."""
+        return self.schedule_absolute(self._now, action, state)
+
+    def schedule_relative(
+        self,
+        duetime: RelativeTime,
+        action: rx_abc.ScheduledAction[_TState],
+        state: _TState | None = None,
+    ) -> rx_abc.DisposableBase:
+        """Run `action` after `duetime` of virtual time."""
+        return self.schedule_absolute(self._now + self.to_timedelta(duetime), action, state)
+
+    def schedule_absolute(
+        self,
+        duetime: AbsoluteTime,
+        action: rx_abc.ScheduledAction[_TState],
+        state: _TState | None = None,
+    ) -> rx_abc.DisposableBase:
+        """Run `action` when the clock reaches `duetime`."""
+        item = ScheduledItem(self, state, action, self.to_datetime(duetime))
+        with self._lock:
+            heapq.heappush(self._queue, (item.duetime, next(self._order), item))
+        return item.disposable
 
     def next_due(self) -> datetime | None:
+        """When the earliest action not cancelled is due, if any."""
         with self._lock:
-            while self._queue and self._queue.peek().is_cancelled():
-                self._queue.dequeue()
-            return self._queue.peek().duetime if self._queue else None
+            while self._queue and self._queue[0][2].is_cancelled():
+                heapq.heappop(self._queue)
+            return self._queue[0][0] if self._queue else None
 
-    def run_until(self, until: datetime) -> None:
-        with self._run_lock:
+    def run_until(self, until: Time) -> None:
+        """Run every action due at or before `until`, moving the clock along, then to `until`."""
+        last = until.toDatetime()
+        with self._running:
             while True:
                 with self._lock:
-                    if not self._queue or self._queue.peek().duetime > until:
+                    if not self._queue or self._queue[0][0] > last:
                         break
-                    item = self._queue.dequeue()
-                    if item.duetime > self.now:
-                        self._clock = item.duetime
+                    due, _, item = heapq.heappop(self._queue)
+                    if due > self._now:
+                        self._move(due)
                 if not item.is_cancelled():
                     item.invoke()
             with self._lock:
-                if until > self.now:
-                    self._clock = until
+                if last > self._now:
+                    self._move(last)
+
+    def _move(self, instant: datetime) -> None:
+        self._now = instant
+        self.time = Time.fromDatetime(instant)

@@ -195,6 +195,74 @@ def test_importing_the_package_loads_no_console_or_terminal_library() -> None:
     assert shown.strip() == "[]"
 
 
+#: Private attributes of other libraries the package reads, each with the reason there is no
+#: public way: `(module, attribute)`.
+FOREIGN_PRIVATES = {
+    # CPython documents sys._current_frames as the way to see another thread's stack
+    ("reactive_spark.loop_watchdog", "_current_frames"),
+    # PySpark has no public route to Hadoop's FileSystem (saveAsTextFiles' atomic rename)
+    ("reactive_spark.dstream.files", "_jvm"),
+    ("reactive_spark.dstream.files", "_jsc"),
+    # an RDD subclass is built from the Java RDD it wraps, as PySpark's own subclasses are
+    ("reactive_spark.offsets", "_jrdd"),
+    ("reactive_spark.offsets", "_jrdd_deserializer"),
+}
+ATTRIBUTE_FUNCTIONS = {"getattr", "setattr", "hasattr", "delattr"}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_reaches() -> list[str]:
+    """Reads of private attributes a module does not define itself, by any spelling.
+
+    A class's own code may use what it inherits (`self._x`, `cls._x`), and a module owns the
+    private names it defines (`def _x`, `self._x = ...`, class-level `_x = ...`); reading any
+    other private name of an object, as `obj._x` or through `getattr(obj, "_x")` and its kin,
+    reaches into another module's (or library's) internals.
+    """
+    found = []
+    for module, path in module_names().items():
+        tree = ast.parse(path.read_text())
+        owned: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                owned.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                owned.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                owned.add(node.id)
+            elif isinstance(node, ast.arg):
+                owned.add(node.arg)
+        for node in ast.walk(tree):
+            name = None
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                    continue
+                name = node.attr
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ATTRIBUTE_FUNCTIONS
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+                and _private(node.args[1].value)
+            ):
+                name = node.args[1].value
+                if node.func.id != "getattr" or name not in owned:
+                    found.append(f"{module}:{node.lineno} {node.func.id}(..., {name!r})")
+                    continue
+            if name is not None and name not in owned and (module, name) not in FOREIGN_PRIVATES:
+                found.append(f"{module}:{node.lineno} reads {name}")
+    return found
+
+
+def test_no_module_reaches_into_private_attributes_it_does_not_own() -> None:
+    assert private_reaches() == []
+
+
 def test_nothing_in_the_package_cites_documents_outside_the_repository() -> None:
     citation = re.compile(r"DESIGN|\bseeds?\b.{0,3}\d{3}|seeds/|\.\./shared")
     found = [

@@ -174,9 +174,7 @@ class RestEventSource(EventSource):
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
+        self.port = self._runner.addresses[0][1]  # the one asked for, or the free one port 0 got
         log.info("REST triggers of %r on http://%s:%d", self.name, self.host, self.port)
 
     async def stop(self) -> None:
