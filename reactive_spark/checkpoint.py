@@ -173,7 +173,7 @@ class Checkpoint:
     # -- writing -----------------------------------------------------------------------------
     def open(
         self,
-        zeroTime: Time,
+        zero_time: Time,
         sources: list[EventSource],
         retention: Retention,
         recovered: Recovered | None,
@@ -183,7 +183,7 @@ class Checkpoint:
         `retention` says how much completed history the windows need (see `Retention`).
         """
         with self._disk("open the write-ahead log"):
-            self._open(zeroTime, sources, retention, recovered)
+            self._open(zero_time, sources, retention, recovered)
 
     def _disk(self, action: str) -> contextlib.AbstractContextManager[None]:
         """Turn an OSError of the block into a `CheckpointError` naming the directory."""
@@ -191,7 +191,7 @@ class Checkpoint:
 
     def _open(
         self,
-        zeroTime: Time,
+        zero_time: Time,
         sources: list[EventSource],
         retention: Retention,
         recovered: Recovered | None,
@@ -200,7 +200,7 @@ class Checkpoint:
         self._retention = retention
         metadata = {
             "version": FORMAT_VERSION,
-            "zeroTime": zeroTime.milliseconds,
+            "zeroTime": zero_time.milliseconds,
             "sources": {source.name: _plain(source.toProduct()) for source in sources},
         }
         _write_atomically(os.path.join(self.directory, "metadata.json"), json.dumps(metadata))

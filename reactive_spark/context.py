@@ -821,7 +821,7 @@ class StreamingContext:
                 log.warning("stopping with received lines no batch has read yet")
                 return
             await asyncio.sleep(0.05)
-        await self._scheduler.idle(raiseCrash=False)
+        await self._scheduler.idle(raise_crash=False)
 
     async def _stop_receivers(self) -> None:
         for receiver in self._graph.receivers():

@@ -483,10 +483,6 @@ class EventSource(ABC):
         self.post(event)
         return event
 
-    def nextIndex(self) -> int:
-        """Reserve the next event index of this source. Thread-safe."""
-        return next(self.index_sequence)
-
     def resume_indexes(self, lastIndex: int, lastTime: Time) -> None:
         """Continue numbering after `lastIndex`, fired at `lastTime` before a restart."""
         self.index_sequence = itertools.count(lastIndex + 1)

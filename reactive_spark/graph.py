@@ -299,13 +299,13 @@ class DStreamGraph:
         self,
         event: Event,
         *,
-        keepEmpty: bool = True,
+        keep_empty: bool = True,
         steps: Sequence[tuple[DStream[Any], Step]] | None = None,
     ) -> Batch | None:
         """Plan the batch of `event`: one job per bound stream that has an RDD for it.
 
         The bound streams compute through their source's plan, compiled at start, unless
-        `steps` says how each computes. Without `keepEmpty`, a batch with neither jobs nor
+        `steps` says how each computes. Without `keep_empty`, a batch with neither jobs nor
         planning failures is not built (None): nothing would run, report or record it.
         """
         self.planning += 1
@@ -329,7 +329,7 @@ class DStreamGraph:
                 jobs.append(Job(stream, event, action, "output"))
             else:
                 jobs.append(Job(stream, event, functools.partial(materialize, rdd), "materialize"))
-        if jobs is None and failures is None and not keepEmpty:
+        if jobs is None and failures is None and not keep_empty:
             return None
         inputs = {}
         input_infos = {}
@@ -345,7 +345,7 @@ class DStreamGraph:
         )
 
     def regenerate_jobs(
-        self, event: Event, reads: dict[str, dict[str, Any]], *, keepEmpty: bool = True
+        self, event: Event, reads: dict[str, dict[str, Any]], *, keep_empty: bool = True
     ) -> Batch | None:
         """Plan again the batch of an event from a checkpoint: inputs read what `reads` says.
 
@@ -356,7 +356,7 @@ class DStreamGraph:
         try:
             bound = self._bindings.get(event.source, [])
             steps = [(stream, stream.getOrCompute) for stream in bound]
-            return self.generate_jobs(event, keepEmpty=keepEmpty, steps=steps)
+            return self.generate_jobs(event, keep_empty=keep_empty, steps=steps)
         finally:
             self._replaying = None
 

@@ -133,16 +133,16 @@ class JobScheduler:
         graph: DStreamGraph,
         sparkContext: SparkContext,
         max_concurrent_jobs: int,
-        onCrash: Callable[[BaseException], None],
-        onFailure: Callable[[Failure], None],
+        on_crash: Callable[[BaseException], None],
+        on_failure: Callable[[Failure], None],
         blocking: BlockingCalls,
     ) -> None:
         self._graph = graph
         self._blocking = blocking
         self._sc = sparkContext
         self.max_concurrent_jobs = max_concurrent_jobs
-        self._on_crash = onCrash
-        self._on_failure = onFailure
+        self._on_crash = on_crash
+        self._on_failure = on_failure
         self._listeners: list[StreamingListener] = []
         self._before_jobs: list[BatchHook] = []
         self._after_jobs: list[BatchHook] = []
@@ -216,7 +216,7 @@ class JobScheduler:
                 log.exception("streaming listener %r failed in %s", listener, method)
 
     def report(self, failure: Failure) -> None:
-        """Log `failure` once, tell the listeners and `onFailure`. Any thread."""
+        """Log `failure` once, tell the listeners and `on_failure`. Any thread."""
         user = failure.userError
         trace = "" if user is None else user.traceback
         log.error("reactive-spark: %s\n%s", failure.describe(), trace)
@@ -278,7 +278,7 @@ class JobScheduler:
             self._close(dropping=False)
             return
         if graceful and not self._dropping:
-            await self.idle(raiseCrash=False)
+            await self.idle(raise_crash=False)
             self._close(dropping=False)
         else:
             self.abort()
@@ -456,7 +456,7 @@ class JobScheduler:
         """Whether events wait to be accepted or accepted events wait to be processed."""
         return bool(self._pending_keys) or self._unprocessed > 0
 
-    async def idle(self, *, raiseCrash: bool = True) -> None:
+    async def idle(self, *, raise_crash: bool = True) -> None:
         """Wait until every posted event has been accepted and processed.
 
         Events that batches post while they run (at the same instant) are waited for too.
@@ -470,13 +470,8 @@ class JobScheduler:
             await self._idle.wait()
             if not self._pending_keys or self._dropping:
                 break
-        if raiseCrash and self.crash is not None:
+        if raise_crash and self.crash is not None:
             raise self.crash
-
-    @property
-    def backlog(self) -> int:
-        """Accepted events waiting to be processed."""
-        return _count(self._ready)
 
     @property
     def queue_depth(self) -> int:
@@ -569,7 +564,7 @@ class JobScheduler:
             for event in events:
                 if self._dropping:
                     return
-                batch = generate_jobs(event, keepEmpty=keep_empty)
+                batch = generate_jobs(event, keep_empty=keep_empty)
                 if batch is not None and run(event, batch):
                     graph.clear_metadata(event)
                     uncleared = None
@@ -601,7 +596,7 @@ class JobScheduler:
 
         def run() -> None:
             for event, reads, rerun in batches:
-                batch = self._graph.regenerate_jobs(event, reads, keepEmpty=keep_empty)
+                batch = self._graph.regenerate_jobs(event, reads, keep_empty=keep_empty)
                 if rerun:
                     if batch is not None:
                         self._run(event, batch)
