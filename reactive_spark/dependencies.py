@@ -57,8 +57,12 @@ class Dependency(ABC):
         self.parent = parent
 
     @abstractmethod
-    def compute(self, event: Event) -> RDD[Any] | None:
-        """The parent RDD (or union of RDDs) this dependency passes for `event`, if any."""
+    def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
+        """The RDD (or union of RDDs) this dependency passes on for `event`, if any.
+
+        `parent_rdd` is the parent's RDD for `event` (None if it has none): the plan computed
+        the parent before this dependency's stream, if the parent reacts to the event.
+        """
 
     def retention(self) -> Retention:
         """What the parent must remember for this dependency (default: nothing past `event`)."""
@@ -86,9 +90,9 @@ class Dependency(ABC):
 class EventDependency(Dependency):
     """The parent's RDD for the same event, or none (every ordinary transformation)."""
 
-    def compute(self, event: Event) -> RDD[Any] | None:
+    def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
         """The parent's RDD for `event`."""
-        return self.parent.getOrCompute(event)
+        return parent_rdd
 
 
 def _union(parent: DStream[Any], window: list[Generated]) -> RDD[Any] | None:
@@ -133,10 +137,8 @@ class TailDependency(Dependency):
         """Count the parent RDDs since the last window from the parent's RDDs rebuilt so far."""
         self._emitted_at = self.parent.generatedCount - int(state)
 
-    def compute(self, event: Event) -> RDD[Any] | None:
+    def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
         """The window due at `event`, if one is due and non-empty."""
-        if self.parent.reactsTo(event):
-            self.parent.getOrCompute(event)
         generated = self.parent.generatedCount
         if generated - self._emitted_at < self.slideLength:
             return None
@@ -253,10 +255,8 @@ class TimeWindowDependency(Dependency):
             return self._origin
         return self.parent.context().zeroTime
 
-    def compute(self, event: Event) -> RDD[Any] | None:
+    def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
         """The latest complete window not emitted yet, if any and non-empty."""
-        if self.parent.reactsTo(event):
-            self.parent.getOrCompute(event)
         last_end = event.time.floor(self.slide_duration, self.origin)
         before = [item for item in self.parent.generated_up_to(event.time) if item.time < last_end]
         if not before:

@@ -26,7 +26,6 @@ __all__ = [
     "JobSkippedError",
     "OffsetOutOfRangeError",
     "ReactiveSparkError",
-    "StreamComputeError",
 ]
 
 
@@ -59,19 +58,6 @@ class OffsetOutOfRangeError(ReactiveSparkError):
 
     The message names the topic, the partition and the offsets.
     """
-
-
-class StreamComputeError(ReactiveSparkError):
-    """Computing a stream's RDD for an event raised `error` (planning failed there).
-
-    `stream` is the stream whose function raised; the user's exception is `error` (and the
-    cause).
-    """
-
-    def __init__(self, stream: object, error: Exception) -> None:
-        self.stream = stream
-        self.error = error
-        super().__init__(f"computing {getattr(stream, 'name', stream)} failed: {error!r}")
 
 
 class JobSkippedError(ReactiveSparkError):

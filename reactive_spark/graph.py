@@ -1,37 +1,26 @@
-"""DStreamGraph: the streams, their bindings, zero time, job generation and metadata clearing.
+"""DStreamGraph: the streams, their bindings, zero time, planning batches, clearing memory.
 
-`generate_jobs(event)` is the one place an event's batch is planned: every stream bound to the
-event's source is asked for its RDD (through the source's plan, compiled at start), each RDD
-becomes a job, and what every input read is recorded with the batch. `regenerate_jobs` plans a
-batch again from a checkpoint, through `getOrCompute`.
+`plan_batch(event)` is the one place an event's batch is planned, live or again from a
+checkpoint: it runs the plan its source got at start (`reactive_spark.planning`).
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.dependencies import LegacyWindowDependency, Retention
 from reactive_spark.dstream.inputs import ReceiverInputDStream
-from reactive_spark.errors import ContextStateError, StreamComputeError
+from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.jobs import (
-    Batch,
-    Job,
-    JobInfo,
-    StreamInputInfo,
-    commits_first,
-    materialize,
-    plan_failure,
-)
+from reactive_spark.jobs import Batch
+from reactive_spark.planning import Plan
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
-    from reactive_spark.dstream.base import DStream, ForEachDStream, Step
+    from reactive_spark.dstream.base import DStream, ForEachDStream
     from reactive_spark.dstream.inputs import InputDStream
 
 __all__ = ["DStreamGraph"]
@@ -44,19 +33,12 @@ class DStreamGraph:
         self._ssc = ssc
         self.streams: list[DStream[Any]] = []
         self.inputs: list[InputDStream] = []
-        self.recorders: list[DStream[Any]] = []  # streams whose reads go into Batch.inputs
         self.outputs: list[ForEachDStream] = []
         self._bindings: dict[EventSource, list[DStream[Any]]] = {}
         self.zero_time: Time | None = None
         self.remember_duration: Duration | None = None
         self._reaching: dict[int, set[EventSource]] = {}
-        #: Counts the batches planned: a stream's RDD is computed once per plan.
-        self.planning = 0
-        #: The streams that generated an RDD or recorded a read since they were last cleared.
-        self.touched: set[DStream[Any]] = set()
-        self._replaying: dict[str, dict[str, Any]] | None = None
-        # per bound source, its bound streams and how each computes its RDD (fixed at start)
-        self._plans: dict[EventSource, list[tuple[DStream[Any], Step]]] = {}
+        self._plans: dict[EventSource, Plan] = {}  # per bound source, fixed at start
 
     # -- building ----------------------------------------------------------------------------
     def add_stream(self, stream: DStream[Any]) -> int:
@@ -67,11 +49,6 @@ class DStreamGraph:
     def add_input(self, stream: InputDStream) -> None:
         """Register an input stream."""
         self.inputs.append(stream)
-        self.recorders.append(stream)
-
-    def add_recorder(self, stream: DStream[Any]) -> None:
-        """Register a stream that records what it read for each event (`describe_read`)."""
-        self.recorders.append(stream)
 
     def add_output(self, stream: ForEachDStream) -> None:
         """Register an output stream."""
@@ -132,9 +109,7 @@ class DStreamGraph:
                 dependency.parent.require_retention(dependency.retention())
         for source, rank in self._lineage_ranks(sources).items():
             source.rank = rank
-        self._plans = {
-            source: _compile_plan(source, streams) for source, streams in self._bindings.items()
-        }
+        self._plans = {source: Plan(source, streams) for source, streams in self._bindings.items()}
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what writes interrupted by a crash left behind (before batches re-run)."""
@@ -190,38 +165,30 @@ class DStreamGraph:
         return None
 
     def _window_slide(self, stream: DStream[Any]) -> Duration | None:
-        for dependency in stream.dependencies:
-            if isinstance(dependency, LegacyWindowDependency):
-                return dependency.slide_duration
-        for parent in stream.parents:
-            found = self._window_slide(parent)
-            if found is not None:
-                return found
+        """The slide of the nearest legacy window at or above `stream`, depth first."""
+        waiting = [stream]
+        while waiting:
+            current = waiting.pop()
+            for dependency in current.dependencies:
+                if isinstance(dependency, LegacyWindowDependency):
+                    return dependency.slide_duration
+            waiting.extend(reversed(current.parents))
         return None
 
     def _nearest_bound(self, stream: DStream[Any]) -> list[EventSource]:
-        if stream.boundSources:
-            return stream.boundSources
-        for parent in stream.parents:
-            found = self._nearest_bound(parent)
-            if found:
-                return found
+        """The sources of the nearest bound stream at or above `stream`, depth first."""
+        waiting = [stream]
+        while waiting:
+            current = waiting.pop()
+            if current.boundSources:
+                return current.boundSources
+            waiting.extend(reversed(current.parents))
         return []
 
     def _lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
         """Rank sources so that a source whose bound streams feed another's goes first."""
-        ancestors: dict[int, set[int]] = {}
-        for stream in self.streams:  # parents are always created before their children
-            above: set[int] = set()
-            for parent in stream.parents:
-                above.add(parent.id)
-                above |= ancestors[parent.id]
-            ancestors[stream.id] = above
         bound = {source: {s.id for s in self._bindings.get(source, [])} for source in sources}
-        upstream = {
-            source: set().union(*(ancestors[i] for i in ids)) if ids else set()
-            for source, ids in bound.items()
-        }
+        upstream = {source: _above(self._bindings.get(source, [])) for source in sources}
         successors: dict[EventSource, list[EventSource]] = {source: [] for source in sources}
         waiting = dict.fromkeys(sources, 0)
         for first in sources:
@@ -291,94 +258,42 @@ class DStreamGraph:
             needed = needed.merge(stream.recovery_retention())
         return needed
 
-    def replayed_read(self, stream: DStream[Any]) -> dict[str, Any] | None:
-        """What `stream` read for the batch being re-planned from a checkpoint, if any."""
-        return None if self._replaying is None else self._replaying.get(stream.name)
-
-    def generate_jobs(
+    def plan_batch(
         self,
         event: Event,
+        replayed: dict[str, dict[str, Any]] | None = None,
         *,
         keep_empty: bool = True,
-        steps: Sequence[tuple[DStream[Any], Step]] | None = None,
     ) -> Batch | None:
-        """Plan the batch of `event`: one job per bound stream that has an RDD for it.
+        """Plan the batch of `event` through its source's plan (see `Plan.batch`).
 
-        The bound streams compute through their source's plan, compiled at start, unless
-        `steps` says how each computes. Without `keep_empty`, a batch with neither jobs nor
-        planning failures is not built (None): nothing would run, report or record it.
+        A batch planned again after a restart passes `replayed`, what its streams read the
+        first time (from the checkpoint): the same plan runs, and they read the same again.
         """
-        self.planning += 1
-        if steps is None:
-            steps = self._plans.get(event.source, ())
-        jobs: list[Job] | None = None
-        failures: list[JobInfo] | None = None  # both made when needed: most batches have neither
-        for stream, step in steps:
-            try:
-                rdd = step(event)
-            except StreamComputeError as exc:
-                failing: DStream[Any] = exc.stream  # type: ignore[assignment]
-                failures = failures or []
-                failures.append(plan_failure(failing, event, exc.error))
-                continue
-            if rdd is None:
-                continue
-            jobs = jobs or []
-            if stream.isOutput:
-                action = stream.output_action(event, rdd)  # type: ignore[attr-defined]
-                jobs.append(Job(stream, event, action, "output"))
-            else:
-                jobs.append(Job(stream, event, functools.partial(materialize, rdd), "materialize"))
-        if jobs is None and failures is None and not keep_empty:
-            return None
-        inputs = {}
-        input_infos = {}
-        for stream in self.recorders:
-            read = stream.describe_read(event)
-            if read is not None:
-                inputs[stream.name] = read
-                records = stream.record_count(read)
-                if records is not None:
-                    input_infos[stream.id] = StreamInputInfo(stream.id, stream.name, records, read)
-        return Batch(
-            event, commits_first(jobs or []), inputs, failures or [], inputInfos=input_infos
-        )
-
-    def regenerate_jobs(
-        self, event: Event, reads: dict[str, dict[str, Any]], *, keep_empty: bool = True
-    ) -> Batch | None:
-        """Plan again the batch of an event from a checkpoint: inputs read what `reads` says.
-
-        The bound streams compute through `getOrCompute`, where each stream looks for what it
-        read before (`replayed_read`); compiled plans serve live events only.
-        """
-        self._replaying = reads
-        try:
-            bound = self._bindings.get(event.source, [])
-            steps = [(stream, stream.getOrCompute) for stream in bound]
-            return self.generate_jobs(event, keep_empty=keep_empty, steps=steps)
-        finally:
-            self._replaying = None
+        plan = self._plans.get(event.source)
+        if plan is None:
+            return Batch(event, []) if keep_empty else None
+        return plan.batch(event, replayed, keep_empty=keep_empty)
 
     def clear_metadata(self, event: Event) -> None:
-        """Let the streams that generated up to `event` forget what no window or `remember` needs.
+        """Let the streams of `event`'s plan forget what no window or `remember` needs.
 
         The scheduler calls it after each batch whose jobs ran, and once for a run of batches
-        that ran none (`event` being the last): what each stream keeps then is what clearing
-        after every batch keeps, and RDDs no job computed take no memory meanwhile.
+        of one source that ran none (`event` being the last): what each stream keeps then is
+        what clearing after every batch keeps, and RDDs no job computed take no memory
+        meanwhile.
 
         Forgotten RDDs that no stream remembers any more are unpersisted. Other streams
         generated nothing new, so what they remember is still bounded.
         """
-        touched = self.touched
-        if not touched:
+        plan = self._plans.get(event.source)
+        if plan is None:
             return
         cached = []
-        for stream in touched:
+        for stream in plan.streams:
             for rdd in stream.clear_metadata(event):
                 if rdd.is_cached:
                     cached.append(rdd)
-        touched.clear()
         if not cached:
             return
         remembered = {id(rdd) for stream in self.streams for rdd in stream.remembered_rdds()}
@@ -387,38 +302,13 @@ class DStreamGraph:
                 rdd.unpersist(blocking=False)
 
 
-class _PlanCompiler:
-    """Compiles the plan of one source: which streams it asks, and each one's step."""
-
-    def __init__(self, source: EventSource, bound: list[DStream[Any]]) -> None:
-        self._source = source
-        self._asked: dict[int, int] = {}
-        self._steps: dict[int, Step] = {}
-        for stream in bound:
-            self._ask(stream)
-
-    def _ask(self, stream: DStream[Any]) -> None:
-        """Count a request for `stream`'s RDD; the first one asks its parents in turn."""
-        asked = self._asked[stream.id] = self._asked.get(stream.id, 0) + 1
-        if asked == 1 and stream.reactsToSource(self._source):
-            for dependency in stream.dependencies:
-                self._ask(dependency.parent)
-
-    def asked_once(self, stream: DStream[Any]) -> bool:
-        """Whether the plan asks `stream` for its RDD once per event (no diamond, no sharing)."""
-        return self._asked.get(stream.id) == 1
-
-    def step(self, stream: DStream[Any]) -> Step:
-        """The step of `stream`, compiled once."""
-        step = self._steps.get(stream.id)
-        if step is None:
-            step = self._steps[stream.id] = stream.plan_step(self._source, self)
-        return step
-
-
-def _compile_plan(
-    source: EventSource, bound: list[DStream[Any]]
-) -> list[tuple[DStream[Any], Step]]:
-    """The bound streams of `source`, in lineage order, each with its compiled step."""
-    compiler = _PlanCompiler(source, bound)
-    return [(stream, compiler.step(stream)) for stream in bound]
+def _above(streams: list[DStream[Any]]) -> set[int]:
+    """The ids of every stream `streams` read from, directly or not (no recursion)."""
+    found: set[int] = set()
+    waiting = [parent for stream in streams for parent in stream.parents]
+    while waiting:
+        parent = waiting.pop()
+        if parent.id not in found:
+            found.add(parent.id)
+            waiting.extend(parent.parents)
+    return found

@@ -3,7 +3,7 @@
 On the event loop, events are accepted in `(time, lineage rank, source order)` order and
 numbered (`instanceId`, `index`) as they are accepted; the events of one source and instant
 are accepted as a run. Then, in the scheduler's worker thread and one event at a time, each
-batch is planned (`DStreamGraph.generate_jobs`, which calls into Spark), handed to the batch
+batch is planned (`DStreamGraph.plan_batch`, which calls into Spark), handed to the batch
 hooks (the place a write-ahead log goes), and its jobs run, at most `maxConcurrentJobs` at
 once. The worker thread lives as long as the scheduler and takes queued events itself until
 none is left, so the loop is never blocked and a steady stream of events pays no thread
@@ -557,14 +557,14 @@ class JobScheduler:
         batches that ran none (no job computed what they generated).
         """
         graph = self._graph
-        generate_jobs, run = graph.generate_jobs, self._run
+        plan_batch, run = graph.plan_batch, self._run
         keep_empty = bool(self._before_jobs or self._after_jobs)
         uncleared = None
         try:
             for event in events:
                 if self._dropping:
                     return
-                batch = generate_jobs(event, keep_empty=keep_empty)
+                batch = plan_batch(event, keep_empty=keep_empty)
                 if batch is not None and run(event, batch):
                     graph.clear_metadata(event)
                     uncleared = None
@@ -596,7 +596,7 @@ class JobScheduler:
 
         def run() -> None:
             for event, reads, rerun in batches:
-                batch = self._graph.regenerate_jobs(event, reads, keep_empty=keep_empty)
+                batch = self._graph.plan_batch(event, reads, keep_empty=keep_empty)
                 if rerun:
                     if batch is not None:
                         self._run(event, batch)

@@ -1,12 +1,15 @@
-"""Compiled plans: each bound source's plan is fixed at start. A stream asked once per event
-computes straight from its parents; one asked more often (a diamond, a stream that is both bound
-and read by another bound stream) still computes once per event; a stream that does not react
-to the source asks nothing upstream. Streams forget what they generated once per run of batches
-that ran no job, and right after a batch whose jobs ran."""
+"""Plans: each bound source's plan is fixed at start. Every stream that reacts to the source
+computes once per event, parents first, however many streams read it (a diamond, a stream that
+is both bound and read by another bound stream); a stream that does not react to the source asks
+nothing upstream; a lineage of any depth plans without recursion; a batch re-planned after a
+crash runs the same steps as the live batch did. Streams forget what they generated once per run
+of batches that ran no job, and right after a batch whose jobs ran."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,17 +35,27 @@ def counting(calls: Counter[str], name: str) -> Any:
     return transform
 
 
-def count_memo_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """How often each stream computes through `getOrCompute` (patched before plans compile)."""
-    calls: Counter[str] = Counter()
-    generic = DStream.getOrCompute
+def record_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int | None]]:
+    """Every `(stream, event index)` a plan computes, in order, whatever the stream's kind."""
+    steps: list[tuple[str, int | None]] = []
+    kinds, waiting = set(), [DStream]
+    while waiting:
+        kind = waiting.pop()
+        kinds.add(kind)
+        waiting.extend(kind.__subclasses__())
+    for kind in kinds:
+        if "compute_rdd" not in vars(kind):
+            continue
+        original = kind.compute_rdd
 
-    def counted(self: DStream[Any], event: Event) -> Any:
-        calls[self.name] += 1
-        return generic(self, event)
+        def recorded(
+            self: DStream[Any], event: Event, *args: Any, _original: Any = original
+        ) -> Any:
+            steps.append((self.name, event.index))
+            return _original(self, event, *args)
 
-    monkeypatch.setattr(DStream, "getOrCompute", counted)
-    return calls
+        monkeypatch.setattr(kind, "compute_rdd", recorded)
+    return steps
 
 
 def ticking(sc: SparkContext) -> tuple[StreamingContext, Any]:
@@ -60,7 +73,7 @@ async def run_ticks(ssc: StreamingContext, seconds: int) -> None:
 async def test_a_diamond_computes_its_shared_stream_once_per_event(
     sc: SparkContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    memo = count_memo_calls(monkeypatch)
+    steps = record_steps(monkeypatch)
     ssc, tick = ticking(sc)
     calls: Counter[str] = Counter()
     shared = ssc.queueStream([[1], [2], [3]]).transform(counting(calls, "shared"))
@@ -72,11 +85,10 @@ async def test_a_diamond_computes_its_shared_stream_once_per_event(
     await run_ticks(ssc, 3)
     assert results == [[10, 100], [20, 200], [30, 300]]
     assert calls["shared"] == 3
-    # asked by both sides: through the memo, twice per event; what joins two parents, and what
-    # it asks, also go through `getOrCompute`; only the output is planned directly
-    assert memo == Counter(
-        {shared.name: 6, "queueStream[0]": 3, left.name: 3, right.name: 3, joined.name: 3}
-    )
+    # every stream once per event, parents first
+    streams = ["queueStream[0]", shared.name, left.name, right.name, joined.name]
+    output = ssc.graph.outputs[0].name
+    assert steps == [(name, index) for index in range(3) for name in [*streams, output]]
 
 
 async def test_a_bound_stream_another_bound_stream_reads_computes_once(sc: SparkContext) -> None:
@@ -96,7 +108,7 @@ async def test_a_bound_stream_another_bound_stream_reads_computes_once(sc: Spark
 async def test_a_linear_chain_is_planned_straight_through(
     sc: SparkContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    memo = count_memo_calls(monkeypatch)
+    steps = record_steps(monkeypatch)
     ssc, tick = ticking(sc)
     calls: Counter[str] = Counter()
     numbers = ssc.queueStream([[1], [2], [3]])
@@ -106,7 +118,9 @@ async def test_a_linear_chain_is_planned_straight_through(
     await run_ticks(ssc, 3)
     assert seen == [[2], [4], [6]]
     assert calls["first"] == 3
-    assert memo == Counter()  # no stream needed `getOrCompute`'s memo
+    assert Counter(name for name, _ in steps) == Counter(
+        {stream.name: 3 for stream in ssc.graph.streams}
+    )
     assert numbers.rememberedCount == doubled.rememberedCount == 1  # the latest, as Spark's
 
 
@@ -190,3 +204,83 @@ def test_a_run_of_derived_events_equals_events_derived_one_by_one() -> None:
             assert getattr(event, field) == getattr(single, field), field
     plain = DerivedEvent.run("source", parents)
     assert [event._value for event in plain] == [_MISSING] * 3
+
+
+async def test_a_lineage_of_2000_streams_starts_and_runs(sc: SparkContext) -> None:
+    """Planning walks the graph in a loop, not by recursion: depth is not limited by Python's
+    stack. (Spark pipelines consecutive maps into one Python function that it pickles
+    recursively, so, as in plain PySpark, a cached stream every 100 maps cuts the pipeline.)"""
+    assert sys.getrecursionlimit() < 2_000 * 2
+    ssc, tick = ticking(sc)
+    stream = ssc.queueStream([], default=[1, 2])
+    for depth in range(1, 2_001):
+        stream = stream.map(lambda x: x + 1)
+        if depth % 100 == 0:
+            stream = stream.cache()
+    seen: list[list[int]] = []
+    stream.foreachRDD(lambda rdd: seen.append(rdd.collect())).bind(tick)
+    assert len(ssc.graph.streams) > 2_000
+    await ssc.start()
+    assert await ssc.advanceTo(T0 + Seconds(1)) == []
+    await ssc.stop(stopSparkContext=False)
+    assert seen == [[2_001, 2_002]]
+
+
+class Crash(BaseException):
+    """The driver dying in the middle of a batch's job (a BaseException: not a job failure)."""
+
+
+async def test_a_batch_replayed_after_a_crash_runs_the_steps_it_ran_live(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = record_steps(monkeypatch)
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def build(ssc: StreamingContext, seen: list[Any], crash_at: int | None) -> None:
+        tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+        numbers = ssc.queueStream([[n] for n in range(1, 6)])
+        others = ssc.queueStream([[10 * n] for n in range(1, 6)])
+        windowed = numbers.map(lambda x: x * 2).tailWindow(2)
+        totals = (
+            windowed.union(others)
+            .map(lambda x: ("all", x))
+            .updateStateByKey(lambda new, total: sum(new) + (total or 0))
+        )
+
+        def output(time: Any, rdd: RDD[Any], event: Event) -> None:
+            seen.append((event.index, sorted(rdd.collect())))
+            if event.index == crash_at:
+                raise Crash
+
+        totals.foreachRDD(output).bind(tick)
+
+    live: list[Any] = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, live, crash_at=2)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Seconds(3))
+    await first.stop(stopSparkContext=False)
+    live_steps = [name for name, index in steps if index == 2]
+
+    steps.clear()
+    replayed: list[Any] = []
+    second = virtual(sc, start=T0 + Seconds(3), checkpoint=checkpoint)
+    build(second, replayed, crash_at=None)
+    await second.start()  # re-plans batches 0 and 1 for the window, re-runs batch 2
+    await second.stop(stopSparkContext=False)
+    replay_steps = [name for name, index in steps if index == 2]
+
+    assert [name.split("[")[0] for name in live_steps] == [
+        "queueStream",
+        "queueStream",
+        "map",
+        "tailWindow",
+        "union",
+        "map",
+        "updateStateByKey",
+        "foreachRDD",
+    ]
+    assert replay_steps == live_steps
+    # totals over batches 0, 1, 2: (2 + 10) + (2 + 4 + 20) + (4 + 6 + 30)
+    assert replayed == [live[-1]] == [(2, [("all", 78)])]

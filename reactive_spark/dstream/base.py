@@ -1,8 +1,8 @@
-"""The DStream lineage node: binding, the reaction rule, `getOrCompute` and bounded memory.
+"""The DStream lineage node: binding, the reaction rule, computing an RDD and bounded memory.
 
-A DStream turns an event into (at most) one RDD. When a bound event fires, the graph asks the
-bound streams for their RDD; each stream asks its parents through its dependencies, and stops
-at a stream that does not react to the event (docs/architecture.md).
+A DStream turns an event into (at most) one RDD. When a bound event fires, the event's plan
+(`reactive_spark.planning`) has every stream that reacts to it compute its RDD from its
+parents' (`compute_rdd`), parents first, and remember it (docs/architecture.md).
 
 Here too are the nodes DStream's operations create: `TransformedDStream` (every
 transformation and window), `ForEachDStream` (every output operation) and `StateDStream`
@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pyspark import RDD, StorageLevel
 
@@ -36,7 +36,6 @@ from reactive_spark.errors import (
     ForeignContextError,
     InvalidArgumentError,
     InvalidCallbackError,
-    StreamComputeError,
 )
 from reactive_spark.events import Event, EventSource
 from reactive_spark.offsets import HasOffsetRanges, union_log_rdds
@@ -44,14 +43,13 @@ from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
+    from reactive_spark.planning import Reads
 
 __all__ = [
     "DStream",
     "ForEachDStream",
     "Generated",
-    "PlanSteps",
     "StateDStream",
-    "Step",
     "TransformedDStream",
     "UnionDStream",
 ]
@@ -62,22 +60,8 @@ U = TypeVar("U")
 log = logging.getLogger(__name__)
 
 RDDFunction = Callable[[tuple[RDD[Any], ...], Event], "RDD[Any] | None"]
-#: How a stream computes its RDD for one event in a compiled plan (see `DStream.plan_step`).
-Step = Callable[[Event], "RDD[Any] | None"]
-
-
-class PlanSteps(Protocol):
-    """The plan of one source, as the graph compiles it (see `DStream.plan_step`)."""
-
-    def step(self, stream: DStream[Any]) -> Step:
-        """The step of `stream` (a parent) in this plan."""
-
-    def asked_once(self, stream: DStream[Any]) -> bool:
-        """Whether the plan asks `stream` for its RDD only once per event."""
-
-
-def _no_rdd(event: Event) -> None:
-    """The step of a stream that does not react to the plan's source."""
+#: The parents' RDDs for one event, one per dependency (None where a parent has none).
+ParentRDDs = tuple["RDD[Any] | None", ...]
 
 
 @dataclass(slots=True)
@@ -129,14 +113,6 @@ class DStream(
         self.dependencies = list(dependencies)
         self._func_name = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
-        # the RDD of the event being planned (events are planned one at a time, each a new plan
-        # of the graph's); the graph has the RDD released once the batch is done
-        self._memo_plan = -1
-        self._memo_event: Event | None = None
-        self._memo_rdd: RDD[Any] | None = None
-        # what the stream read for the event being planned, for the checkpoint (`describe_read`)
-        self._last_read: dict[str, Any] | None = None
-        self._last_read_plan = -1  # the graph's `planning` when it was read
         # what it generated and still remembers, oldest first: (event, rdd) pairs, made without
         # a Python call per batch; `generated_up_to` gives them as `Generated`
         self._generated: deque[tuple[Event, RDD[Any]]] = deque()
@@ -237,52 +213,14 @@ class DStream(
         return not self._bound or source in self._bound
 
     # -- computing ---------------------------------------------------------------------------
-    def _compute(self, event: Event) -> RDD[Any] | None:
+    def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+        """This stream's RDD for `event` from its parents' (one per dependency), if any.
+
+        The event's plan calls it once per event, parents first, and remembers what it returns
+        (`registrar`). A stream that reads something a re-run must read again records it in
+        `reads` (and reads it back from there when the batch is planned again).
+        """
         raise NotImplementedError
-
-    def getOrCompute(self, event: Event) -> RDD[Any] | None:
-        """This stream's RDD for `event`, computing it (and its parents') once per event."""
-        graph = self._graph
-        if self._memo_plan == graph.planning and self._memo_event is event:
-            return self._memo_rdd
-        rdd = self._generate(event) if self.reactsTo(event) else None
-        self._memo_plan, self._memo_event, self._memo_rdd = graph.planning, event, rdd
-        return rdd
-
-    def _generate(self, event: Event) -> RDD[Any] | None:
-        """Compute this stream's RDD for `event` (it reacts to it) and remember it."""
-        try:
-            rdd = self._compute(event)
-        except StreamComputeError:
-            raise
-        except Exception as exc:
-            raise StreamComputeError(self, exc) from exc
-        if rdd is not None:
-            self._register(event, rdd)
-        return rdd
-
-    def plan_step(self, source: EventSource, plan: PlanSteps) -> Step:
-        """How this stream's RDD for an event of `source` is computed, fixed at start.
-
-        The graph compiles each bound source's plan once: a stream that does not react to
-        `source` yields nothing; one that the plan asks once for each event computes straight
-        from its parents' steps where its kind allows (`_direct_step`); any other computes
-        through `getOrCompute`, once per event however many streams ask.
-        """
-        if not self.reactsToSource(source):
-            return _no_rdd
-        if plan.asked_once(self):
-            direct = self._direct_step(plan)
-            if direct is not None:
-                return direct
-        return self.getOrCompute
-
-    def _direct_step(self, plan: PlanSteps) -> Step | None:
-        """A step computing the RDD from the parents' steps, without `getOrCompute`'s memo.
-
-        None (the default) where the stream's kind needs more than its parents' RDDs.
-        """
-        return None
 
     def _register(self, event: Event, rdd: RDD[Any]) -> None:
         """Persist, checkpoint and remember a generated RDD; the graph clears it later."""
@@ -297,13 +235,12 @@ class DStream(
         """Remember a generated RDD (what `_register` ends with); the graph clears it later."""
         self._generated.append((event, rdd))
         self.generatedCount += 1
-        self._graph.touched.add(self)
 
-    def _registrar(self) -> Callable[[Event, RDD[Any]], None]:
-        """What a compiled step calls with each RDD it generates.
+    def registrar(self) -> Callable[[Event, RDD[Any]], None]:
+        """What the plan calls with each RDD this stream generates (fixed at start).
 
-        `_register`, or `_keep_generated` alone when the stream neither persists nor
-        checkpoints (both are fixed before start, when plans are compiled).
+        Persist, checkpoint and remember it; only remember it when the stream neither persists
+        nor checkpoints.
         """
         if self._storage_level is not None or self.checkpointed:
             return self._register
@@ -333,21 +270,9 @@ class DStream(
         """How many generated RDDs this stream currently remembers."""
         return len(self._generated)
 
-    def describe_read(self, event: Event) -> dict[str, Any] | None:
-        """What this stream read for `event` that a re-run must read again, if anything.
-
-        Inputs record what they consume, `updateStateByKey` where it saved its state.
-        """
-        return self._last_read if self._last_read_plan == self._graph.planning else None
-
     def record_count(self, read: dict[str, Any]) -> int | None:
         """How many records a read holds, for inputs (None: this stream is not an input)."""
         return None
-
-    def _record_read(self, event: Event, read: dict[str, Any]) -> None:
-        """Keep `read` for `describe_read`; the stream must be a graph recorder (`add_recorder`)."""
-        self._last_read, self._last_read_plan = read, self._graph.planning
-        self._graph.touched.add(self)
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what a write that a crash interrupted left behind (default: nothing)."""
@@ -369,11 +294,10 @@ class DStream(
         return [rdd for _, rdd in tuple(self._generated)]
 
     def clear_metadata(self, event: Event) -> Sequence[RDD[Any]]:
-        """Forget per-event state and the RDDs no dependency or `remember` needs any more.
+        """Forget the RDDs no dependency or `remember` needs any more.
 
         Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
         """
-        self._memo_event = self._memo_rdd = self._last_read = None
         generated, keep, duration = self._generated, self._keep_count, self._keep_milliseconds
         if len(generated) <= keep:
             return ()
@@ -544,62 +468,55 @@ class TransformedDStream(DStream[Any]):
     ) -> None:
         super().__init__(ssc, dependencies, operation, func)
         self._function = compute
+        self._windows = any(type(d) is not EventDependency for d in self.dependencies)
         self._window_states = [
             dependency for dependency in self.dependencies if dependency.stateful
         ]
-        if self._window_states:
-            ssc.graph.add_recorder(self)  # windows record their state with every batch
 
-    def _compute(self, event: Event) -> RDD[Any] | None:
-        if self._window_states:
-            replayed = self._ssc.graph.replayed_read(self)
-            if replayed is not None:
-                for dependency, state in zip(self._window_states, replayed["windows"], strict=True):
-                    dependency.restore_state(state)
-            self._record_read(event, {"windows": [d.save_state() for d in self._window_states]})
-        return self._combine([dependency.compute(event) for dependency in self.dependencies], event)
+    def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+        """The function over the parents' RDDs (see the class): None if no parent has one.
 
-    def _combine(self, rdds: list[RDD[Any] | None], event: Event) -> RDD[Any] | None:
-        """The function over the parents' RDDs (see the class): None if no parent has one."""
-        if len(rdds) == 1:
-            [only] = rdds
-            return None if only is None else self._apply((only,), event)
-        if all(rdd is None for rdd in rdds):
+        Through windows, the function gets what each window's dependency makes of its parent.
+        """
+        if self._windows:
+            self._restore_windows(reads)
+            parents = tuple(
+                dependency.rdd_for(event, rdd)
+                for dependency, rdd in zip(self.dependencies, parents, strict=True)
+            )
+        if len(parents) != 1:
+            present = self._present(parents)
+            if present is None:
+                return None
+            parents = present
+        elif parents[0] is None:
+            return None
+        result = self._function(parents, event)  # type: ignore[arg-type] # no None left
+        if result is None or isinstance(result, RDD):
+            return result
+        raise InvalidCallbackError(
+            f"{self.name} must produce an RDD or None for each event, got {type(result).__name__}",
+        )
+
+    def _restore_windows(self, reads: Reads) -> None:
+        """Record the windows' state before they compute; restore it in a re-planned batch.
+
+        So a batch planned again after a restart emits the windows it emitted the first time.
+        """
+        if not self._window_states:
+            return
+        replayed = reads.replayed_read(self)
+        if replayed is not None:
+            for dependency, state in zip(self._window_states, replayed["windows"], strict=True):
+                dependency.restore_state(state)
+        reads.record(self, {"windows": [d.save_state() for d in self._window_states]})
+
+    def _present(self, parents: ParentRDDs) -> tuple[RDD[Any], ...] | None:
+        """The parents' RDDs, an empty RDD for each one missing; None if all are."""
+        if all(rdd is None for rdd in parents):
             return None
         sc = self._ssc.sparkContext
-        return self._apply(tuple(sc.emptyRDD() if rdd is None else rdd for rdd in rdds), event)
-
-    def _apply(self, rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any] | None:
-        result = self._function(rdds, event)
-        if result is not None and not isinstance(result, RDD):
-            raise InvalidCallbackError(
-                f"{self.name} must produce an RDD or None for each event, "
-                f"got {type(result).__name__}",
-            )
-        return result
-
-    def _direct_step(self, plan: PlanSteps) -> Step | None:
-        """One parent through an event dependency, no window: its RDD, then the function."""
-        if self._window_states or len(self.dependencies) != 1:
-            return None
-        [dependency] = self.dependencies
-        if not isinstance(dependency, EventDependency):
-            return None
-        parent, apply, register = plan.step(dependency.parent), self._apply, self._registrar()
-
-        def step(event: Event) -> RDD[Any] | None:
-            rdd = parent(event)
-            if rdd is None:
-                return None
-            try:
-                result = apply((rdd,), event)
-            except Exception as exc:
-                raise StreamComputeError(self, exc) from exc
-            if result is not None:
-                register(event, result)
-            return result
-
-        return step
+        return tuple(sc.emptyRDD() if rdd is None else rdd for rdd in parents)
 
 
 class UnionDStream(TransformedDStream):
@@ -613,20 +530,28 @@ class UnionDStream(TransformedDStream):
     """
 
     def __init__(self, ssc: StreamingContext, streams: Sequence[DStream[Any]]) -> None:
-        super().__init__(ssc, [EventDependency(s) for s in streams], self._unite, "union")
-        ssc.graph.add_recorder(self)
+        super().__init__(
+            ssc,
+            [EventDependency(s) for s in streams],
+            lambda rdds, e: union_log_rdds(rdds),
+            "union",
+        )
 
-    def _unite(self, rdds: tuple[RDD[Any], ...], event: Event) -> RDD[Any]:
-        merged = union_log_rdds(rdds)
+    def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+        """The parents' RDDs united; a union of logs records its merged order."""
+        present = self._present(parents)
+        if present is None:
+            return None
+        merged = union_log_rdds(present)
         if isinstance(merged, HasOffsetRanges):
             order = [offsets.toList() for offsets in merged.offsetRanges()]
-            replayed = self._ssc.graph.replayed_read(self)
+            replayed = reads.replayed_read(self)
             if replayed is not None and replayed.get("merged") != order:
                 raise ContextStateError(
                     f"{self.name} merged {replayed.get('merged')} for this batch before the "
                     f"restart and would now merge {order}: the program's union changed"
                 )
-            self._record_read(event, {"merged": order})
+            reads.record(self, {"merged": order})
         return merged
 
 
@@ -656,20 +581,9 @@ class ForEachDStream(DStream[Any]):
             return []
         return remove_interrupted_writes(self._ssc.sparkContext, *self.target)
 
-    def _compute(self, event: Event) -> RDD[Any] | None:
-        return self.dependencies[0].compute(event)
-
-    def _direct_step(self, plan: PlanSteps) -> Step | None:
-        """The parent's RDD, remembered as this stream's."""
-        parent, register = plan.step(self.dependencies[0].parent), self._registrar()
-
-        def step(event: Event) -> RDD[Any] | None:
-            rdd = parent(event)
-            if rdd is not None:
-                register(event, rdd)
-            return rdd
-
-        return step
+    def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+        """The parent's RDD, which the job's function receives."""
+        return parents[0]
 
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
         """The job body for `event`."""
@@ -706,7 +620,6 @@ class StateDStream(DStream[Any]):
         self._storage_level = StorageLevel.MEMORY_ONLY
         self.require_retention(Retention(count=1))
         self._since_lineage_cut = 0
-        self._ssc.graph.add_recorder(self)
 
     def recovery_retention(self) -> Retention:
         """Enough batches to reach back to the last saved state."""
@@ -723,13 +636,14 @@ class StateDStream(DStream[Any]):
             return []
         return remove_interrupted_writes(self._ssc.sparkContext, os.path.join(saves, str(self._id)))
 
-    def _compute(self, event: Event) -> RDD[Any] | None:
+    def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+        """The previous state updated with the parent's new values (none if it has no RDD)."""
         sc = self._ssc.sparkContext
-        values = self.dependencies[0].compute(event)
-        replayed = self._ssc.graph.replayed_read(self)
+        [values] = parents
+        replayed = reads.replayed_read(self)
         if replayed is not None:  # re-planned after a restart: the state as it was saved
             self._since_lineage_cut = 0
-            self._record_read(event, replayed)
+            reads.record(self, replayed)
             return sc.pickleFile(replayed["state"]).persist(StorageLevel.MEMORY_ONLY)
         previous = self._generated[-1][1] if self._generated else self._initial
         if values is None and previous is None:
@@ -764,7 +678,7 @@ class StateDStream(DStream[Any]):
             return state
         path = os.path.join(saves, f"{self._id}-{event.instanceId}")
         save_atomically(state, path, lambda rdd, target: rdd.saveAsPickleFile(target))
-        self._record_read(event, {"state": path})
+        reads.record(self, {"state": path})
         _drop_older_saves(os.path.dirname(path), f"{self._id}-", keep=2)
         return sc.pickleFile(path).persist(StorageLevel.MEMORY_ONLY)
 

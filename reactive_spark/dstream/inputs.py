@@ -1,7 +1,7 @@
 """Input streams: where data enters the lineage. Each input says exactly what it read.
 
-`describe_read(event)` returns what the input consumed for an event (queue positions, file
-paths), so a batch can be planned, logged and re-created with the same inputs.
+An input records what it consumed for an event (queue positions, file paths, offsets) with the
+batch's `Reads`, so a batch can be planned, logged and re-created with the same inputs.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from pyspark import RDD
 
 from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Retention
-from reactive_spark.dstream.base import DStream, PlanSteps, Step
-from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError, StreamComputeError
+from reactive_spark.dstream.base import DStream, ParentRDDs
+from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
+    from reactive_spark.planning import Reads
 
 __all__ = ["FileInputDStream", "InputDStream", "QueueInputDStream", "ReceiverInputDStream"]
 
@@ -33,30 +34,15 @@ class InputDStream(DStream[Any]):
         super().__init__(ssc, [], operation)
         ssc.graph.add_input(self)
 
-    def _compute(self, event: Event) -> RDD[Any] | None:
-        replayed = self._graph.replayed_read(self)
+    def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+        """Read for `event` (or what a re-planned batch read before), and record it."""
+        replayed = None if reads.replayed is None else reads.replayed_read(self)
         if replayed is None:
             rdd, read = self._read(event)
         else:
             rdd, read = self._replay(event, replayed), replayed
-        self._record_read(event, read)
+        reads.recorded[self] = read
         return rdd
-
-    def _direct_step(self, plan: PlanSteps) -> Step | None:
-        """An input has no parents: it reads (live events only, so no replayed read)."""
-        read, register = self._read, self._registrar()
-
-        def step(event: Event) -> RDD[Any] | None:
-            try:
-                rdd, what = read(event)
-            except Exception as exc:
-                raise StreamComputeError(self, exc) from exc
-            self._record_read(event, what)
-            if rdd is not None:
-                register(event, rdd)
-            return rdd
-
-        return step
 
     def start(self) -> None:
         """Called once when the context starts, before any event (default: nothing)."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import RDD
 
 from reactive_spark.dependencies import EventDependency
-from reactive_spark.dstream.base import DStream, ForEachDStream, PlanSteps, Step
+from reactive_spark.dstream.base import DStream, ForEachDStream, ParentRDDs
 from reactive_spark.dstream.pair import register_exactly_once
 from reactive_spark.errors import InvalidArgumentError, InvalidCallbackError
 from reactive_spark.events import Event
@@ -26,6 +26,8 @@ from reactive_spark.offsets import OffsetRange
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+    from reactive_spark.planning import Reads
 
 __all__ = ["PER_RECORD_OPERATIONS", "ExactlyOnceAggregateDStream"]
 
@@ -72,15 +74,12 @@ class ExactlyOnceAggregateDStream(ForEachDStream):
         self._fold = fold
         self._prepared: tuple[int, PreparedBatch] | None = None
 
-    def _direct_step(self, plan: PlanSteps) -> Step | None:
-        """None: the batch is prepared in `_compute`, through `getOrCompute`."""
-        return None
-
-    def _compute(self, event: Event) -> RDD[Any] | None:
-        records = self.dependencies[0].compute(event)
+    def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+        """Fold the batch's records onto the stored state: the pairs its commit will write."""
+        [records] = parents
         if records is None:
             return None
-        ranges = [offsets for stream in self.inputs for offsets in read_ranges(stream, event)]
+        ranges = [offsets for stream in self.inputs for offsets in read_ranges(stream, reads)]
         index = -1 if event.index is None else event.index
         identity = BatchIdentity(event.time.milliseconds, event.source.name, index)
         prepared = self.store.prepare(identity, ranges, _collected(records), self._zero, self._fold)
@@ -124,11 +123,13 @@ def log_inputs(stream: DStream[Any]) -> list[DirectLogInputDStream]:
     """
     found: list[DirectLogInputDStream] = []
 
-    def visit(node: DStream[Any]) -> None:
+    waiting = [stream]  # depth first, parents left to right: the merged order
+    while waiting:
+        node = waiting.pop()
         if isinstance(node, DirectLogInputDStream):
             if node not in found:
                 found.append(node)
-            return
+            continue
         if not node.dependencies:
             raise InvalidArgumentError(
                 f"aggregateExactlyOnce reads direct log streams only; {node.name} is not one"
@@ -140,10 +141,7 @@ def log_inputs(stream: DStream[Any]) -> list[DirectLogInputDStream]:
                 f"aggregateExactlyOnce reads direct log streams through per-record operations "
                 f"({', '.join(sorted(PER_RECORD_OPERATIONS))}); {node.name} is not one"
             )
-        for dependency in node.dependencies:
-            visit(dependency.parent)
-
-    visit(stream)
+        waiting.extend(reversed(node.parents))
     owners: dict[tuple[str, int], str] = {}
     for input_stream in found:
         for topic, partitions in input_stream.partitions.items():
@@ -157,9 +155,9 @@ def log_inputs(stream: DStream[Any]) -> list[DirectLogInputDStream]:
     return found
 
 
-def read_ranges(stream: DirectLogInputDStream, event: Event) -> list[OffsetRange]:
-    """The offset ranges `stream` read for `event` (it was computed for it just before)."""
-    read = stream.describe_read(event)
+def read_ranges(stream: DirectLogInputDStream, reads: Reads) -> list[OffsetRange]:
+    """The offset ranges `stream` read for the batch (it computed before, in the same plan)."""
+    read = reads.read_of(stream)
     if read is None:
         return []
     return [OffsetRange.fromList(item) for item in read["offsetRanges"]]
