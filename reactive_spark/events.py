@@ -80,9 +80,9 @@ class Event:
         '1970-01-01T00:00:01+00:00'
     """
 
-    # events are many and short-lived: no per-instance dict (subclasses of yours may have one),
-    # and subclasses here call `Event.__init__` directly, without a `super()` object per event
-    # (ObservableEvent, one per value an observable emits, sets these fields itself)
+    # events are many and short-lived: no per-instance dict (subclasses of yours may have one);
+    # this `__init__` is the one place an event's own fields are set: subclasses call it
+    # directly, without a `super()` object per event
     __slots__ = ("index", "instanceId", "source", "time")
 
     def __init__(
@@ -208,10 +208,7 @@ class ObservableEvent(Event):
         value: Any = None,
         instanceId: int | None = None,
     ) -> None:
-        self.source: EventSource = source  # Event.__init__'s fields: one call per value, not two
-        self.index = index
-        self.time = time
-        self.instanceId = instanceId
+        Event.__init__(self, source, index, time, instanceId)
         self.value = value
 
     def describe(self) -> dict[str, Any]:

@@ -77,24 +77,19 @@ class DerivedEvent(Event):
     ) -> list[DerivedEvent]:
         """Derived events of `source`, one per parent event, at the parent's time.
 
-        The same events as `DerivedEvent(source, None, parent.time, parent, value)` one by
-        one, built in one loop: operators derive whole runs of events on the hot path.
+        `DerivedEvent(source, None, parent.time, parent, value)` for each parent (with its
+        value, if `values` are given).
 
         Examples:
             >>> parents = [Event(None, 0, Time(5)), Event(None, 1, Time(5))]
             >>> [(e.time.milliseconds, e.value) for e in DerivedEvent.run(None, parents, "ab")]
             [(5, 'a'), (5, 'b')]
         """
-        new = cls.__new__
-        derived = []
         own = repeat(_MISSING) if values is None else values
-        for parent, value in zip(parents, own, strict=False):
-            event = new(cls)
-            # Event.__init__'s fields, then ours
-            event.source, event.index, event.time = source, None, parent.time
-            event.instanceId, event.parent, event._value = None, parent, value  # noqa: SLF001
-            derived.append(event)
-        return derived
+        return [
+            cls(source, None, parent.time, parent, value)
+            for parent, value in zip(parents, own, strict=False)
+        ]
 
     @property
     def value(self) -> Any:
