@@ -33,14 +33,9 @@ from reactive_spark.events import (
     RestEvent,
     TimerEvent,
 )
-from reactive_spark.jobs import (
-    BatchInfo,
-    Failure,
-    JobInfo,
-    SourceErrorInfo,
-    StreamingListener,
-    UserError,
-)
+from reactive_spark.failures import Failure, SourceErrorInfo, UserError
+from reactive_spark.jobs import BatchInfo, JobInfo
+from reactive_spark.listener import StreamingListener
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Days, Duration, Hours, Milliseconds, Minutes, Seconds, Time
 

@@ -30,15 +30,9 @@ from reactive_spark.errors import (
     JobFailedError,
 )
 from reactive_spark.events import Event, EventSource
+from reactive_spark.failures import Failure, SourceErrorInfo
 from reactive_spark.graph import DStreamGraph
-from reactive_spark.jobs import (
-    Failure,
-    ReceiverInfo,
-    SourceErrorInfo,
-    StreamingListener,
-    StreamingStarted,
-    now_ms,
-)
+from reactive_spark.listener import ReceiverInfo, StreamingListener, StreamingStarted
 from reactive_spark.log.stream import DirectLogInputDStream
 from reactive_spark.loop_watchdog import LoopWatchdog
 from reactive_spark.scheduler import BlockingCalls, JobScheduler
@@ -47,7 +41,7 @@ from reactive_spark.sources.file_watcher import FileWatcherEventSource
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.observable import ObservableEventSource
 from reactive_spark.sources.timer import TimerEventSource
-from reactive_spark.time import Duration, Time, to_duration, to_time
+from reactive_spark.time import Duration, Time, now_ms, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.log.backend import LogBackend, LogRecord

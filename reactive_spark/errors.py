@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reactive_spark.jobs import Failure
+    from reactive_spark.failures import Failure
 
 __all__ = [
     "ContextStateError",

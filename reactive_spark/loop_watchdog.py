@@ -28,20 +28,12 @@ import threading
 import time
 from types import FrameType
 
+from reactive_spark.failures import frame_label, is_library_file
+
 __all__ = ["LoopWatchdog"]
 
 log = logging.getLogger(__name__)
 
-_LIBRARY_PATHS = (
-    "/asyncio/",
-    "/threading.py",
-    "/selectors.py",
-    "/socket.py",
-    "reactive_spark/",
-    "/anyio/",
-    "/pyspark/",
-    "/py4j/",
-)
 
 
 class LoopWatchdog:
@@ -107,8 +99,7 @@ class LoopWatchdog:
         frame: FrameType | None = sys._current_frames().get(self._loop_thread)  # noqa: SLF001
         while frame is not None:
             path = frame.f_code.co_filename
-            if not any(part in path for part in _LIBRARY_PATHS):
-                name = path.rsplit("/", 1)[-1]
-                return f"{frame.f_code.co_name} ({name}:{frame.f_lineno})"
+            if not is_library_file(path):
+                return frame_label(frame.f_code.co_name, path, frame.f_lineno)
             frame = frame.f_back
         return "code outside reactive-spark"

@@ -16,15 +16,8 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.dstream.base import ForEachDStream
-from reactive_spark.jobs import (
-    Batch,
-    Job,
-    JobInfo,
-    StreamInputInfo,
-    commits_first,
-    materialize,
-    plan_failure,
-)
+from reactive_spark.jobs import Batch, Job, JobInfo, commits_first, materialize, plan_failure
+from reactive_spark.listener import StreamInputInfo
 
 if TYPE_CHECKING:
     from pyspark import RDD

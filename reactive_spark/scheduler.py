@@ -35,17 +35,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactive_spark.errors import JobSkippedError
 from reactive_spark.events import Event
-from reactive_spark.jobs import (
-    Batch,
-    BatchInfo,
-    Failure,
-    Job,
-    JobInfo,
-    OutputOperationInfo,
-    SourceErrorInfo,
-    StreamingListener,
-    now_ms,
-)
+from reactive_spark.failures import Failure, SourceErrorInfo
+from reactive_spark.jobs import Batch, BatchInfo, Job, JobInfo
+from reactive_spark.listener import OutputOperationInfo, StreamingListener
+from reactive_spark.time import now_ms
 
 if TYPE_CHECKING:
     from pyspark import SparkContext

@@ -15,6 +15,7 @@ Examples:
 from __future__ import annotations
 
 import math
+import time as _time
 from datetime import UTC, datetime, timedelta
 from functools import total_ordering
 from typing import Any
@@ -29,11 +30,22 @@ __all__ = [
     "Minutes",
     "Seconds",
     "Time",
+    "now_ms",
     "to_duration",
     "to_time",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def now_ms() -> float:
+    """Wall-clock epoch milliseconds (as a float), the unit of every timing a listener sees.
+
+    Examples:
+        >>> now_ms() > 1.7e12
+        True
+    """
+    return _time.time() * 1000
 
 
 @total_ordering

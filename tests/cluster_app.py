@@ -21,7 +21,7 @@ from typing import Any
 import cluster_jobs  # from deps.zip, on the driver too
 
 from reactive_spark import Seconds, StreamingContext, StreamingListener
-from reactive_spark.jobs import StreamingStarted
+from reactive_spark.listener import StreamingStarted
 from reactive_spark.log import Database, FileLog, TransactionalSink
 
 WORKDIR = Path(os.environ["CLUSTER_APP_DIR"])

@@ -15,12 +15,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "reactive_spark"
 #: From the bottom up; a module may import its own layer and the layers below it.
 LAYERS: list[set[str]] = [
     {"errors", "_validation", "_callbacks", "_collector"},
-    {"time", "clock", "offsets"},
-    {"events"},
+    {"time", "clock", "offsets", "failures"},
+    {"events", "listener"},
     {"sources", "operators"},
     {"dependencies", "dstream", "log"},
     {"jobs"},
-    {"graph"},
+    {"graph", "planning"},
     {"scheduler", "loop_watchdog"},
     {"checkpoint"},
     {"context"},

@@ -17,16 +17,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.events import Event, EventSource, json_friendly
-from reactive_spark.jobs import (
-    BatchInfo,
-    JobInfo,
-    ReceiverInfo,
-    SourceErrorInfo,
-    StreamingListener,
-    UserError,
-    now_ms,
-)
-from reactive_spark.time import Time
+from reactive_spark.failures import SourceErrorInfo, UserError
+from reactive_spark.jobs import BatchInfo, JobInfo
+from reactive_spark.listener import ReceiverInfo, StreamingListener
+from reactive_spark.time import Time, now_ms
 from reactive_spark.web.metrics import ConsoleMetrics
 
 if TYPE_CHECKING:

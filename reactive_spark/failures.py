@@ -1,0 +1,206 @@
+"""Failures: what failed (a job, a plan, a source), with the user's own exception and where.
+
+Every failure carries the user's exception as a `UserError`: its type, message and Python
+traceback, read from the executor's report when it was raised inside a Spark task, and the
+innermost frame of the user's own code (`is_library_file` tells the user's frames from
+Python's, Spark's and ours, for failures and for the loop watchdog alike).
+
+Examples:
+    >>> error = UserError.of(ValueError("bad record"))
+    >>> error.type, error.message
+    ('ValueError', 'bad record')
+"""
+
+from __future__ import annotations
+
+import re
+import traceback as _traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from reactive_spark.time import now_ms
+
+if TYPE_CHECKING:
+    from reactive_spark.events import Event
+
+__all__ = [
+    "LIBRARY_PATHS",
+    "Failure",
+    "SourceErrorInfo",
+    "UserError",
+    "frame_label",
+    "is_library_file",
+]
+
+
+_PYTHON_TRACEBACK = re.compile(
+    r"Traceback \(most recent call last\):\n(?P<body>.*?)(?=\n(?: SQLSTATE|\tat )|\s*\Z)",
+    re.DOTALL,
+)
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
+#: Where code that is not the user's lives: Python's own event loop and threads, Spark, Py4J,
+#: anyio and reactive-spark itself.
+LIBRARY_PATHS = (
+    "/asyncio/",
+    "/concurrent/",
+    "/threading.py",
+    "/selectors.py",
+    "/socket.py",
+    "/anyio/",
+    "/pyspark/",
+    "/py4j/",
+    "/reactive_spark/",
+)
+
+
+def is_library_file(path: str) -> bool:
+    """Whether `path` is a file of Python's or a library's, not the user's.
+
+    Examples:
+        >>> is_library_file("/usr/lib/python3.11/asyncio/events.py"), is_library_file("app.py")
+        (True, False)
+    """
+    return any(part in path for part in LIBRARY_PATHS)
+
+
+def frame_label(function: str, path: str, line: int | str) -> str:
+    """`function (file:line)`, how a failure or a stall says where the user's code was."""
+    return f"{function} ({path.rsplit('/', 1)[-1]}:{line})"
+
+
+@dataclass(frozen=True)
+class UserError:
+    """The user's own exception behind a failure.
+
+    For an exception raised inside a Spark task (a `map` function on an executor), PySpark's
+    driver only sees a `Py4JJavaError`; the type, message and Python traceback are read from
+    the executor's report inside it. `location` is the innermost frame of user code, when one
+    can be told apart from pyspark's and reactive-spark's own.
+
+    Examples:
+        >>> try:
+        ...     {}["day"]
+        ... except KeyError as exc:
+        ...     UserError.of(exc).summary
+        "KeyError: 'day'"
+    """
+
+    type: str
+    message: str
+    traceback: str
+    location: str | None = None
+
+    @classmethod
+    def of(cls, error: BaseException) -> UserError:
+        """The user's exception behind `error` (itself, unless Spark wrapped it)."""
+        remote = _executor_traceback(error)
+        if remote is not None:
+            return remote
+        text = "".join(_traceback.format_exception(error))
+        return cls(type(error).__name__, str(error), text, _user_location(text))
+
+    @property
+    def summary(self) -> str:
+        """`Type: message`, as Python prints the last line of a traceback."""
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+
+def _executor_traceback(error: BaseException) -> UserError | None:
+    """The Python exception an executor reported inside `error`, if Spark wrapped one.
+
+    A `Py4JJavaError` carries it in its Java exception; once a SparkSession exists, PySpark
+    converts such errors into its own (`pyspark.errors.PythonException`), whose text holds it.
+    """
+    java = getattr(error, "java_exception", None)
+    if java is None and not type(error).__module__.startswith("pyspark.errors"):
+        return None
+    try:
+        text = str(java if java is not None else error)
+    except Exception:  # a Py4J call that fails once the JVM is gone
+        return None
+    match = _PYTHON_TRACEBACK.search(text)
+    if match is None:
+        return None
+    body = match["body"].rstrip()
+    last = body.splitlines()[-1] if body else ""
+    kind, _, message = last.partition(": ")
+    trace = f"Traceback (most recent call last):\n{body}\n"
+    return UserError(kind.strip() or "Exception", message.strip(), trace, _user_location(trace))
+
+
+def _user_location(trace: str) -> str | None:
+    """`function (file:line)` of the innermost frame outside the libraries, if any."""
+    found = None
+    for line in trace.splitlines():
+        frame = _FRAME.match(line)
+        if frame is not None and not is_library_file(frame["file"]):
+            found = frame_label(frame["function"], frame["file"], frame["line"])
+    return found
+
+
+class Failure:
+    """Something that failed: a job, a plan, an event source or an operator.
+
+    Subclasses set `error` (the exception) and implement `describe()`.
+    """
+
+    error: BaseException | None
+    _user_error: UserError | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether it failed (a cancelled job did not)."""
+        return self.error is not None and not getattr(self, "cancelled", False)
+
+    @property
+    def userError(self) -> UserError | None:
+        """The user's own exception, once it failed."""
+        if self.error is None:
+            return None
+        if self._user_error is None:
+            self._user_error = UserError.of(self.error)
+        return self._user_error
+
+    def describe(self) -> str:
+        """One line saying what failed and why."""
+        raise NotImplementedError
+
+    def _cause(self) -> str:
+        user = self.userError
+        if user is None:
+            return "ok"
+        where = f" (raised in {user.location})" if user.location else ""
+        return f"{user.summary}{where}"
+
+
+@dataclass(eq=False)
+class SourceErrorInfo(Failure):
+    """A failure of an event source or operator (reported through `onSourceError`).
+
+    `operation` says what failed: `"map"`, `"filter"`, `"pipe"`, `"listener"` (a function
+    handed an event), `"observable"` (the observable errored), `"watch"` (a file watcher),
+    `"start"` (the source could not start). `event` is the event being handled, if any.
+    """
+
+    sourceName: str
+    operation: str
+    error: BaseException
+    event: Event | None = None
+    function: str | None = None
+    time: float = field(default_factory=now_ms)
+
+    @property
+    def traceback(self) -> str:
+        """The Python traceback of the error."""
+        user = self.userError
+        return "" if user is None else user.traceback
+
+    def describe(self) -> str:
+        """One line naming the source, the operation, the function and the error."""
+        function = f" {self.function}" if self.function else ""
+        on = ""
+        if self.event is not None:
+            on = f" on {self.event.source.name}#{self.event.index} at {self.event.time.isoformat()}"
+        return (
+            f"{self.operation}{function} of source {self.sourceName!r}{on} failed: {self._cause()}"
+        )

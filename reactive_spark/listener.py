@@ -1,0 +1,264 @@
+"""The streaming listener and PySpark's info objects its callbacks receive.
+
+`StreamingListener` has PySpark's callbacks, beside reactive-spark's own; the objects handed to
+them answer PySpark's accessors, so a `pyspark.streaming` listener works unchanged.
+
+Examples:
+    >>> StreamInputInfo(0, "socketTextStream[0]", 3, {"lines": 3}).numRecords()
+    3
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from reactive_spark.failures import UserError
+from reactive_spark.time import now_ms
+
+if TYPE_CHECKING:
+    from reactive_spark.events import Event
+    from reactive_spark.failures import SourceErrorInfo
+    from reactive_spark.jobs import BatchInfo, JobInfo
+
+__all__ = [
+    "BatchTime",
+    "OutputOperationInfo",
+    "ReceiverInfo",
+    "StreamInputInfo",
+    "StreamingListener",
+    "StreamingStarted",
+]
+
+
+class BatchTime(int):
+    """An instant in epoch milliseconds that also answers PySpark's `milliseconds()`.
+
+    Examples:
+        >>> BatchTime(1500).milliseconds()
+        1500
+    """
+
+    def milliseconds(self) -> int:
+        """The instant in epoch milliseconds."""
+        return int(self)
+
+
+@dataclass(frozen=True)
+class StreamInputInfo:
+    """What an input stream read for a batch (PySpark's `StreamInputInfo` accessors).
+
+    Examples:
+        >>> StreamInputInfo(0, "socketTextStream[0]", 3, {"lines": 3}).numRecords()
+        3
+    """
+
+    streamId: int
+    name: str
+    records: int
+    read: dict[str, Any]
+
+    def inputStreamId(self) -> int:
+        """The input stream's id."""
+        return self.streamId
+
+    def numRecords(self) -> int:
+        """How many records it read (0 where records are not counted: files, queues)."""
+        return self.records
+
+    def metadata(self) -> dict[str, Any]:
+        """What it read, as recorded in the write-ahead log."""
+        return dict(self.read)
+
+    def metadataDescription(self) -> str:
+        """`metadata()` in one line."""
+        return f"{self.name}: {self.read}"
+
+
+@dataclass(frozen=True)
+class OutputOperationInfo:
+    """A job seen as PySpark's `OutputOperationInfo` (times in epoch ms, -1 when unknown).
+
+    Examples:
+        >>> # listener.onOutputOperationCompleted(done): done.outputOperationInfo().duration()
+    """
+
+    job: JobInfo
+
+    def outputOperationInfo(self) -> OutputOperationInfo:
+        """This object (PySpark's callbacks receive a wrapper whose accessor this is)."""
+        return self
+
+    def batchTime(self) -> BatchTime:
+        """The batch's time."""
+        return BatchTime(self.job.event.time.milliseconds)
+
+    def id(self) -> int:
+        """The id of the job's stream."""
+        return self.job.streamId
+
+    def name(self) -> str:
+        """The job's stream."""
+        return self.job.streamName
+
+    def description(self) -> str:
+        """The job's stream, the kind of job and the user function."""
+        function = f" ({self.job.function})" if self.job.function else ""
+        return f"{self.job.kind} job of {self.job.streamName}{function}"
+
+    def startTime(self) -> int:
+        """When the job started (epoch ms), or -1."""
+        return -1 if self.job.startTime is None else int(self.job.startTime)
+
+    def endTime(self) -> int:
+        """When the job ended (epoch ms), or -1."""
+        return -1 if self.job.endTime is None else int(self.job.endTime)
+
+    def duration(self) -> int:
+        """Milliseconds the job ran, or -1."""
+        if self.job.startTime is None or self.job.endTime is None:
+            return -1
+        return int(self.job.endTime - self.job.startTime)
+
+    def failureReason(self) -> str | None:
+        """The failure in one line (the user's exception), or None."""
+        return None if not self.job.failed else self.job.describe()
+
+
+@dataclass(frozen=True)
+class StreamingStarted:
+    """PySpark's `onStreamingStarted` argument: `time` is the start, in epoch ms."""
+
+    time: int
+
+
+class ReceiverInfo:
+    """A receiver-based input (`socketTextStream`) as PySpark's `ReceiverInfo` sees it.
+
+    Examples:
+        >>> ReceiverInfo(0, "socketTextStream[0]", "127.0.0.1:9999", active=True).active()
+        True
+    """
+
+    def __init__(
+        self,
+        streamId: int,
+        name: str,
+        location: str,
+        *,
+        active: bool,
+        error: BaseException | None = None,
+    ) -> None:
+        self._stream_id = streamId
+        self._name = name
+        self._location = location
+        self._active = active
+        self._error = error
+        self._error_time = int(now_ms()) if error is not None else -1
+
+    def receiverInfo(self) -> ReceiverInfo:
+        """This object (PySpark's callbacks receive a wrapper whose accessor this is)."""
+        return self
+
+    def streamId(self) -> int:
+        """The input stream's id."""
+        return self._stream_id
+
+    def name(self) -> str:
+        """The input stream's name."""
+        return self._name
+
+    def active(self) -> bool:
+        """Whether it is connected and receiving."""
+        return self._active
+
+    def location(self) -> str:
+        """Where it receives from (`host:port`)."""
+        return self._location
+
+    def executorId(self) -> str:
+        """`"driver"`: receivers run on the driver's event loop."""
+        return "driver"
+
+    def lastErrorMessage(self) -> str:
+        """The last error in one line (empty if none)."""
+        return "" if self._error is None else UserError.of(self._error).summary
+
+    def lastError(self) -> str:
+        """The last error's traceback (empty if none)."""
+        return "" if self._error is None else UserError.of(self._error).traceback
+
+    def lastErrorTime(self) -> int:
+        """When the last error happened (epoch ms), or -1."""
+        return self._error_time
+
+    def __repr__(self) -> str:
+        state = "active" if self._active else "inactive"
+        return f"ReceiverInfo({self._name}, {self._location}, {state})"
+
+
+class StreamingListener:
+    """Receives scheduling events; override the methods you need (all default to no-ops).
+
+    PySpark's callbacks are here, with the objects they receive answering PySpark's accessors
+    (`onBatchCompleted(info)`: `info.batchInfo().processingDelay()`), beside reactive-spark's
+    own (`onEventFired`, `onJobStarted`, `onJobCompleted`, `onSourceError`). A batch is
+    reported when it has jobs or failures: submitted, started, each job (as a job and as an
+    output operation), completed.
+
+    `onEventFired`, `onSourceError`, `onStreamingStarted` and the receiver callbacks are called
+    on the event loop (or the thread a source failed in); the others in the scheduler's worker
+    threads, so a listener that shares state with the loop must hand it over safely
+    (`loop.call_soon_threadsafe`).
+
+    Examples:
+        >>> class Failures(StreamingListener):
+        ...     def __init__(self):
+        ...         self.failed = []
+        ...
+        ...     def onJobCompleted(self, job):
+        ...         if job.failed:
+        ...             self.failed.append(job)
+        ...
+        ...     def onSourceError(self, error):
+        ...         self.failed.append(error)
+    """
+
+    def onStreamingStarted(self, streamingStarted: StreamingStarted) -> None:
+        """The context started (`streamingStarted.time`: epoch ms)."""
+
+    def onReceiverStarted(self, receiverStarted: ReceiverInfo) -> None:
+        """A receiver (`socketTextStream`) connected (`.receiverInfo()`)."""
+
+    def onReceiverError(self, receiverError: ReceiverInfo) -> None:
+        """A receiver failed to connect or lost its connection; it will retry."""
+
+    def onReceiverStopped(self, receiverStopped: ReceiverInfo) -> None:
+        """A receiver stopped with the context."""
+
+    def onEventFired(self, event: Event) -> None:
+        """An event was accepted (it has its `instanceId`)."""
+
+    def onBatchSubmitted(self, batchSubmitted: BatchInfo) -> None:
+        """The event's batch was planned (PySpark: submitted)."""
+
+    def onBatchStarted(self, batchSubmitted: BatchInfo) -> None:
+        """The event's batch's jobs are about to run (the argument has PySpark's name)."""
+
+    def onOutputOperationStarted(self, outputOperationStarted: OutputOperationInfo) -> None:
+        """A job started (`.outputOperationInfo()`, PySpark's view of `onJobStarted`)."""
+
+    def onOutputOperationCompleted(self, outputOperationCompleted: OutputOperationInfo) -> None:
+        """A job ended (PySpark's view of `onJobCompleted`)."""
+
+    def onJobStarted(self, job: JobInfo) -> None:
+        """A job started running."""
+
+    def onJobCompleted(self, job: JobInfo) -> None:
+        """A job ended; `job.error` is set when it failed (also for a failed plan)."""
+
+    def onBatchCompleted(self, batchCompleted: BatchInfo) -> None:
+        """Every job of the batch ended; `batchCompleted.failures` lists those that failed."""
+
+    def onSourceError(self, error: SourceErrorInfo) -> None:
+        """An event source or operator failed (`error.userError` is the exception)."""
