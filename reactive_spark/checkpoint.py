@@ -34,6 +34,7 @@ from reactive_spark.dependencies import Retention
 from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import Batch
+from reactive_spark.runtime import Runtime
 from reactive_spark.scheduler import JobScheduler
 from reactive_spark.sources.derived import DerivedEventSource
 from reactive_spark.time import Time
@@ -420,7 +421,7 @@ async def resume(
     sequence in time order (the scheduler orders them as it orders live events). Returns the
     names of the sources to `restart()` (the others are new, or changed, and `start()` afresh).
     """
-    graph = ssc.graph
+    graph, runtime = ssc.graph, Runtime.of(ssc)
     known = {} if recovered is None else matching_sources(ssc, recovered)
     progress = {} if recovered is None else recovered.progress
     progress = {name: fired for name, fired in progress.items() if name in known}
@@ -429,11 +430,13 @@ async def resume(
     scheduler.track_progress(progress)
     if recovered is not None:
         scheduler.resume_after(recovered.last_instance_id)
-    await ssc.run_blocking(checkpoint.open, ssc.zeroTime, ssc.sources, graph.retention(), recovered)
+    await runtime.run_blocking(
+        checkpoint.open, ssc.zeroTime, ssc.sources, graph.retention(), recovered
+    )
     scheduler.add_batch_hooks(checkpoint.planned, checkpoint.completed)
     if recovered is None:
         return set()
-    await ssc.run_blocking(graph.remove_interrupted_writes)
+    await runtime.run_blocking(graph.remove_interrupted_writes)
     batches = []
     for records, rerun in ((checkpoint.history(), False), (recovered.unfinished, True)):
         for record in records:
@@ -454,7 +457,7 @@ async def resume(
         else recovered.zero_time
         for source in primaries
     }
-    missed = await ssc.run_blocking(all_missed_events, primaries, since, now)  # may walk files
+    missed = await runtime.run_blocking(all_missed_events, primaries, since, now)  # may walk files
     # from here on nothing awaits: every missed event is queued before the first is accepted
     for source in known.values():
         if isinstance(source, DerivedEventSource):

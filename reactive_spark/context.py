@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pyspark import RDD, SparkContext, StorageLevel
 
-from reactive_spark._callbacks import adapt_callback, callable_name, require_callable
+from reactive_spark._callbacks import adapt_callback, require_callable
 from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark._validation import require_bool, require_checkpoint_path, require_int
 from reactive_spark.checkpoint import Checkpoint, resume
@@ -29,12 +29,13 @@ from reactive_spark.errors import (
     InvalidArgumentError,
     JobFailedError,
 )
-from reactive_spark.events import Event, EventSource
-from reactive_spark.failures import Failure, SourceErrorInfo
+from reactive_spark.events import EventSource
+from reactive_spark.failures import Failure
 from reactive_spark.graph import DStreamGraph
-from reactive_spark.listener import ReceiverInfo, StreamingListener, StreamingStarted
+from reactive_spark.listener import StreamingListener, StreamingStarted
 from reactive_spark.log.stream import DirectLogInputDStream
 from reactive_spark.loop_watchdog import LoopWatchdog
+from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED, Runtime
 from reactive_spark.scheduler import BlockingCalls, JobScheduler
 from reactive_spark.sources.backlog import BacklogEventSource
 from reactive_spark.sources.file_watcher import FileWatcherEventSource
@@ -53,7 +54,6 @@ R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
-INITIALIZED, ACTIVE, STOPPED = "initialized", "active", "stopped"
 
 #: The checkpoint directory `getOrCreate` is building a context for, so that the context
 #: `setupFunc` creates knows it (and `ssc.recovered` can tell whether it recovers).
@@ -158,17 +158,17 @@ class StreamingContext:
             self._note_failure,
             self._blocking,
         )
-        #: Hand an event to the scheduler from any thread (`EventSource.post` calls this):
-        #: queued at once on the loop, through the loop from another thread, and dropped with
-        #: a warning unless the context is active.
-        self.post_event: Callable[[Event], None] = self._scheduler.post
-        #: Hand a run of events of one source and instant to the scheduler, on the loop only
-        #: (how derived sources fire: no thread hand-off); `tiebreak` orders runs of one
-        #: source and instant among themselves.
-        self.accept_run = self._scheduler.accept_run
-        self._sources: list[EventSource] = []
-        self._source_names: set[str] = set()
-        self._state = INITIALIZED
+        # what its sources, operators and streams may ask of the engine (docs/architecture.md)
+        self._runtime = Runtime(
+            self,
+            self.clock,
+            post=self._scheduler.post,
+            accept_run=self._scheduler.accept_run,
+            report=self._scheduler.report,
+            tell=self._scheduler.tell,
+            run_blocking=self._blocking.run,
+            accepting=lambda: self._scheduler.accepting,
+        )
         self._zero_time: Time | None = None
         self._checkpoint: Checkpoint | None = None
         self._started_at: Time | None = None
@@ -188,9 +188,6 @@ class StreamingContext:
         self._starting_source: EventSource | None = None
         self._recovered = False
         self._watchdog: LoopWatchdog | None = None
-        #: Where the web console is mounted (`reactive_spark.web` sets it): REST triggers link
-        #: their answers to `<console_prefix>/api/batches/<instanceId>`.
-        self.console_prefix = ""
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -201,7 +198,7 @@ class StreamingContext:
     @property
     def state(self) -> str:
         """`"initialized"`, `"active"` or `"stopped"`."""
-        return self._state
+        return self._runtime.state
 
     @property
     def zeroTime(self) -> Time:
@@ -249,7 +246,7 @@ class StreamingContext:
             >>> created = StreamingContext.getOrCreate(tempfile.mkdtemp(), setup)
             a new application
         """
-        if self._state != INITIALIZED:
+        if self._runtime.state != INITIALIZED:
             return self._recovered
         return (
             self.checkpointDirectory is not None and Checkpoint(self.checkpointDirectory).exists()
@@ -263,49 +260,17 @@ class StreamingContext:
     @property
     def sources(self) -> list[EventSource]:
         """Every event source of this context, in creation order."""
-        return list(self._sources)
+        return list(self._runtime.sources)
 
     async def __aenter__(self) -> StreamingContext:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         """Stop the context (not the SparkContext it was given) on leaving the block."""
-        if self._state != INITIALIZED and not self._stop_complete:
+        if self._runtime.state != INITIALIZED and not self._stop_complete:
             await self.stop(stopSparkContext=False)
 
     # -- definitions -------------------------------------------------------------------------
-    def require_not_started(self, action: str) -> None:
-        """Raise `ContextStateError` saying `action` is not allowed once started."""
-        if self._state != INITIALIZED:
-            raise ContextStateError(f"cannot {action}: the StreamingContext is {self._state}")
-
-    def register_source(self, source: EventSource) -> int:
-        """Add a new source (its constructor calls this); returns its creation order.
-
-        Names identify sources across restarts, so two sources may not share one.
-        """
-        if self._state != INITIALIZED:
-            raise ContextStateError(
-                f"cannot create event source {source.name!r}: the StreamingContext is "
-                f"{self._state}",
-            )
-        if source.name in self._source_names:
-            raise InvalidArgumentError(
-                f"name {source.name!r} is already used by another event source of this "
-                "context; names identify sources across restarts, give each its own",
-            )
-        self._source_names.add(source.name)
-        self._sources.append(source)
-        return len(self._sources) - 1
-
-    def unique_source_name(self, base: str) -> str:
-        """`base`, or `base#2`, `base#3`, ... if taken (names of unnamed operator results)."""
-        name, number = base, 1
-        while name in self._source_names:
-            number += 1
-            name = f"{base}#{number}"
-        return name
-
     def timer(
         self,
         start: Time | datetime,
@@ -551,7 +516,7 @@ class StreamingContext:
             >>> ssc.checkpointDirectory
             '/data/checkpoint'
         """
-        self.require_not_started("set the checkpoint directory")
+        self._runtime.require_not_started("set the checkpoint directory")
         self.checkpointDirectory = require_checkpoint_path(directory, "directory")
 
     @classmethod
@@ -634,7 +599,7 @@ class StreamingContext:
             >>> from reactive_spark import Minutes
             >>> ssc.remember(Minutes(5))
         """
-        self.require_not_started("set the remember duration")
+        self._runtime.require_not_started("set the remember duration")
         self._graph.remember(to_duration(duration, "duration"))
 
     def addStreamingListener(self, streamingListener: StreamingListener) -> None:
@@ -662,12 +627,12 @@ class StreamingContext:
         batchDuration)`. A source that fails to start is reported (`onSourceError`) and its
         error raised, after the context stopped again.
         """
-        self.require_not_started("start")
+        self._runtime.require_not_started("start")
         try:
             await self._start()
         except BaseException as exc:
             if self._starting_source is not None and isinstance(exc, Exception):
-                self.report_source_error(self._starting_source, "start", exc)
+                self._runtime.report_source_error(self._starting_source, "start", exc)
             await self.stop(stopSparkContext=False)
             raise
         assert self._zero_time is not None
@@ -705,12 +670,12 @@ class StreamingContext:
                 "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
                 "nor the SparkContext has a checkpoint directory",
             )
-        self._graph.start(self._zero_time, self._sources)
+        self._graph.start(self._zero_time, self._runtime.sources)
         await self._blocking.run(self._graph.start_inputs)
         self._loop = loop
         self._terminated = asyncio.Event()
         self._attention = asyncio.Event()
-        self._state = ACTIVE
+        self._runtime.state = ACTIVE
         self._recovered = recovered is not None
         StreamingContext._active.append(self)
         self._scheduler.start(loop)
@@ -722,13 +687,13 @@ class StreamingContext:
             resumed = await resume(self, self._checkpoint, recovered, self._scheduler)
         for receiver in self._graph.receivers():
             receiver.start_receiver(loop)
-        for source in self._sources:
+        for source in self._runtime.sources:
             self._starting_source = source
             await _settle(source.restart() if source.name in resumed else source.start())
         self._starting_source = None
         if self._freeze_heap:
             hold_heap(self)  # what exists now, Spark and the lineage included, is not walked
-        self.tell_listeners("onStreamingStarted", StreamingStarted(int(now_ms())))
+        self._runtime.tell_listeners("onStreamingStarted", StreamingStarted(int(now_ms())))
 
     async def stop(
         self,
@@ -768,14 +733,14 @@ class StreamingContext:
             raise InvalidArgumentError(
                 "stopGraceFully=True and stopGracefully=False disagree: pass one of them"
             )
-        if self._state == INITIALIZED:
-            self._state = STOPPED
+        if self._runtime.state == INITIALIZED:
+            self._runtime.state = STOPPED
             self._stop_complete = True
         if not self._stop_complete:
-            if self._state == ACTIVE and graceful:
+            if self._runtime.state == ACTIVE and graceful:
                 self._scheduler.flush()  # what was posted is accepted, and will run
                 await self._drain_receivers()
-            self._state = STOPPED
+            self._runtime.state = STOPPED
             self._scheduler.refuse_posts()  # dropped from now on; what was posted still runs
             if self in StreamingContext._active:
                 StreamingContext._active.remove(self)
@@ -825,11 +790,11 @@ class StreamingContext:
         if self._sources_stopped:
             return
         self._sources_stopped = True
-        for source in self._sources:
+        for source in self._runtime.sources:
             try:
                 await _settle(source.stop())
             except Exception as exc:
-                self.report_source_error(source, "stop", exc)
+                self._runtime.report_source_error(source, "stop", exc)
 
     def _on_crash(self, error: BaseException) -> None:
         self._crash = error
@@ -892,7 +857,7 @@ class StreamingContext:
 
         Raises the first failure not raised yet, as `awaitTermination` does.
         """
-        if self._state == INITIALIZED or self._terminated is None:
+        if self._runtime.state == INITIALIZED or self._terminated is None:
             raise ContextStateError("cannot await termination: the StreamingContext is not started")
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
@@ -934,62 +899,10 @@ class StreamingContext:
         await serve(self, host, port)
 
     # -- events ------------------------------------------------------------------------------
-    def tell_listeners(self, callback: str, argument: Any) -> None:
-        """Call `callback(argument)` on every streaming listener."""
-        self._scheduler.tell(callback, argument)
-
-    def report_receiver(
-        self,
-        callback: str,
-        stream: DStream[Any],
-        location: str,
-        active: bool,
-        error: BaseException | None = None,
-    ) -> None:
-        """Tell the listeners about a receiver (`onReceiverStarted`, `...Error`, `...Stopped`)."""
-        info = ReceiverInfo(stream.id, stream.name, location, active=active, error=error)
-        self.tell_listeners(callback, info)
-
-    async def run_blocking(self, func: Callable[..., R], *args: Any) -> R:
-        """Run blocking `func(*args)` in a worker thread, off the event loop (for sources).
-
-        Its threads end when the context stops.
-
-        Examples:
-            >>> import asyncio
-            >>> async def main():
-            ...     total = await ssc.run_blocking(sum, [1, 2, 3])
-            ...     await ssc.stop(stopSparkContext=False)
-            ...     return total
-            >>> asyncio.run(main())
-            6
-        """
-        return await self._blocking.run(func, *args)
-
     @property
     def acceptingEvents(self) -> bool:
         """Whether an event posted now will be processed (active, and no scheduler crash)."""
-        return self._state == ACTIVE and self._scheduler.accepting
-
-    def report_source_error(
-        self,
-        source: EventSource,
-        operation: str,
-        error: BaseException,
-        event: Event | None = None,
-        function: object = None,
-    ) -> None:
-        """Report a failure of `source` (any thread): listeners, `advanceTo`, `awaitTermination`.
-
-        Examples:
-            >>> from reactive_spark import Days
-            >>> daily = ssc.timer(t0, None, Days(1), "daily")
-            >>> ssc.report_source_error(daily, "poll", OSError("feed is down"))
-        """
-        name = function if isinstance(function, str) or function is None else None
-        if name is None and function is not None:
-            name = callable_name(function)
-        self._scheduler.report(SourceErrorInfo(source.name, operation, error, event, name))
+        return self._runtime.accepting
 
     async def advanceTo(self, time: Time | datetime) -> list[Failure]:
         """Move a virtual clock to `time`, firing every event due on the way, in order.
@@ -1018,8 +931,10 @@ class StreamingContext:
         clock = self.clock
         if not isinstance(clock, VirtualClock):
             raise ContextStateError("advanceTo needs a StreamingContext with a VirtualClock")
-        if self._state != ACTIVE:
-            raise ContextStateError(f"cannot advance: the StreamingContext is {self._state}")
+        if self._runtime.state != ACTIVE:
+            raise ContextStateError(
+                f"cannot advance: the StreamingContext is {self._runtime.state}"
+            )
         if target < clock.now():
             raise InvalidArgumentError(
                 f"time must not be before the clock's current time {clock.now()}, got {target}",

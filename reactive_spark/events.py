@@ -28,6 +28,7 @@ from reactivex import abc as rx_abc
 from reactivex.disposable import Disposable
 
 from reactive_spark.errors import InvalidArgumentError, InvalidCallbackError
+from reactive_spark.runtime import Runtime
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -320,6 +321,7 @@ class EventSource(ABC):
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
         self._ssc = context
+        self._runtime = Runtime.of(context)
         self.name = name
         # everyone notified of each event, in the order added; derived sources also take runs
         self._listeners: tuple[Callable[[Event], Any], ...] = ()
@@ -327,7 +329,7 @@ class EventSource(ABC):
         #: The indexes this source's next events get (the scheduler draws from it).
         self.index_sequence = itertools.count()
         #: The position of this source in the context's creation order.
-        self.order = context.register_source(self)
+        self.order = self._runtime.register_source(self)
         #: Orders simultaneous events: the lineage rank, fixed when the context starts.
         self.rank = self.order
         self._catch_up = "all"
@@ -472,7 +474,7 @@ class EventSource(ABC):
             raise InvalidArgumentError(
                 f"event must come from source {self.name!r}, got one of {event.source!r}",
             )
-        self._ssc.post_event(event)
+        self._runtime.post(event)
 
     def fire(self, time: Time | None = None) -> Event:
         """Post a plain `Event` stamped `time` (default: now on the context's clock)."""
@@ -497,7 +499,7 @@ class EventSource(ABC):
             try:
                 listener(event)
             except Exception as exc:
-                self._ssc.report_source_error(self, "listener", exc, event, listener)
+                self._runtime.report_source_error(self, "listener", exc, event, listener)
 
     def forward(self, events: list[Event]) -> None:
         """Hand a run of accepted events (one instant, in order) to the derived sources.

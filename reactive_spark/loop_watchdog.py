@@ -35,7 +35,6 @@ __all__ = ["LoopWatchdog"]
 log = logging.getLogger(__name__)
 
 
-
 class LoopWatchdog:
     """Warns once per stall of `loop` longer than `threshold` seconds (see module docs)."""
 

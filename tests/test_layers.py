@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "reactive_spark"
 LAYERS: list[set[str]] = [
     {"errors", "_validation", "_callbacks", "_collector"},
     {"time", "clock", "offsets", "failures"},
-    {"events", "listener"},
+    {"events", "listener", "runtime"},
     {"sources", "operators"},
     {"dependencies", "dstream", "log"},
     {"jobs"},

@@ -39,6 +39,7 @@ from reactive_spark.errors import (
 )
 from reactive_spark.events import Event, EventSource
 from reactive_spark.offsets import HasOffsetRanges, union_log_rdds
+from reactive_spark.runtime import Runtime
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
@@ -105,10 +106,12 @@ class DStream(
         operation: str,
         func: object = None,
     ) -> None:
-        ssc.require_not_started(f"create a {operation} stream")
+        runtime = Runtime.of(ssc)
+        runtime.require_not_started(f"create a {operation} stream")
         for dependency in dependencies:
             _require_same_context(ssc, dependency.parent, "parent")
         self._ssc = ssc
+        self._runtime = runtime
         self._graph = ssc.graph
         self.dependencies = list(dependencies)
         self._func_name = None if func is None else callable_name(func)
@@ -180,7 +183,7 @@ class DStream(
         """
         if not isinstance(source, EventSource):
             raise InvalidArgumentError(f"source must be an EventSource, got {source!r}")
-        self._ssc.require_not_started(f"bind {self.name} to {source.name!r}")
+        self._runtime.require_not_started(f"bind {self.name} to {source.name!r}")
         if source.context is not self._ssc:
             raise ForeignContextError(
                 f"source {source.name!r} belongs to another StreamingContext than {self.name}",
@@ -321,7 +324,7 @@ class DStream(
             raise InvalidArgumentError(
                 f"storageLevel must be a pyspark StorageLevel, got {storageLevel!r}",
             )
-        self._ssc.require_not_started(f"persist {self.name}")
+        self._runtime.require_not_started(f"persist {self.name}")
         self._storage_level = storageLevel
         return self
 
@@ -349,7 +352,7 @@ class DStream(
             raise InvalidArgumentError("checkpoint needs an interval, a count, or both")
         if count is not None:
             require_int(count, "count")
-        self._ssc.require_not_started(f"checkpoint {self.name}")
+        self._runtime.require_not_started(f"checkpoint {self.name}")
         self._checkpoint_interval = None if interval is None else to_duration(interval, "interval")
         self._checkpoint_count = count
         return self

@@ -147,7 +147,7 @@ class SocketInputDStream(ReceiverInputDStream):
                 self._received.append((arrived, line))
 
     def _report(self, callback: str, *, active: bool, error: BaseException | None = None) -> None:
-        self._ssc.report_receiver(callback, self, self.location, active, error)
+        self._runtime.report_receiver(callback, self.id, self.name, self.location, active, error)
 
     # -- batches, in the scheduler's worker thread -------------------------------------------
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:

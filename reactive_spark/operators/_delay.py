@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from reactivex import abc as rx_abc
 
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
@@ -86,7 +87,7 @@ def delay(
     span = to_duration(duration, "duration")
 
     def apply(source: EventSource) -> EventSource:
-        label = name or source.context.unique_source_name(
+        label = name or Runtime.of(source.context).unique_source_name(
             f"{source.name}.delay({span.milliseconds} ms)"
         )
         return DelayedEventSource(source, span, label)

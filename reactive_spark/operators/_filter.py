@@ -6,6 +6,7 @@ from itertools import compress
 
 from reactive_spark._callbacks import callable_name, require_callable
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time
 
@@ -45,7 +46,7 @@ def filter(
     require_callable(predicate, "predicate", "filter")
 
     def apply(source: EventSource) -> EventSource:
-        label = name or source.context.unique_source_name(
+        label = name or Runtime.of(source.context).unique_source_name(
             f"{source.name}.filter({callable_name(predicate)})"
         )
         return FilteredEventSource(source, predicate, label)

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEventSource, JoinEvent, require_source
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
@@ -98,7 +99,9 @@ def join(
 
     def apply(source: EventSource) -> EventSource:
         require_source(other, "other", "join")
-        label = name or source.context.unique_source_name(f"join({source.name}, {other.name})")
+        label = name or Runtime.of(source.context).unique_source_name(
+            f"join({source.name}, {other.name})"
+        )
         return JoinedEventSource(source, other, span, label)
 
     return apply

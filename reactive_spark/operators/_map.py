@@ -6,6 +6,7 @@ from typing import Any
 
 from reactive_spark._callbacks import callable_name, require_callable
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time
 
@@ -42,7 +43,9 @@ def map(f: Callable[[Event], Any], name: str | None = None) -> Callable[[EventSo
     require_callable(f, "f", "map")
 
     def apply(source: EventSource) -> EventSource:
-        label = name or source.context.unique_source_name(f"{source.name}.map({callable_name(f)})")
+        label = name or Runtime.of(source.context).unique_source_name(
+            f"{source.name}.map({callable_name(f)})"
+        )
         return MappedEventSource(source, f, label)
 
     return apply

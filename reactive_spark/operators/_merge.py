@@ -4,6 +4,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource, require_source
 from reactive_spark.time import Time, to_time
 
@@ -45,7 +46,7 @@ def merge(*others: EventSource, name: str | None = None) -> Callable[[EventSourc
 
     def apply(source: EventSource) -> EventSource:
         parents = [source, *others]
-        label = name or source.context.unique_source_name(
+        label = name or Runtime.of(source.context).unique_source_name(
             f"merge({', '.join(p.name for p in parents)})"
         )
         return MergedEventSource(parents, label)

@@ -12,6 +12,7 @@ from reactivex.subject import Subject
 from reactive_spark._callbacks import require_callable
 from reactive_spark.clock import VirtualClock
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time
 
@@ -52,7 +53,7 @@ class PipedEventSource(DerivedEventSource):
 
     def _failed(self, error: Exception) -> None:
         """The pipeline errored: report it; this source fires no more events until restarted."""
-        self.context.report_source_error(self, "pipe", error)
+        self._runtime.report_source_error(self, "pipe", error)
 
     def stop(self) -> None:
         """Dispose of the pipeline."""
@@ -95,7 +96,7 @@ def pipe(*operators: RxOperator, name: str | None = None) -> Callable[[EventSour
         require_callable(operator, f"operators[{position}]", "pipe")
 
     def apply(source: EventSource) -> EventSource:
-        label = name or source.context.unique_source_name(f"{source.name}.pipe()")
+        label = name or Runtime.of(source.context).unique_source_name(f"{source.name}.pipe()")
         return PipedEventSource(source, operators, label)
 
     return apply

@@ -132,7 +132,7 @@ class BacklogEventSource(EventSource):
             self._checking = asyncio.get_running_loop().create_task(self._check_in_thread(due))
 
     async def _check_in_thread(self, due: Time) -> None:
-        self._decide(due, await self.context.run_blocking(self.stream.backlog))
+        self._decide(due, await self._runtime.run_blocking(self.stream.backlog))
         self._arm(max(due + self.interval, self.context.clock.now()))
 
     def _decide(self, due: Time, backlog: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from reactive_spark.errors import ForeignContextError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, json_friendly
+from reactive_spark.runtime import ACTIVE
 from reactive_spark.time import Time
 
 __all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent", "require_source"]
@@ -174,7 +175,7 @@ class DerivedEventSource(EventSource):
         self._parents = list(parents)
         #: Fire a run of derived events of one instant on the loop, in order; `tiebreak` (an
         #: int, default 0) orders runs of the same instant among themselves (`merge`).
-        self._emit = self.context.accept_run
+        self._emit = self._runtime.accept_run
         for position, parent in enumerate(self._parents):
             parent.add_receiver(self._receiver_for(position), runs=self.takes_runs)
 
@@ -185,15 +186,15 @@ class DerivedEventSource(EventSource):
 
     def _receiver_for(self, position: int) -> Callable[[list[Event]], None]:
         """The receiver that hands parent number `position`'s runs of events to `receive`."""
-        context, receive = self.context, self.receive
+        runtime, receive = self._runtime, self.receive
 
         def from_parent(events: list[Event]) -> None:
-            if context.state != "active":
+            if runtime.state != ACTIVE:
                 return
             try:
                 receive(position, events)
             except Exception as exc:
-                context.report_source_error(self, self.operation, exc, events[0], self.function)
+                runtime.report_source_error(self, self.operation, exc, events[0], self.function)
 
         return from_parent
 
@@ -213,7 +214,7 @@ class DerivedEventSource(EventSource):
             try:
                 result = function(event)
             except Exception as exc:
-                self.context.report_source_error(self, self.operation, exc, event, self.function)
+                self._runtime.report_source_error(self, self.operation, exc, event, self.function)
             else:
                 applied.append(event)
                 results.append(result)

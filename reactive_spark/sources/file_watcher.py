@@ -117,7 +117,7 @@ class FileWatcherEventSource(EventSource):
         """
         while not stopping.is_set():
             if not os.path.isdir(self.path):
-                self.context.report_source_error(
+                self._runtime.report_source_error(
                     self,
                     "watch",
                     DirectoryNotFoundError(
@@ -147,7 +147,7 @@ class FileWatcherEventSource(EventSource):
                     if not os.path.isdir(self.path):
                         break
             except Exception as exc:
-                self.context.report_source_error(self, "watch", exc)
+                self._runtime.report_source_error(self, "watch", exc)
                 stopping.wait(RETRY_SECONDS)
 
     def _fire_existing(self) -> None:
@@ -182,7 +182,7 @@ class FileWatcherEventSource(EventSource):
         if self._stopping is not None:
             self._stopping.set()
         if self._thread is not None:
-            await self.context.run_blocking(self._thread.join)
+            await self._runtime.run_blocking(self._thread.join)
             self._thread = None
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:

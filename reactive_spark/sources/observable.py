@@ -55,14 +55,14 @@ class ObservableEventSource(EventSource):
     def start(self) -> None:
         """Subscribe to the observable."""
         clock = self.context.clock
-        now, post = clock.now, self.context.post_event
+        now, post = clock.now, self._runtime.post
 
         def on_next(value: Any) -> None:
             post(ObservableEvent(self, None, now(), value))
 
         self._subscription = self._observable.subscribe(
             on_next=on_next,
-            on_error=lambda error: self.context.report_source_error(self, "observable", error),
+            on_error=lambda error: self._runtime.report_source_error(self, "observable", error),
             scheduler=clock.scheduler,
         )
 

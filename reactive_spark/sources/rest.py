@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from reactive_spark.errors import ContextStateError, InvalidArgumentError
+from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event, EventSource, RestEvent
 from reactive_spark.time import Time
 
@@ -83,10 +83,7 @@ class RestEventSource(EventSource):
     # -- routes ------------------------------------------------------------------------------
     def _route(self, method: str, path: str) -> RestEventSource:
         require_reachable_path(path)
-        if self.context.state != "initialized":
-            raise ContextStateError(
-                f"cannot add route {method} {path}: the StreamingContext is {self.context.state}"
-            )
+        self._runtime.require_not_started(f"add route {method} {path}")
         self._routes.setdefault(path, set()).add(method)
         return self
 
@@ -124,8 +121,8 @@ class RestEventSource(EventSource):
                 content_type="application/json",
             )
         body = await self._body(request)
-        if not self.context.acceptingEvents:
-            state = "stopped" if self.context.state == "active" else self.context.state
+        if not self._runtime.accepting:
+            state = "stopped" if self._runtime.state == "active" else self._runtime.state
             raise _error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
         event = RestEvent(
             self, None, self.context.clock.now(), request.method, path, dict(request.query), body
@@ -138,7 +135,7 @@ class RestEventSource(EventSource):
         finally:
             self._accepted.pop(id(event), None)
         fields = {key: event.describe()[key] for key in ("source", "index", "time", "instanceId")}
-        fields["status"] = f"{self.context.console_prefix}/api/batches/{event.instanceId}"
+        fields["status"] = f"{self._runtime.console_prefix}/api/batches/{event.instanceId}"
         return web.json_response(fields, status=202)
 
     async def _body(self, request: web.Request) -> Any:

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
+from reactive_spark.runtime import Runtime
 from reactive_spark.sources.rest import json_errors
 from reactive_spark.web import api
 from reactive_spark.web.history import History
@@ -58,7 +59,7 @@ def create_app(ssc: StreamingContext, *, prefix: str = "", history: int = 1000) 
     app[PREFIX_KEY] = _prefix(prefix)
     app[HISTORY_KEY] = recorder = History(ssc, history)
     ssc.addStreamingListener(recorder)
-    ssc.console_prefix = app[PREFIX_KEY]
+    Runtime.of(ssc).console_prefix = app[PREFIX_KEY]
     api.add_routes(app)
     app.router.add_get("/api/openapi.json", _openapi)
     app.router.add_get("/", _index)
