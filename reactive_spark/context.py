@@ -20,12 +20,16 @@ from reactive_spark._validation import require_bool, require_checkpoint_path, re
 from reactive_spark.checkpoint import Checkpoint, resume
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.dependencies import EventDependency
-from reactive_spark.dstream.base import DStream, TransformedDStream, UnionDStream
+from reactive_spark.dstream.base import (
+    DStream,
+    TransformedDStream,
+    UnionDStream,
+    require_stream,
+)
 from reactive_spark.dstream.inputs import FileInputDStream, QueueInputDStream
 from reactive_spark.dstream.socket import SocketInputDStream
 from reactive_spark.errors import (
     ContextStateError,
-    ForeignContextError,
     InvalidArgumentError,
     JobFailedError,
 )
@@ -479,12 +483,10 @@ class StreamingContext:
         streams = list(dstreams)
         if not streams:
             raise InvalidArgumentError("dstreams must hold at least one DStream, got none")
-        for stream in streams:
-            if not isinstance(stream, DStream):
-                raise InvalidArgumentError(f"dstreams must hold DStreams, got {stream!r}")
-            if stream.context() is not self:
-                raise ForeignContextError(f"{stream.name} belongs to another StreamingContext")
-        return streams
+        return [
+            require_stream(stream, f"dstreams[{position}]", self)
+            for position, stream in enumerate(streams)
+        ]
 
     def transform(
         self, dstreams: Sequence[DStream[Any]], transformFunc: Callable[..., Any]

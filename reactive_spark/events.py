@@ -27,7 +27,7 @@ import reactivex
 from reactivex import abc as rx_abc
 from reactivex.disposable import Disposable
 
-from reactive_spark.errors import InvalidArgumentError, InvalidCallbackError
+from reactive_spark.errors import ForeignContextError, InvalidArgumentError, InvalidCallbackError
 from reactive_spark.runtime import Runtime
 from reactive_spark.time import Duration, Time
 
@@ -45,6 +45,7 @@ __all__ = [
     "RestEvent",
     "TimerEvent",
     "register_operator",
+    "require_source",
 ]
 
 log = logging.getLogger(__name__)
@@ -620,6 +621,26 @@ class EventSource(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def require_source(value: object, argument: str, context: object = None) -> EventSource:
+    """`value` if it is an EventSource (of `context`, if given), else raise naming `argument`.
+
+    The one check that an argument is a source of the right context (`bind`, operators).
+
+    Examples:
+        >>> require_source("x", "merge: others[0]")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: merge: others[0] must be an EventSource, got 'x'
+    """
+    if not isinstance(value, EventSource):
+        raise InvalidArgumentError(f"{argument} must be an EventSource, got {value!r}")
+    if context is not None and value.context is not context:
+        raise ForeignContextError(
+            f"{argument} {value.name!r} belongs to another StreamingContext",
+        )
+    return value
 
 
 def _listener_callable(listener: ListenerLike) -> Callable[[Event], Any]:

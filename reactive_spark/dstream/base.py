@@ -37,7 +37,7 @@ from reactive_spark.errors import (
     InvalidArgumentError,
     InvalidCallbackError,
 )
-from reactive_spark.events import Event, EventSource
+from reactive_spark.events import Event, EventSource, require_source
 from reactive_spark.offsets import HasOffsetRanges, union_log_rdds
 from reactive_spark.runtime import Runtime
 from reactive_spark.time import Duration, Time, to_duration, to_time
@@ -53,6 +53,7 @@ __all__ = [
     "StateDStream",
     "TransformedDStream",
     "UnionDStream",
+    "require_stream",
 ]
 
 T = TypeVar("T")
@@ -109,7 +110,7 @@ class DStream(
         runtime = Runtime.of(ssc)
         runtime.require_not_started(f"create a {operation} stream")
         for dependency in dependencies:
-            _require_same_context(ssc, dependency.parent, "parent")
+            require_stream(dependency.parent, "parent", ssc)
         self._ssc = ssc
         self._runtime = runtime
         self._graph = ssc.graph
@@ -181,13 +182,8 @@ class DStream(
             >>> [source.name for source in saved.boundSources]
             ['daily']
         """
-        if not isinstance(source, EventSource):
-            raise InvalidArgumentError(f"source must be an EventSource, got {source!r}")
+        require_source(source, "source", self._ssc)
         self._runtime.require_not_started(f"bind {self.name} to {source.name!r}")
-        if source.context is not self._ssc:
-            raise ForeignContextError(
-                f"source {source.name!r} belongs to another StreamingContext than {self.name}",
-            )
         if source not in self._bound:
             self._bound.append(source)
             self._ssc.graph.bind(self, source)
@@ -365,20 +361,16 @@ class DStream(
         user: object = None,
         others: Sequence[DStream[Any]] = (),
     ) -> DStream[Any]:
-        streams = [self, *others]
-        for other in others:
-            if not isinstance(other, DStream):
-                raise InvalidArgumentError(f"{operation}: other must be a DStream, got {other!r}")
-            _require_same_context(self._ssc, other, "other")
+        streams = [
+            self,
+            *(require_stream(other, f"{operation}: other", self._ssc) for other in others),
+        ]
         dependencies = [EventDependency(stream) for stream in streams]
         return TransformedDStream(self._ssc, dependencies, compute, operation, user)
 
     def _union(self, others: Sequence[DStream[Any]]) -> DStream[Any]:
-        for other in others:
-            if not isinstance(other, DStream):
-                raise InvalidArgumentError(f"union: other must be a DStream, got {other!r}")
-            _require_same_context(self._ssc, other, "other")
-        return UnionDStream(self._ssc, [self, *others])
+        streams = [self, *(require_stream(other, "union: other", self._ssc) for other in others)]
+        return UnionDStream(self._ssc, streams)
 
     def _transform_rdd(
         self,
@@ -697,10 +689,14 @@ def _drop_older_saves(directory: str, prefix: str, keep: int) -> None:
         shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
 
 
-def _require_same_context(ssc: StreamingContext, stream: object, argument: str) -> None:
-    if not isinstance(stream, DStream):
-        raise InvalidArgumentError(f"{argument} must be a DStream, got {stream!r}")
-    if stream.context() is not ssc:
-        raise ForeignContextError(
-            f"{argument} {stream.name} belongs to another StreamingContext",
-        )
+def require_stream(value: object, argument: str, context: StreamingContext) -> DStream[Any]:
+    """`value` if it is a DStream of `context`, else raise naming `argument`.
+
+    The one check that an argument is a stream of the right context (operations, `union`,
+    `transform`, a backlog source).
+    """
+    if not isinstance(value, DStream):
+        raise InvalidArgumentError(f"{argument} must be a DStream, got {value!r}")
+    if value.context() is not context:
+        raise ForeignContextError(f"{argument} {value.name} belongs to another StreamingContext")
+    return value

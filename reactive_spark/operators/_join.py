@@ -5,9 +5,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.events import Event, EventSource, register_operator, require_source
 from reactive_spark.runtime import Runtime
-from reactive_spark.sources.derived import DerivedEventSource, JoinEvent, require_source
+from reactive_spark.sources.derived import DerivedEventSource, JoinEvent
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
 
@@ -98,7 +98,7 @@ def join(
     span = to_duration(within, "within")
 
     def apply(source: EventSource) -> EventSource:
-        require_source(other, "other", "join")
+        require_source(other, "join: other")
         label = name or Runtime.of(source.context).unique_source_name(
             f"join({source.name}, {other.name})"
         )

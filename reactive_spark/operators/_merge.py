@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.events import Event, EventSource, register_operator, require_source
 from reactive_spark.runtime import Runtime
-from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource, require_source
+from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time
 
 
@@ -42,7 +42,7 @@ def merge(*others: EventSource, name: str | None = None) -> Callable[[EventSourc
         'merge(daily, triggers)'
     """
     for position, other in enumerate(others):
-        require_source(other, f"others[{position}]", "merge")
+        require_source(other, f"merge: others[{position}]")
 
     def apply(source: EventSource) -> EventSource:
         parents = [source, *others]

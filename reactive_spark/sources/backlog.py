@@ -89,7 +89,7 @@ class BacklogEventSource(EventSource):
         if not isinstance(stream, BackloggedStream):
             raise InvalidArgumentError(f"stream must be a direct log stream, got {stream!r}")
         if stream.context() is not context:
-            raise ForeignContextError(f"{stream.name} belongs to another StreamingContext")
+            raise ForeignContextError(f"stream {stream.name} belongs to another StreamingContext")
         self.threshold = require_int(threshold, "threshold")
         self.interval = to_duration(interval, "interval")
         if self.interval.milliseconds <= 0:

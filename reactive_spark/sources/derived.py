@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import Any
 
-from reactive_spark.errors import ForeignContextError, InvalidArgumentError
-from reactive_spark.events import Event, EventSource, json_friendly
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.events import Event, EventSource, json_friendly, require_source
 from reactive_spark.runtime import ACTIVE
 from reactive_spark.time import Time
 
-__all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent", "require_source"]
+__all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent"]
 
 
 class _Missing:
@@ -31,21 +31,6 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
-
-
-def require_source(value: object, argument: str, operation: str) -> None:
-    """Raise `InvalidArgumentError` naming the argument unless `value` is an EventSource.
-
-    Examples:
-        >>> require_source("x", "others[0]", "merge")
-        Traceback (most recent call last):
-        ...
-        reactive_spark.errors.InvalidArgumentError: merge: others[0] must be an EventSource, got 'x'
-    """
-    if not isinstance(value, EventSource):
-        raise InvalidArgumentError(
-            f"{operation}: {argument} must be an EventSource, got {value!r}",
-        )
 
 
 class DerivedEvent(Event):
@@ -162,14 +147,9 @@ class DerivedEventSource(EventSource):
     def __init__(self, parents: list[EventSource], name: str) -> None:
         if not parents:
             raise InvalidArgumentError("a derived source needs at least one parent source")
-        for parent in parents:
-            if not isinstance(parent, EventSource):
-                raise InvalidArgumentError(f"sources must be EventSources, got {parent!r}")
-            if parent.context is not parents[0].context:
-                raise ForeignContextError(
-                    f"source {parent.name!r} belongs to another StreamingContext than "
-                    f"{parents[0].name!r}",
-                )
+        context = require_source(parents[0], "parents[0]").context
+        for position, parent in enumerate(parents):
+            require_source(parent, f"parents[{position}]", context)
         super().__init__(parents[0].context, name)
         self.kind = self.operation
         self._parents = list(parents)
