@@ -427,9 +427,9 @@ async def resume(
     progress = {name: fired for name, fired in progress.items() if name in known}
     for name, (time, index) in progress.items():
         known[name].resume_indexes(index, Time(time))
-    scheduler.track_progress(progress)
+    scheduler.order.track_progress(progress)
     if recovered is not None:
-        scheduler.resume_after(recovered.last_instance_id)
+        scheduler.order.resume_after(recovered.last_instance_id)
     await runtime.run_blocking(
         checkpoint.open, ssc.zeroTime, ssc.sources, graph.retention(), recovered
     )

@@ -36,7 +36,7 @@ from reactive_spark.errors import (
 from reactive_spark.events import EventSource
 from reactive_spark.failures import Failure
 from reactive_spark.graph import DStreamGraph
-from reactive_spark.listener import StreamingListener, StreamingStarted
+from reactive_spark.listener import ListenerBus, StreamingListener, StreamingStarted
 from reactive_spark.log.stream import DirectLogInputDStream
 from reactive_spark.loop_watchdog import LoopWatchdog
 from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED, Runtime
@@ -154,22 +154,23 @@ class StreamingContext:
         self.checkpointDirectory = checkpoint
         self._graph = DStreamGraph(self)
         self._blocking = BlockingCalls()
+        self._listeners = ListenerBus(on_failure=self._note_failure)
         self._scheduler = JobScheduler(
             self._graph,
             spark,
             maxConcurrentJobs,
+            self._listeners,
             self._on_crash,
-            self._note_failure,
             self._blocking,
         )
         # what its sources, operators and streams may ask of the engine (docs/architecture.md)
         self._runtime = Runtime(
             self,
             self.clock,
-            post=self._scheduler.post,
-            accept_run=self._scheduler.accept_run,
-            report=self._scheduler.report,
-            tell=self._scheduler.tell,
+            post=self._scheduler.order.post,
+            accept_run=self._scheduler.order.accept_run,
+            report=self._listeners.report,
+            tell=self._listeners.tell,
             run_blocking=self._blocking.run,
             accepting=lambda: self._scheduler.accepting,
         )
@@ -619,7 +620,7 @@ class StreamingContext:
             raise InvalidArgumentError(
                 f"streamingListener must be a StreamingListener, got {streamingListener!r}",
             )
-        self._scheduler.add_listener(streamingListener)
+        self._listeners.add(streamingListener)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -740,10 +741,10 @@ class StreamingContext:
             self._stop_complete = True
         if not self._stop_complete:
             if self._runtime.state == ACTIVE and graceful:
-                self._scheduler.flush()  # what was posted is accepted, and will run
+                self._scheduler.order.flush()  # what was posted is accepted, and will run
                 await self._drain_receivers()
             self._runtime.state = STOPPED
-            self._scheduler.refuse_posts()  # dropped from now on; what was posted still runs
+            self._scheduler.order.refuse_posts()  # dropped from now on; what was posted runs
             if self in StreamingContext._active:
                 StreamingContext._active.remove(self)
             if not graceful:

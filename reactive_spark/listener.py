@@ -10,25 +10,30 @@ Examples:
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.failures import UserError
+from reactive_spark.failures import Failure, SourceErrorInfo, UserError
 from reactive_spark.time import now_ms
 
 if TYPE_CHECKING:
     from reactive_spark.events import Event
-    from reactive_spark.failures import SourceErrorInfo
     from reactive_spark.jobs import BatchInfo, JobInfo
 
 __all__ = [
     "BatchTime",
+    "ListenerBus",
     "OutputOperationInfo",
     "ReceiverInfo",
     "StreamInputInfo",
     "StreamingListener",
     "StreamingStarted",
 ]
+
+
+log = logging.getLogger(__name__)
 
 
 class BatchTime(int):
@@ -262,3 +267,50 @@ class StreamingListener:
 
     def onSourceError(self, error: SourceErrorInfo) -> None:
         """An event source or operator failed (`error.userError` is the exception)."""
+
+
+class ListenerBus:
+    """The streaming listeners of one context, and the one place failures are reported.
+
+    `on_failure` hears every failure too (the context keeps them for `advanceTo` and
+    `awaitTermination`).
+
+    Examples:
+        >>> bus = ListenerBus(on_failure=lambda failure: None)
+        >>> bus.active
+        False
+    """
+
+    def __init__(self, on_failure: Callable[[Failure], None]) -> None:
+        self._listeners: list[StreamingListener] = []
+        self._on_failure = on_failure
+
+    def add(self, listener: StreamingListener) -> None:
+        """Notify `listener` of events, batches, jobs and source errors."""
+        self._listeners.append(listener)
+
+    @property
+    def active(self) -> bool:
+        """Whether any listener listens (else nothing need be made for them)."""
+        return bool(self._listeners)
+
+    def tell(self, method: str, argument: Any) -> None:
+        """Call `method(argument)` on every listener; a listener that raises is logged."""
+        if not self._listeners:
+            return
+        for listener in list(self._listeners):
+            try:
+                getattr(listener, method)(argument)
+            except Exception:
+                log.exception("streaming listener %r failed in %s", listener, method)
+
+    def report(self, failure: Failure) -> None:
+        """Log `failure` once, tell the listeners and `on_failure`. Any thread."""
+        user = failure.userError
+        trace = "" if user is None else user.traceback
+        log.error("reactive-spark: %s\n%s", failure.describe(), trace)
+        if isinstance(failure, SourceErrorInfo):
+            self.tell("onSourceError", failure)
+        else:
+            self.tell("onJobCompleted", failure)
+        self._on_failure(failure)

@@ -1,16 +1,15 @@
-"""The job scheduler: orders events, plans each event's batch, runs its jobs off the loop.
+"""The job scheduler: plans each accepted event's batch and runs its jobs, off the loop.
 
-On the event loop, events are accepted in `(time, lineage rank, source order)` order and
-numbered (`instanceId`, `index`) as they are accepted; the events of one source and instant
-are accepted as a run. Then, in the scheduler's worker thread and one event at a time, each
+Events are accepted in order on the event loop (`EventOrder`, in `ordering.py`); the runs of
+bound sources come here. In the scheduler's worker thread and one event at a time, each
 batch is planned (`DStreamGraph.plan_batch`, which calls into Spark), handed to the batch
 hooks (the place a write-ahead log goes), and its jobs run, at most `maxConcurrentJobs` at
 once. The worker thread lives as long as the scheduler and takes queued events itself until
 none is left, so the loop is never blocked and a steady stream of events pays no thread
 hand-off per event. This module is the one place that runs blocking work in threads.
 
-Every failure (a job, a plan, an event source) goes through `report`, which logs it once,
-tells the listeners and the failure sinks (`advanceTo`, `awaitTermination`).
+Every failure (a job, a plan, an event source) goes through the `ListenerBus`'s `report`, which
+logs it once and tells the listeners and the context (`advanceTo`, `awaitTermination`).
 """
 
 from __future__ import annotations
@@ -21,23 +20,19 @@ import contextvars
 import copy
 import dataclasses
 import functools
-import heapq
-import itertools
 import logging
-import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
-from threading import get_ident
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactive_spark.errors import JobSkippedError
 from reactive_spark.events import Event
-from reactive_spark.failures import Failure, SourceErrorInfo
 from reactive_spark.jobs import Batch, BatchInfo, Job, JobInfo
-from reactive_spark.listener import OutputOperationInfo, StreamingListener
+from reactive_spark.listener import ListenerBus, OutputOperationInfo
+from reactive_spark.ordering import EVENTS_PER_FLUSH, EventOrder
 from reactive_spark.time import now_ms
 
 if TYPE_CHECKING:
@@ -110,10 +105,7 @@ class BlockingCalls:
 
 
 BatchHook = Callable[[Batch], None]
-OrderKey = tuple[int, int, int]
 
-#: How many pending events the loop accepts before letting its other callbacks run.
-EVENTS_PER_FLUSH = 1024
 #: Batches that ran no job forget what they generated at least once per this many.
 EVENTS_PER_CLEAR = 64
 
@@ -126,27 +118,21 @@ class JobScheduler:
         graph: DStreamGraph,
         sparkContext: SparkContext,
         max_concurrent_jobs: int,
+        listeners: ListenerBus,
         on_crash: Callable[[BaseException], None],
-        on_failure: Callable[[Failure], None],
         blocking: BlockingCalls,
     ) -> None:
         self._graph = graph
         self._blocking = blocking
         self._sc = sparkContext
         self.max_concurrent_jobs = max_concurrent_jobs
+        self._listeners = listeners
         self._on_crash = on_crash
-        self._on_failure = on_failure
-        self._listeners: list[StreamingListener] = []
         self._before_jobs: list[BatchHook] = []
         self._after_jobs: list[BatchHook] = []
-        # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
-        self._pending: dict[OrderKey, _Waiting] = {}
-        self._pending_keys: list[OrderKey] = []
-        self._next_instance_id = 0
-        self._flush_scheduled = False
+        #: Where events wait to be accepted, in order, on the loop.
+        self.order = EventOrder(listeners, self._enqueue)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
-        self._posts_open = False  # events posted now are queued (see `post`)
         # runs of accepted events waiting for the worker thread, and how many accepted events
         # are not processed yet
         self._ready: deque[list[Event]] = deque()
@@ -155,29 +141,19 @@ class JobScheduler:
         self._unprocessed = 0
         self._work = threading.Event()  # wakes the worker thread: events are queued
         self._idle: asyncio.Event | None = None
-        self._bound: frozenset[Any] = frozenset()
-        # with a checkpoint: what every source fired so far, and its state at each bound event
-        self._progress: dict[str, list[int]] | None = None
-        self._progress_at: dict[int, dict[str, list[int]]] = {}
         self._worker: threading.Thread | None = None
         self._finished = False  # the worker thread is told to end
         self._job_threads: ThreadPoolExecutor | None = None
-        self._closed = False  # no more events are accepted
         self._dropping = False  # queued events are dropped, running jobs cancelled
         #: Whether posted events will be processed (not closed, not crashed).
         self.accepting = True
         self._job_group = f"reactive-spark-{id(self):x}"
-        self._announced = 0  # events without a batch, counted on the loop
         self._batches_processed = 0  # counted in the worker thread
         #: The instanceId of the last event whose batch was processed (events go in order).
         self.processed_through = -1
         self.crash: BaseException | None = None
 
-    # -- listeners and hooks --------------------------------------------------
-    def add_listener(self, listener: StreamingListener) -> None:
-        """Notify `listener` of events, batches, jobs and source errors."""
-        self._listeners.append(listener)
-
+    # -- hooks -------------------------------------------------------------------------------
     def add_batch_hooks(
         self, before: BatchHook | None = None, after: BatchHook | None = None
     ) -> None:
@@ -190,44 +166,13 @@ class JobScheduler:
         if after is not None:
             self._after_jobs.append(after)
 
-    def track_progress(self, progress: dict[str, list[int]]) -> None:
-        """Keep what every source fired (for the checkpoint), starting from `progress`."""
-        self._progress = dict(progress)
-
-    def resume_after(self, last_instance_id: int) -> None:
-        """Number accepted events from `lastInstanceId + 1` (after a restart)."""
-        self._next_instance_id = last_instance_id + 1
-
-    def tell(self, method: str, argument: Any) -> None:
-        """Call `method(argument)` on every listener; a listener that raises is logged."""
-        if not self._listeners:
-            return
-        for listener in list(self._listeners):
-            try:
-                getattr(listener, method)(argument)
-            except Exception:
-                log.exception("streaming listener %r failed in %s", listener, method)
-
-    def report(self, failure: Failure) -> None:
-        """Log `failure` once, tell the listeners and `on_failure`. Any thread."""
-        user = failure.userError
-        trace = "" if user is None else user.traceback
-        log.error("reactive-spark: %s\n%s", failure.describe(), trace)
-        if isinstance(failure, SourceErrorInfo):
-            self.tell("onSourceError", failure)
-        else:
-            self.tell("onJobCompleted", failure)
-        self._on_failure(failure)
-
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start processing events on `loop` (call it there); posts are taken from now on."""
         self._loop = loop
-        self._loop_thread = get_ident()
-        self._posts_open = True
         self._idle = asyncio.Event()
         self._idle.set()
-        self._bound = frozenset(self._graph.bound_sources())
+        self.order.start(loop, frozenset(self._graph.bound_sources()))
         if self.max_concurrent_jobs > 1:
             self._job_threads = ThreadPoolExecutor(
                 self.max_concurrent_jobs, thread_name_prefix="reactive-spark-job"
@@ -241,13 +186,8 @@ class JobScheduler:
         )
         self._worker.start()
 
-    def refuse_posts(self) -> None:
-        """Drop, with a warning, every event posted from now on (the context is stopping)."""
-        self._posts_open = False
-
     def _close(self, *, dropping: bool) -> None:
-        self._posts_open = False
-        self._closed = True
+        self.order.close()
         self._dropping = self._dropping or dropping
         self.accepting = False
 
@@ -257,8 +197,7 @@ class JobScheduler:
         The running batch still ends; `stop(graceful=False)` also cancels its Spark jobs.
         """
         self._close(dropping=True)
-        self._pending.clear()
-        self._pending_keys.clear()
+        self.order.drop()
         self._done(self._drop_ready())
 
     async def stop(self, graceful: bool) -> None:
@@ -284,170 +223,23 @@ class JobScheduler:
             self._job_threads.shutdown(wait=True)
             self._job_threads = None
 
-    # -- accepting events --------------------------------------------------------------------
-    def post(self, event: Event) -> None:
-        """Queue `event` from any thread: at once on the loop, else through the loop.
-
-        Events posted before `start` or after `refuse_posts` (or a crash) are dropped with a
-        warning.
-        """
-        if self._posts_open and get_ident() == self._loop_thread:
-            # `accept` (open posts mean not closed) in this one call: it runs per posted event
-            key = (event.time.milliseconds, event.source.rank, 0)
-            waiting = self._pending.get(key)
-            if waiting is None or not self._flush_scheduled:
-                waiting = self._waiting(key)
-            waiting.events.append(event)
-        elif not self._posts_open or self._loop is None:
-            log.warning("dropping %r: the StreamingContext is not accepting events", event)
-        else:
-            self._loop.call_soon_threadsafe(self.accept, event)
-
-    def accept(self, event: Event) -> None:
-        """Queue `event` for ordering; must run on the loop (see `StreamingContext`).
-
-        Events are accepted in order of time, then the source's lineage rank (fixed at start:
-        a source whose streams feed another's goes first); events still tied keep the order
-        they were posted in.
-        """
-        if self._closed:
-            log.warning("dropping %r: the scheduler is stopped", event)
-            return
-        self._waiting((event.time.milliseconds, event.source.rank, 0)).events.append(event)
-
-    def accept_run(self, events: Sequence[Event], tiebreak: int = 0) -> None:
-        """Queue events of one source and time, in order; must run on the loop.
-
-        `tiebreak` orders runs of one source and instant among themselves: a merge's events
-        derived from its first argument before those derived from the second.
-        """
-        if not events:
-            return
-        if self._closed:
-            log.warning(
-                "dropping %d events from %r: the scheduler is stopped", len(events), events[0]
-            )
-            return
-        first = events[0]
-        self._waiting((first.time.milliseconds, first.source.rank, tiebreak)).events.extend(events)
-
-    def _waiting(self, key: OrderKey) -> _Waiting:
-        """The events waiting under order `key` (time, lineage rank, tiebreak), made if none."""
-        waiting = self._pending.get(key)
-        if waiting is None:
-            self._pending[key] = waiting = _Waiting()
-            heapq.heappush(self._pending_keys, key)
-        if not self._flush_scheduled and self._loop is not None:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush_some)
-        return waiting
-
-    def _flush_some(self) -> None:
-        """Accept a slice of the pending events; the rest after the loop's other callbacks.
-
-        So the worker thread starts on the first batches of a burst while the rest of the burst
-        is accepted, and the loop stays responsive.
-        """
-        self._flush_scheduled = False
-        self.flush(EVENTS_PER_FLUSH)
-        if self._pending_keys and not self._flush_scheduled and self._loop is not None:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush_some)
-
-    def flush(self, limit: int | None = None) -> None:
-        """Number the pending events in order, notify listeners, and queue them for processing.
-
-        Events tied on one key (one source and instant) are accepted as a run. Listeners may
-        fire more events (derived sources do); they are accepted in order too. An event no
-        stream is bound to has no batch: it is only numbered and announced. With `limit`, at
-        most that many events are accepted.
-        """
-        pending, keys, bound = self._pending, self._pending_keys, self._bound
-        budget = sys.maxsize if limit is None else limit
-        queued = 0
-        while keys and budget:
-            key = keys[0]
-            waiting = pending[key]
-            if waiting:
-                run = self._accept_run(waiting.take(budget), waiting, key)
-                budget -= len(run)
-                if run[0].source in bound:
-                    self._ready.append(run)
-                    queued += len(run)
-                else:
-                    self._announced += len(run)
-            if not waiting and keys[0] is key:
-                heapq.heappop(keys)
-                del pending[key]
-        if queued:
-            self._unprocessed += queued
-            assert self._idle is not None
-            self._idle.clear()
-            self._work.set()
-
-    def _accept_run(self, run: list[Event], waiting: _Waiting, key: OrderKey) -> list[Event]:
-        """Number `run` (events of one key, taken from `waiting`) in order and hand it on.
-
-        Listeners get each event as it is accepted; derived sources get the whole run, unless a
-        listener is there too (then they are called with it, in the order they were added).
-        Returns the events accepted: all of them, unless a listener posted an event that goes
-        first; then the rest of the run goes back to wait behind it.
-        """
-        source = run[0].source
-        if source.listened or self._listeners or self._progress is not None:
-            return self._accept_watched(run, waiting, key)
-        first = self._next_instance_id
-        self._next_instance_id = first + len(run)
-        index_sequence = source.index_sequence
-        for event, instance_id in zip(run, range(first, first + len(run)), strict=True):
-            if event.index is None:
-                event.index = next(index_sequence)
-            event.instanceId = instance_id
-        source.forward(run)
-        return run
-
-    def _accept_watched(self, run: list[Event], waiting: _Waiting, key: OrderKey) -> list[Event]:
-        """`_accept_run` for a run someone watches event by event: number and announce each."""
-        source = run[0].source
-        listened, announced = source.listened, bool(self._listeners) or self._progress is not None
-        index_sequence, keys = source.index_sequence, self._pending_keys
-        for position, event in enumerate(run):
-            if event.index is None:
-                event.index = next(index_sequence)
-            event.instanceId = self._next_instance_id
-            self._next_instance_id += 1
-            if announced:
-                self._announce(event)
-            if listened:
-                source.notify(event)
-            if keys[0] is not key:  # a listener posted an event that goes first
-                waiting.put_back(run[position + 1 :])
-                run = run[: position + 1]
-                break
-        if not listened:
-            source.forward(run)
-        return run
-
-    def _announce(self, event: Event) -> None:
-        """Record a numbered event in the checkpoint's progress and tell `onEventFired`."""
-        source, progress = event.source, self._progress
-        if progress is not None:
-            assert event.index is not None and event.instanceId is not None  # numbered
-            progress[source.name] = [event.time.milliseconds, event.index]
-            if source in self._bound:
-                self._progress_at[event.instanceId] = dict(progress)
-        if self._listeners:
-            self.tell("onEventFired", event)
+    def _enqueue(self, runs: list[list[Event]]) -> None:
+        """Queue runs of accepted events for the worker thread (on the loop)."""
+        self._ready.extend(runs)
+        self._unprocessed += sum(len(run) for run in runs)
+        assert self._idle is not None
+        self._idle.clear()
+        self._work.set()
 
     @property
     def processed_events(self) -> int:
         """Events fully handled: announced (no batch), or their batch processed."""
-        return self._announced + self._batches_processed
+        return self.order.announced + self._batches_processed
 
     @property
     def busy(self) -> bool:
         """Whether events wait to be accepted or accepted events wait to be processed."""
-        return bool(self._pending_keys) or self._unprocessed > 0
+        return self.order.has_pending or self._unprocessed > 0
 
     async def idle(self, *, raise_crash: bool = True) -> None:
         """Wait until every posted event has been accepted and processed.
@@ -456,12 +248,13 @@ class JobScheduler:
         """
         if self._idle is None:
             return
+        order = self.order
         while True:
-            while self._pending_keys and not self._dropping:
-                self.flush(EVENTS_PER_FLUSH)
+            while order.has_pending and not self._dropping:
+                order.flush(EVENTS_PER_FLUSH)
                 await asyncio.sleep(0)  # the worker thread may start on what was accepted
             await self._idle.wait()
-            if not self._pending_keys or self._dropping:
+            if not order.has_pending or self._dropping:
                 break
         if raise_crash and self.crash is not None:
             raise self.crash
@@ -469,7 +262,7 @@ class JobScheduler:
     @property
     def queue_depth(self) -> int:
         """Events waiting: posted and not accepted yet, or accepted and not processed yet."""
-        return _count(self._ready) + sum(len(waiting) for waiting in list(self._pending.values()))
+        return _count(self._ready) + self.order.pending
 
     def _done(self, count: int) -> None:
         self._unprocessed -= count
@@ -571,10 +364,9 @@ class JobScheduler:
 
     def _run(self, event: Event, batch: Batch) -> bool:
         """Run a planned batch with its checkpoint progress; whether jobs ran."""
-        if self._progress_at:
-            progress = self._progress_at.pop(event.instanceId, None)  # type: ignore[arg-type]
-            if progress is not None:
-                batch.progress = progress
+        progress = self.order.progress_at(event.instanceId)  # type: ignore[arg-type]
+        if progress is not None:
+            batch.progress = progress
         self._run_batch(batch)
         return bool(batch.jobs)
 
@@ -598,7 +390,7 @@ class JobScheduler:
                         self.processed_through = event.instanceId
                 elif batch is not None:
                     for failure in batch.failures:  # a batch rebuilt for the windows failed
-                        self.report(failure)
+                        self._listeners.report(failure)
                 self._graph.clear_metadata(event)
 
         await self._blocking.run(run)
@@ -615,22 +407,22 @@ class JobScheduler:
                 hook(batch)
             return
         info = BatchInfo(batch.event, batch.inputs, now_ms(), inputInfos=batch.inputInfos)
-        if self._listeners:  # each callback gets the batch as it is then, as in PySpark
-            self.tell("onBatchSubmitted", _snapshot(info))
+        if self._listeners.active:  # each callback gets the batch as it is then, as in PySpark
+            self._listeners.tell("onBatchSubmitted", _snapshot(info))
         for hook in self._before_jobs:
             hook(batch)
         info.startedTime = now_ms()
-        if self._listeners:
-            self.tell("onBatchStarted", _snapshot(info))
+        if self._listeners.active:
+            self._listeners.tell("onBatchStarted", _snapshot(info))
         for failure in batch.failures:
             info.jobs.append(failure)
-            self.report(failure)
+            self._listeners.report(failure)
         if batch.jobs:
             self._run_jobs(batch, info)
         info.completedTime = now_ms()
         for hook in self._after_jobs:
             hook(batch)
-        self.tell("onBatchCompleted", info)
+        self._listeners.tell("onBatchCompleted", info)
         if log.isEnabledFor(logging.INFO):
             log.info("%s", describe_batch(info))
 
@@ -671,11 +463,13 @@ class JobScheduler:
         for job_info in infos:
             info.jobs.append(job_info)
             if job_info.failed:
-                self.report(job_info)
+                self._listeners.report(job_info)
             else:
-                self.tell("onJobCompleted", job_info)
-            if self._listeners:
-                self.tell("onOutputOperationCompleted", OutputOperationInfo(copy.copy(job_info)))
+                self._listeners.tell("onJobCompleted", job_info)
+            if self._listeners.active:
+                self._listeners.tell(
+                    "onOutputOperationCompleted", OutputOperationInfo(copy.copy(job_info))
+                )
 
     def _execute_after(self, job: Job, info: JobInfo, info_of: dict[int, JobInfo]) -> None:
         """Run `job`, unless a commit it reads (`job.after`) failed: then report it skipped."""
@@ -689,9 +483,9 @@ class JobScheduler:
 
     def _execute(self, job: Job, info: JobInfo) -> None:
         info.startTime = now_ms()
-        if self._listeners:
-            self.tell("onJobStarted", info)
-            self.tell("onOutputOperationStarted", OutputOperationInfo(copy.copy(info)))
+        if self._listeners.active:
+            self._listeners.tell("onJobStarted", info)
+            self._listeners.tell("onOutputOperationStarted", OutputOperationInfo(copy.copy(info)))
         try:
             self._sc.setJobGroup(self._job_group, job.description, True)
             job.action()
@@ -709,47 +503,6 @@ class JobScheduler:
 def _count(runs: Iterable[list[Event]]) -> int:
     """How many events `runs` hold (a snapshot: another thread may change them)."""
     return sum(len(run) for run in list(runs))
-
-
-class _Waiting:
-    """The events waiting under one order key, oldest first: `events[start:]`.
-
-    A burst is taken in slices: taking moves `start` on (and lets go of what it took) instead
-    of shifting the list each time.
-    """
-
-    __slots__ = ("events", "start")
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.start = 0
-
-    def __len__(self) -> int:
-        return len(self.events) - self.start
-
-    def take(self, count: int) -> list[Event]:
-        """The first `count` waiting events (all, if fewer wait), no longer waiting."""
-        events, start = self.events, self.start
-        end = start + count
-        if end >= len(events):
-            run = events[start:] if start else events[:]
-            events.clear()
-            self.start = 0
-            return run
-        run = events[start:end]
-        events[start:end] = itertools.repeat(None, count)  # type: ignore[arg-type] # let go
-        self.start = end
-        return run
-
-    def put_back(self, run: list[Event]) -> None:
-        """Wait again with `run`, taken last, in front of the rest."""
-        start = self.start - len(run)
-        if start >= 0:
-            self.events[start : self.start] = run
-            self.start = start
-        else:
-            self.events[: self.start] = run
-            self.start = 0
 
 
 def _snapshot(info: BatchInfo) -> BatchInfo:

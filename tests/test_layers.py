@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"dependencies", "dstream", "log"},
     {"jobs"},
     {"graph", "planning"},
-    {"scheduler", "loop_watchdog"},
+    {"ordering", "scheduler", "loop_watchdog"},
     {"checkpoint"},
     {"context"},
     {"testing", "web", "lineage", "demo", "cluster"},

@@ -27,7 +27,7 @@ from reactive_spark import (
     Time,
     TimerEvent,
 )
-from reactive_spark.scheduler import EVENTS_PER_FLUSH
+from reactive_spark.ordering import EVENTS_PER_FLUSH
 from reactive_spark.sources.derived import DerivedEvent
 
 from .helpers import virtual
