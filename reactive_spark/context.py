@@ -7,7 +7,6 @@ import contextvars
 import inspect
 import logging
 import os
-import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -34,7 +33,7 @@ from reactive_spark.errors import (
     JobFailedError,
 )
 from reactive_spark.events import EventSource
-from reactive_spark.failures import Failure
+from reactive_spark.failures import Failure, FailureLedger
 from reactive_spark.graph import DStreamGraph
 from reactive_spark.listener import ListenerBus, StreamingListener, StreamingStarted
 from reactive_spark.log.stream import DirectLogInputDStream
@@ -47,6 +46,7 @@ from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.observable import ObservableEventSource
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time, now_ms, to_duration, to_time
+from reactive_spark.virtual_time import advance
 
 if TYPE_CHECKING:
     from reactive_spark.log.backend import LogBackend, LogRecord
@@ -65,8 +65,6 @@ _BUILDING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "reactive_spark_building_for", default=None
 )
 
-#: advanceTo lets the loop run other tasks every this many virtual instants.
-YIELD_EVERY = 64
 #: A graceful stop waits at most this many batch durations for batches to read what
 #: receivers received (Spark's spark.streaming.gracefulStopTimeout default).
 GRACEFUL_DRAIN_PERIODS = 10
@@ -154,13 +152,15 @@ class StreamingContext:
         self.checkpointDirectory = checkpoint
         self._graph = DStreamGraph(self)
         self._blocking = BlockingCalls()
-        self._listeners = ListenerBus(on_failure=self._note_failure)
+        # the failures awaitTermination has not raised and advanceTo not returned yet
+        self._failures = FailureLedger(returns_failures=isinstance(self.clock, VirtualClock))
+        self._listeners = ListenerBus(on_failure=self._failures.note)
         self._scheduler = JobScheduler(
             self._graph,
             spark,
             maxConcurrentJobs,
             self._listeners,
-            self._on_crash,
+            self._failures.crashed,
             self._blocking,
         )
         # what its sources, operators and streams may ask of the engine (docs/architecture.md)
@@ -178,16 +178,7 @@ class StreamingContext:
         self._checkpoint: Checkpoint | None = None
         self._started_at: Time | None = None
         self.defaultTimer: TimerEventSource | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._terminated: asyncio.Event | None = None
-        self._crash: BaseException | None = None
         self._advancing = False
-        # the first failure awaitTermination has not raised yet, and what wakes its callers
-        self._unraised: Failure | None = None
-        self._unraised_lock = threading.Lock()
-        #: Failures no `advanceTo` has returned yet (from start's recovery, or between calls).
-        self._unreturned: list[Failure] = []
-        self._attention: asyncio.Event | None = None
         self._sources_stopped = False
         self._stop_complete = False
         self._starting_source: EventSource | None = None
@@ -675,9 +666,7 @@ class StreamingContext:
             )
         self._graph.start(self._zero_time, self._runtime.sources)
         await self._blocking.run(self._graph.start_inputs)
-        self._loop = loop
-        self._terminated = asyncio.Event()
-        self._attention = asyncio.Event()
+        self._failures.attach(loop)
         self._runtime.state = ACTIVE
         self._recovered = recovered is not None
         StreamingContext._active.append(self)
@@ -762,7 +751,7 @@ class StreamingContext:
         if stopSparkContext:
             await self._blocking.run(self._sc.stop)
         await self._blocking.close()
-        self._wake_awaiters(terminated=True)
+        self._failures.end()
 
     async def _drain_receivers(self) -> None:
         """Stop receiving, then let the sources fire until batches read what was received.
@@ -799,38 +788,6 @@ class StreamingContext:
             except Exception as exc:
                 self._runtime.report_source_error(source, "stop", exc)
 
-    def _on_crash(self, error: BaseException) -> None:
-        self._crash = error
-        self._wake_awaiters()
-
-    def _wake_awaiters(self, terminated: bool = False) -> None:
-        """Wake `awaitTermination` callers (on the loop)."""
-        if terminated and self._terminated is not None:
-            self._terminated.set()
-        attention, self._attention = self._attention, asyncio.Event()
-        if attention is not None:
-            attention.set()
-
-    def _note_failure(self, failure: Failure) -> None:
-        """Keep the failure for `advanceTo` and, if first, for `awaitTermination` (any thread)."""
-        with self._unraised_lock:
-            if isinstance(self.clock, VirtualClock):  # only advanceTo returns them
-                self._unreturned.append(failure)
-            if self._unraised is not None:
-                return
-            self._unraised = failure
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._wake_awaiters)
-
-    def _raise_unraised(self) -> None:
-        with self._unraised_lock:
-            failure, self._unraised = self._unraised, None
-        if failure is not None:
-            raise JobFailedError([failure])
-        if self._crash is not None:
-            raise self._crash
-
     async def awaitTermination(self, timeout: float | None = None) -> None:
         """Wait until the context is stopped (or `timeout` seconds pass).
 
@@ -860,27 +817,13 @@ class StreamingContext:
 
         Raises the first failure not raised yet, as `awaitTermination` does.
         """
-        if self._runtime.state == INITIALIZED or self._terminated is None:
+        if self._runtime.state == INITIALIZED or not self._failures.attached:
             raise ContextStateError("cannot await termination: the StreamingContext is not started")
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
         ):
             raise InvalidArgumentError(f"timeout must be a non-negative number, got {timeout!r}")
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while True:
-            attention = self._attention
-            self._raise_unraised()
-            if self._terminated.is_set():
-                return True
-            remaining = None if deadline is None else deadline - loop.time()
-            if (remaining is not None and remaining <= 0) or attention is None:
-                return False
-            try:
-                await asyncio.wait_for(attention.wait(), remaining)
-            except TimeoutError:
-                self._raise_unraised()
-                return self._terminated.is_set()
+        return await self._failures.wait(timeout)
 
     async def serve(self, host: str = "127.0.0.1", port: int = 4040) -> None:
         """Serve the web console on `host:port` until the context stops; starts it if needed.
@@ -945,27 +888,11 @@ class StreamingContext:
         if self._advancing:
             raise ContextStateError("advanceTo is already running on this context")
         self._advancing = True
-        scheduler = self._scheduler
         try:
-            await scheduler.idle()
-            steps = 0
-            while True:
-                due = clock.nextDue()
-                if due is None or due > target:
-                    break
-                clock.advanceTo(due)
-                if scheduler.busy:
-                    await scheduler.idle()
-                steps += 1
-                if steps % YIELD_EVERY == 0:
-                    await asyncio.sleep(0)
-            clock.advanceTo(target)
-            await scheduler.idle()
+            await advance(clock, self._scheduler, target)
         finally:
             self._advancing = False
-        with self._unraised_lock:
-            failures, self._unreturned = self._unreturned, []
-        return failures
+        return self._failures.take_unreturned()
 
     async def runUntil(self, time: Time | datetime) -> None:
         """`advanceTo(time)`, then raise `JobFailedError` with every failure, if any.

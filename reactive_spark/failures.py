@@ -13,11 +13,14 @@ Examples:
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 import traceback as _traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from reactive_spark.errors import JobFailedError
 from reactive_spark.time import now_ms
 
 if TYPE_CHECKING:
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LIBRARY_PATHS",
     "Failure",
+    "FailureLedger",
     "SourceErrorInfo",
     "UserError",
     "frame_label",
@@ -204,3 +208,102 @@ class SourceErrorInfo(Failure):
         return (
             f"{self.operation}{function} of source {self.sourceName!r}{on} failed: {self._cause()}"
         )
+
+
+class FailureLedger:
+    """The failures of one context not raised or returned yet, its crash, and its end.
+
+    Failures arrive from any thread (`note`). `awaitTermination` raises the first one not
+    raised yet (`raise_pending`, as PySpark does), then a scheduler crash; on a virtual clock
+    `advanceTo` returns every one since it last returned (`take_unreturned`). `wait` is the
+    waiting behind `awaitTerminationOrTimeout`: woken by a failure, a crash or the end.
+
+    Examples:
+        >>> ledger = FailureLedger(returns_failures=True)
+        >>> ledger.take_unreturned()
+        []
+    """
+
+    def __init__(self, *, returns_failures: bool) -> None:
+        self._returns = returns_failures  # on a virtual clock: `advanceTo` returns them
+        self._lock = threading.Lock()
+        self._unraised: Failure | None = None
+        self._unreturned: list[Failure] = []
+        #: The error that crashed the scheduler, if it crashed.
+        self.crash: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ended: asyncio.Event | None = None
+        self._attention: asyncio.Event | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The context started on `loop`: from now on waiters can be woken (call it there)."""
+        self._loop = loop
+        self._ended = asyncio.Event()
+        self._attention = asyncio.Event()
+
+    @property
+    def attached(self) -> bool:
+        """Whether the context started (and so can be waited for)."""
+        return self._ended is not None
+
+    def note(self, failure: Failure) -> None:
+        """Keep `failure` for `advanceTo` and, if it is the first, for `awaitTermination`."""
+        with self._lock:
+            if self._returns:
+                self._unreturned.append(failure)
+            if self._unraised is not None:
+                return
+            self._unraised = failure
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake)
+
+    def crashed(self, error: BaseException) -> None:
+        """The scheduler crashed with `error` (on the loop): waiters raise it."""
+        self.crash = error
+        self._wake()
+
+    def end(self) -> None:
+        """The context stopped (on the loop): waiters return."""
+        if self._ended is not None:
+            self._ended.set()
+        self._wake()
+
+    def take_unreturned(self) -> list[Failure]:
+        """Every failure since the last call, in the order they happened."""
+        with self._lock:
+            failures, self._unreturned = self._unreturned, []
+        return failures
+
+    def raise_pending(self) -> None:
+        """Raise `JobFailedError` with the first failure not raised yet, else the crash, if any."""
+        with self._lock:
+            failure, self._unraised = self._unraised, None
+        if failure is not None:
+            raise JobFailedError([failure])
+        if self.crash is not None:
+            raise self.crash
+
+    async def wait(self, timeout: float | None) -> bool:
+        """Wait up to `timeout` seconds for the end; True if it came. Raises what is pending."""
+        ended, loop = self._ended, asyncio.get_running_loop()
+        assert ended is not None  # attached
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            attention = self._attention
+            self.raise_pending()
+            if ended.is_set():
+                return True
+            remaining = None if deadline is None else deadline - loop.time()
+            if (remaining is not None and remaining <= 0) or attention is None:
+                return False
+            try:
+                await asyncio.wait_for(attention.wait(), remaining)
+            except TimeoutError:
+                self.raise_pending()
+                return ended.is_set()
+
+    def _wake(self) -> None:
+        attention, self._attention = self._attention, asyncio.Event()
+        if attention is not None:
+            attention.set()

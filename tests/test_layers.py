@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"jobs"},
     {"graph", "planning"},
     {"ordering", "scheduler", "loop_watchdog"},
-    {"checkpoint"},
+    {"checkpoint", "virtual_time"},
     {"context"},
     {"testing", "web", "lineage", "demo", "cluster"},
     {"cli", "__main__", "reactive_spark"},
