@@ -16,24 +16,29 @@ if TYPE_CHECKING:
     from reactive_spark.dstream.base import DStream
     from reactive_spark.log.state import StateStore
 
-__all__ = ["PairOperations", "register_exactly_once"]
+__all__ = ["PairOperations", "register_builder"]
 
-#: `reactive_spark.log` registers what builds `aggregateExactlyOnce` when it is imported; it
-#: sits above this module, which must not import it.
-ExactlyOnceFactory = Callable[..., "DStream[Any]"]
-_EXACTLY_ONCE: dict[str, ExactlyOnceFactory] = {}
+#: What builds the streams of `updateStateByKey` and `aggregateExactlyOnce`: their modules
+#: (`dstream.state`, `log.aggregate`) sit above this one, which must not import them, and
+#: register them when imported.
+Builder = Callable[..., "DStream[Any]"]
+_BUILDERS: dict[str, Builder] = {}
 
 
-def register_exactly_once(factory: ExactlyOnceFactory) -> ExactlyOnceFactory:
-    """Make `factory(stream, store, zeroValue, fold)` what `aggregateExactlyOnce` builds.
+def register_builder(operation: str) -> Callable[[Builder], Builder]:
+    """Make the decorated class (or function) what `operation` builds.
 
     Examples:
         >>> import reactive_spark.log
-        >>> _EXACTLY_ONCE["aggregate"].__name__
+        >>> _BUILDERS["aggregateExactlyOnce"].__name__
         'ExactlyOnceAggregateDStream'
     """
-    _EXACTLY_ONCE["aggregate"] = factory
-    return factory
+
+    def register(builder: Builder) -> Builder:
+        _BUILDERS[operation] = builder
+        return builder
+
+    return register
 
 
 class PairOperations:
@@ -44,13 +49,6 @@ class PairOperations:
 
         def _transform_rdd(
             self, func: Callable[[RDD[Any]], RDD[Any]], operation: str, user: object = None
-        ) -> DStream[Any]: ...
-
-        def _stateful(
-            self,
-            updateFunc: Callable[[list[Any], Any], Any],
-            numPartitions: int,
-            initialRDD: RDD[Any] | None,
         ) -> DStream[Any]: ...
 
         def _transform_rddwith(
@@ -204,7 +202,7 @@ class PairOperations:
                 if isinstance(initialRDD, RDD)
                 else self._ssc.sparkContext.parallelize(list(initialRDD))
             )
-        return self._stateful(updateFunc, partitions, initial)
+        return _BUILDERS["updateStateByKey"](self, updateFunc, partitions, initial)
 
     def aggregateExactlyOnce(
         self, store: StateStore, zeroValue: Any, fold: Callable[[Any, Any], Any]
@@ -243,7 +241,7 @@ class PairOperations:
             >>> store.items(), store.committedOffsets()
             ({'/': 2, '/docs': 1}, {('clicks', 0): 3})
         """
-        return _EXACTLY_ONCE["aggregate"](self, store, zeroValue, fold)  # reactive_spark.log
+        return _BUILDERS["aggregateExactlyOnce"](self, store, zeroValue, fold)  # reactive_spark.log
 
     def cogroup(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """For each key in either stream, the iterables of its values on both sides.

@@ -17,7 +17,7 @@ from pyspark import RDD
 
 from reactive_spark.dependencies import EventDependency
 from reactive_spark.dstream.base import DStream, ForEachDStream, ParentRDDs
-from reactive_spark.dstream.pair import register_exactly_once
+from reactive_spark.dstream.pair import register_builder
 from reactive_spark.errors import InvalidArgumentError, InvalidCallbackError
 from reactive_spark.events import Event
 from reactive_spark.log.state import BatchIdentity, PreparedBatch, StateStore
@@ -47,7 +47,7 @@ PER_RECORD_OPERATIONS = frozenset(
 )
 
 
-@register_exactly_once
+@register_builder("aggregateExactlyOnce")
 class ExactlyOnceAggregateDStream(ForEachDStream):
     """`pairs.aggregateExactlyOnce(store, zeroValue, fold)` (see `StateStore`).
 
