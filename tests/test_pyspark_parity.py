@@ -67,7 +67,11 @@ async def test_stop_multiple_times(sc: SparkContext) -> None:
     ssc.queueStream([[1]]).foreachRDD(lambda rdd: rdd.count())
     await ssc.start()
     await ssc.stop(False)
-    await ssc.stop(False)
+    await ssc.stop(False)  # a second stop is a no-op, as in PySpark
+    assert ssc.state == "stopped"
+    assert StreamingContext.getActive() is None
+    assert await ssc.awaitTerminationOrTimeout(0) is True  # stopped: nothing to wait for
+    assert len(sc.parallelize(range(3), 3).glom().collect()) == 3  # Spark is still running
 
 
 async def test_queue_stream(sc: SparkContext) -> None:
