@@ -272,3 +272,12 @@ def test_nothing_in_the_package_cites_documents_outside_the_repository() -> None
         if citation.search(line)
     ]
     assert found == []
+
+
+def test_every_module_says_what_it_holds() -> None:
+    silent = [
+        module
+        for module, path in module_names().items()
+        if not (ast.get_docstring(ast.parse(path.read_text())) or "").strip()
+    ]
+    assert silent == []

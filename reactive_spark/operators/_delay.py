@@ -1,3 +1,5 @@
+"""`delay`: every event of the parent source fired, and stamped, a duration later."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,3 +1,5 @@
+"""`filter`: the events of the parent source for which a predicate is true."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

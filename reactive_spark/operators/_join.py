@@ -1,3 +1,5 @@
+"""`join`: a pair event when two sources fire within a span of each other."""
+
 from __future__ import annotations
 
 from collections import deque

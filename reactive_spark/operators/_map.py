@@ -1,3 +1,5 @@
+"""`map`: every event of the parent source, carrying what a function makes of it."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

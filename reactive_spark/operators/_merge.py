@@ -1,3 +1,5 @@
+"""`merge`: every event of several sources, same-instant events in argument order."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

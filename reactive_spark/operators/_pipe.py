@@ -1,3 +1,5 @@
+"""`pipe`: what RxPY operators make of the parent source's events, on the context's clock."""
+
 from __future__ import annotations
 
 import functools
