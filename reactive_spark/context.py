@@ -7,26 +7,18 @@ import contextvars
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from pyspark import RDD, SparkContext, StorageLevel
+from pyspark import SparkContext
 
-from reactive_spark._callbacks import adapt_callback, require_callable
+from reactive_spark._callbacks import require_callable
 from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark._validation import require_bool, require_checkpoint_path, require_int
 from reactive_spark.checkpoint import Checkpoint, resume
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
-from reactive_spark.dependencies import EventDependency
-from reactive_spark.dstream.base import (
-    DStream,
-    TransformedDStream,
-    UnionDStream,
-    require_stream,
-)
-from reactive_spark.dstream.inputs import FileInputDStream, QueueInputDStream
-from reactive_spark.dstream.socket import SocketInputDStream
+from reactive_spark.dstream.definitions import InputStreamDefinitions
 from reactive_spark.errors import (
     ContextStateError,
     InvalidArgumentError,
@@ -36,21 +28,16 @@ from reactive_spark.events import EventSource
 from reactive_spark.failures import Failure, FailureLedger
 from reactive_spark.graph import DStreamGraph
 from reactive_spark.listener import ListenerBus, StreamingListener, StreamingStarted
-from reactive_spark.log.stream import DirectLogInputDStream
 from reactive_spark.loop_watchdog import LoopWatchdog
 from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED, Runtime
 from reactive_spark.scheduler import BlockingCalls, JobScheduler
-from reactive_spark.sources.backlog import BacklogEventSource
-from reactive_spark.sources.file_watcher import FileWatcherEventSource
-from reactive_spark.sources.manual import ManualEventSource
-from reactive_spark.sources.observable import ObservableEventSource
+from reactive_spark.sources.definitions import EventSourceDefinitions
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time, now_ms, to_duration, to_time
 from reactive_spark.virtual_time import advance
 
 if TYPE_CHECKING:
-    from reactive_spark.log.backend import LogBackend, LogRecord
-    from reactive_spark.sources.rest import RestEventSource
+    pass
 
 __all__ = ["StreamingContext"]
 
@@ -70,7 +57,7 @@ _BUILDING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 GRACEFUL_DRAIN_PERIODS = 10
 
 
-class StreamingContext:
+class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
     """The entry point: event sources, input streams, and the loop that runs their jobs.
 
     Args:
@@ -266,242 +253,7 @@ class StreamingContext:
         if self._runtime.state != INITIALIZED and not self._stop_complete:
             await self.stop(stopSparkContext=False)
 
-    # -- definitions -------------------------------------------------------------------------
-    def timer(
-        self,
-        start: Time | datetime,
-        end: Time | datetime | None,
-        period: Duration | timedelta | float,
-        name: str,
-    ) -> TimerEventSource:
-        """A timer firing at `start + k * period` while `<= end` (`end=None`: forever).
-
-        Examples:
-            >>> from reactive_spark import Days
-            >>> daily = ssc.timer(t0, None, Days(1), "daily")
-            >>> [event.datetime.day for event in daily.between(t0, t0 + Days(2))]
-            [1, 2, 3]
-        """
-        return TimerEventSource(self, start, end, period, name)
-
-    def fileWatcher(
-        self,
-        path: str,
-        name: str,
-        pattern: str | None = None,
-        *,
-        recursive: bool = True,
-        settle: Duration | timedelta | float = 0.02,
-        maxDelay: Duration | timedelta | float = 1.6,
-    ) -> FileWatcherEventSource:
-        """A source firing `FileEvent`s for files that appear or change under `path`.
-
-        Examples:
-            >>> uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
-            >>> uploads.accepts("incoming/day1.csv"), uploads.accepts("incoming/day1.csv.part")
-            (True, False)
-        """
-        return FileWatcherEventSource(
-            self, path, name, pattern=pattern, recursive=recursive, settle=settle, maxDelay=maxDelay
-        )
-
-    def restServer(
-        self,
-        host: str | None = "127.0.0.1",
-        port: int = 4140,
-        name: str = "rest",
-        *,
-        token: str | None = None,
-        maxBodySize: int = 1024 * 1024,
-    ) -> RestEventSource:
-        """A source firing `RestEvent`s for HTTP requests on its routes (`.get` / `.post`).
-
-        Examples:
-            >>> rest = ssc.restServer(port=4140, name="triggers").post("/jobs/report")
-            >>> rest.routes
-            {'/jobs/report': {'POST'}}
-        """
-        # aiohttp loads when a REST trigger is made, not with the package
-        from reactive_spark.sources.rest import RestEventSource  # noqa: PLC0415
-
-        return RestEventSource(self, host, port, name, token=token, maxBodySize=maxBodySize)
-
-    def rxEventSource(self, observable: Any, name: str) -> ObservableEventSource:
-        """A source firing an `ObservableEvent` for every value `observable` emits.
-
-        Examples:
-            >>> import reactivex
-            >>> minutely = ssc.rxEventSource(reactivex.interval(60.0), "minutely")
-        """
-        return ObservableEventSource(self, observable, name)
-
-    def manualSource(self, name: str) -> ManualEventSource:
-        """A source that fires when triggered: `source.trigger(value)`, or the console's button.
-
-        Examples:
-            >>> rerun = ssc.manualSource("rerun")
-            >>> rerun.kind
-            'manual'
-        """
-        return ManualEventSource(self, name)
-
-    def queueStream(
-        self,
-        rdds: Iterable[RDD[Any] | Iterable[Any]],
-        oneAtATime: bool = True,
-        default: RDD[Any] | Iterable[Any] | None = None,
-    ) -> DStream[Any]:
-        """A stream of RDDs (or lists) from a queue, one per event or all at once.
-
-        Once the queue is empty each event gets `default`, or an empty RDD.
-
-        Examples:
-            >>> counts = ssc.queueStream([[1, 2], [3]]).count()
-        """
-        if isinstance(rdds, str | bytes) or not isinstance(rdds, Iterable):
-            raise InvalidArgumentError(f"rdds must be a sequence of RDDs or lists, got {rdds!r}")
-        return QueueInputDStream(self, rdds, oneAtATime, default)
-
-    def textFileStream(self, directory: str) -> DStream[str]:
-        """Lines of the files that appear in `directory`.
-
-        Bound to a file watcher it reads the event's files; otherwise the files modified
-        between the stream's previous event and this one.
-
-        Examples:
-            >>> errors = ssc.textFileStream("logs").filter(lambda line: "ERROR" in line)
-        """
-        return FileInputDStream(self, directory)
-
-    def socketTextStream(
-        self,
-        hostname: str,
-        port: int,
-        storageLevel: StorageLevel = StorageLevel.MEMORY_AND_DISK_2,
-    ) -> DStream[str]:
-        """UTF-8 lines received over TCP from `hostname:port`, as in pyspark.streaming.
-
-        A receiver on the event loop connects (and reconnects after a failure); each line is
-        stamped with its arrival, and a batch reads the lines that arrived in (previous event,
-        this event]. `storageLevel` is accepted for PySpark's signature: lines wait on the driver
-        until their batch.
-
-        Examples:
-            >>> words = ssc.socketTextStream("127.0.0.1", 9999).flatMap(lambda line: line.split())
-        """
-        return SocketInputDStream(self, hostname, port, storageLevel)
-
-    def binaryRecordsStream(self, directory: str, recordLength: int) -> DStream[bytes]:
-        """Fixed-length records (`recordLength` bytes) of the files that appear in `directory`.
-
-        Files are picked as by `textFileStream`.
-
-        Examples:
-            >>> headers = ssc.binaryRecordsStream("frames", 16).map(lambda record: record[:4])
-        """
-        return FileInputDStream(self, directory, recordLength)
-
-    def directStream(
-        self,
-        log: LogBackend,
-        topics: Iterable[str],
-        fromOffsets: Mapping[tuple[str, int], int] | None = None,
-        startingOffsets: str = "latest",
-        maxRatePerPartition: float | None = None,
-        messageHandler: Callable[[LogRecord], Any] | None = None,
-    ) -> DirectLogInputDStream:
-        """Records of `topics` in `log`, each batch an exact offset range per partition.
-
-        Each batch reads, per partition, from where the previous one stopped (first from
-        `fromOffsets[(topic, partition)]`, else the `startingOffsets` end of the log) up to
-        the latest offset, or `maxRatePerPartition` records per second since the previous
-        batch. Elements are `messageHandler(record)`, by default `(key, value)`; the batch's
-        RDD has `offsetRanges()`.
-
-        Examples:
-            >>> import tempfile
-            >>> from reactive_spark import Minutes
-            >>> from reactive_spark.log import FileLog
-            >>> log = FileLog(tempfile.mkdtemp())
-            >>> log.create_topic("clicks", partitions=2)
-            >>> every_minute = ssc.timer(t0, None, Minutes(1), "minutely")
-            >>> clicks = ssc.directStream(log, ["clicks"]).bind(every_minute)
-        """
-        return DirectLogInputDStream(
-            self, log, topics, fromOffsets, startingOffsets, maxRatePerPartition, messageHandler
-        )
-
-    def backlogSource(
-        self,
-        stream: DirectLogInputDStream,
-        threshold: int,
-        name: str,
-        *,
-        interval: Duration | timedelta | float = 1.0,
-    ) -> BacklogEventSource:
-        """A source firing a `LogEvent` when `threshold` records wait for a direct stream.
-
-        Examples:
-            >>> import tempfile
-            >>> from reactive_spark import Seconds
-            >>> from reactive_spark.log import FileLog
-            >>> log = FileLog(tempfile.mkdtemp())
-            >>> log.create_topic("clicks")
-            >>> clicks = ssc.directStream(log, ["clicks"])
-            >>> full = ssc.backlogSource(clicks, 1000, "backlog", interval=Seconds(5))
-            >>> clicks = clicks.bind(full)
-        """
-        return BacklogEventSource(self, stream, threshold, name, interval)
-
-    def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
-        """The elements of all `dstreams`, for each event, in argument order.
-
-        A union of direct log streams merges their records in a recorded order (inputs in
-        argument order, then partition, then offset) and its RDDs have `offsetRanges()`; see
-        `UnionDStream`.
-
-        Examples:
-            >>> lines = ssc.queueStream([["ERROR a", "WARN b", "INFO c"]])
-            >>> errors = lines.filter(lambda line: "ERROR" in line)
-            >>> warnings = lines.filter(lambda line: "WARN" in line)
-            >>> both = ssc.union(errors, warnings)
-        """
-        if not dstreams:
-            raise InvalidArgumentError("union needs at least one DStream, got none")
-        return UnionDStream(self, self._own_streams(dstreams))
-
-    def _own_streams(self, dstreams: Sequence[DStream[Any]]) -> list[DStream[Any]]:
-        """`dstreams` as a list, if it holds at least one DStream, all of this context."""
-        streams = list(dstreams)
-        if not streams:
-            raise InvalidArgumentError("dstreams must hold at least one DStream, got none")
-        return [
-            require_stream(stream, f"dstreams[{position}]", self)
-            for position, stream in enumerate(streams)
-        ]
-
-    def transform(
-        self, dstreams: Sequence[DStream[Any]], transformFunc: Callable[..., Any]
-    ) -> DStream[Any]:
-        """A stream of `transformFunc(rdds)` over the RDDs of several streams.
-
-        `transformFunc` may take `(rdds)`, `(time, rdds)` or `(time, rdds, event)`; `rdds` is
-        in the order of `dstreams` (an empty RDD for a stream without one for the event).
-
-        Examples:
-            >>> a, b = ssc.queueStream([[1, 2, 3]]), ssc.queueStream([[2]])
-            >>> only_a = ssc.transform([a, b], lambda rdds: rdds[0].subtract(rdds[1]))
-        """
-        streams = self._own_streams(dstreams)
-        adapted = adapt_callback(transformFunc, 1, "transformFunc", "StreamingContext.transform")
-        return TransformedDStream(
-            self,
-            [EventDependency(stream) for stream in streams],
-            lambda rdds, event: adapted((list(rdds),), event),
-            "transform",
-            transformFunc,
-        )
-
+    # -- definitions (and see EventSourceDefinitions, InputStreamDefinitions) -------------
     def checkpoint(self, directory: str) -> None:
         """Checkpoint to `directory` (as `StreamingContext(..., checkpoint=directory)`).
 

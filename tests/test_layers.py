@@ -32,7 +32,7 @@ LAYERS: list[set[str]] = [
 #: The imports made inside a function on purpose, and why: what they load waits until it is
 #: used, so that `import reactive_spark` loads no aiohttp, prometheus-client or rich.
 LAZY = {
-    ("reactive_spark.context", "reactive_spark.sources.rest"): "aiohttp, for a REST trigger",
+    ("reactive_spark.sources.definitions", "reactive_spark.sources.rest"): "aiohttp, for REST",
     ("reactive_spark.context", "reactive_spark.web.app"): "the console, for ssc.serve()",
 }
 
