@@ -238,11 +238,20 @@ def normalize(text: str, example: Example, workdir: Path) -> list[list[str]]:
     return printed
 
 
+#: The loop each ported example's context started on, by `id` of the context.
+LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
+
+
 @contextlib.contextmanager
 def sharing(sc: SparkContext, workdir: Path) -> Iterator[None]:
     """Examples get the session's SparkContext and may not stop it; they run in `workdir`."""
     real_stop, real_legacy_stop = SparkContext.stop, pyspark.streaming.StreamingContext.stop
     real_factory, cwd = pyspark.SparkContext, os.getcwd()
+    real_start = reactive_spark.StreamingContext.start
+
+    async def start(self: reactive_spark.StreamingContext) -> None:
+        LOOPS[id(self)] = asyncio.get_running_loop()  # where `stop` below runs its stop
+        await real_start(self)
 
     def legacy_stop(self: Any, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:
         real_legacy_stop(self, False, stopGraceFully)
@@ -257,6 +266,7 @@ def sharing(sc: SparkContext, workdir: Path) -> Iterator[None]:
     pyspark.SparkContext = SharedSparkContext  # type: ignore[misc]
     SparkContext.stop = lambda self: None  # type: ignore[method-assign]
     pyspark.streaming.StreamingContext.stop = legacy_stop  # type: ignore[method-assign]
+    reactive_spark.StreamingContext.start = start  # type: ignore[method-assign]
     os.chdir(workdir)
     local.setWorkingDirectory(sc._jvm.org.apache.hadoop.fs.Path(str(workdir)))
     try:
@@ -267,6 +277,7 @@ def sharing(sc: SparkContext, workdir: Path) -> Iterator[None]:
         pyspark.SparkContext = real_factory  # type: ignore[misc]
         SparkContext.stop = real_stop  # type: ignore[method-assign]
         pyspark.streaming.StreamingContext.stop = real_legacy_stop  # type: ignore[method-assign]
+        reactive_spark.StreamingContext.start = real_start  # type: ignore[method-assign]
 
 
 def active(arm: Arm) -> Any:
@@ -278,7 +289,7 @@ def stop(arm: Arm, context: Any) -> None:
     if not arm.ported:
         context.stop(False, True)
         return
-    stopping = asyncio.run_coroutine_threadsafe(context.stop(False, True), context._loop)
+    stopping = asyncio.run_coroutine_threadsafe(context.stop(False, True), LOOPS[id(context)])
     stopping.result(timeout=60)
 
 
