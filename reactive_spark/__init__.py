@@ -21,6 +21,7 @@ from reactive_spark.errors import (
     InvalidArgumentError,
     InvalidCallbackError,
     JobFailedError,
+    QueueFullError,
     ReactiveSparkError,
 )
 from reactive_spark.events import (
@@ -35,7 +36,7 @@ from reactive_spark.events import (
 )
 from reactive_spark.failures import Failure, SourceErrorInfo, UserError
 from reactive_spark.jobs import BatchInfo, JobInfo
-from reactive_spark.listener import StreamingListener
+from reactive_spark.listener import EventsDropped, StreamingListener
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Days, Duration, Hours, Milliseconds, Minutes, Seconds, Time
 
@@ -49,6 +50,7 @@ __all__ = [
     "Event",
     "EventListener",
     "EventSource",
+    "EventsDropped",
     "Failure",
     "FileEvent",
     "ForeignContextError",
@@ -61,6 +63,7 @@ __all__ = [
     "Milliseconds",
     "Minutes",
     "ObservableEvent",
+    "QueueFullError",
     "ReactiveSparkError",
     "RestEvent",
     "Seconds",

@@ -29,6 +29,7 @@ from reactive_spark.failures import Failure, FailureLedger
 from reactive_spark.graph import DStreamGraph
 from reactive_spark.listener import ListenerBus, StreamingListener, StreamingStarted
 from reactive_spark.loop_watchdog import LoopWatchdog
+from reactive_spark.ordering import DEFAULT_MAX_QUEUED
 from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED, Runtime
 from reactive_spark.scheduler import BlockingCalls, JobScheduler
 from reactive_spark.sources.definitions import EventSourceDefinitions
@@ -77,6 +78,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             such context to stop unfreezes the heap, unless the application froze objects
             itself since; a heap the application froze before is left alone (see
             docs/concepts.md).
+        maxQueuedEvents: The bound on each source's waiting events unless the source says
+            otherwise (`EventSource.overflow`); past it, the source's overflow policy decides.
         watchdog: Warn when the event loop is blocked for over a second (a `time.sleep` in a
             coroutine, say), naming where. On by itself when the loop is in asyncio debug
             mode; True starts it in any mode. It is a thread of its own while the context runs.
@@ -116,6 +119,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         maxConcurrentJobs: int = 1,
         freezeHeap: bool = False,
         watchdog: bool = False,
+        maxQueuedEvents: int = DEFAULT_MAX_QUEUED,
     ) -> None:
         spark = getattr(sparkContext, "sparkContext", sparkContext)
         if not isinstance(spark, SparkContext):
@@ -127,6 +131,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         require_int(maxConcurrentJobs, "maxConcurrentJobs")
         self._freeze_heap = require_bool(freezeHeap, "freezeHeap")
         self._watch_loop = require_bool(watchdog, "watchdog")
+        require_int(maxQueuedEvents, "maxQueuedEvents")
         if checkpoint is not None:
             checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
         if checkpoint is None:
@@ -149,6 +154,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             self._listeners,
             self._failures.crashed,
             self._blocking,
+            maxQueuedEvents,
         )
         # what its sources, operators and streams may ask of the engine (docs/architecture.md)
         self._runtime = Runtime(
@@ -160,6 +166,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             tell=self._listeners.tell,
             run_blocking=self._blocking.run,
             accepting=lambda: self._scheduler.accepting,
+            order=self._scheduler.order,
         )
         self._zero_time: Time | None = None
         self._checkpoint: Checkpoint | None = None
@@ -422,7 +429,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         self._runtime.state = ACTIVE
         self._recovered = recovered is not None
         StreamingContext._active.append(self)
-        self._scheduler.start(loop)
+        self._scheduler.start(loop, self._runtime.sources)
         if self._watch_loop or loop.get_debug():
             self._watchdog = LoopWatchdog(loop)
             self._watchdog.start()
@@ -445,15 +452,17 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         stopGraceFully: bool = False,
         *,
         stopGracefully: bool | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Stop the sources and the scheduler, then (by default) the SparkContext.
 
         With `stopGraceFully` (PySpark's spelling; `stopGracefully` is accepted too) every
         event posted so far is processed first: a REST request answered 202 runs, later ones
-        get 503.
-        Otherwise queued events are dropped (their REST requests get 503) and running Spark
-        jobs cancelled. A graceful stop that was cancelled or timed out is finished by calling
-        `stop(stopGracefully=False)`, which cancels what still runs.
+        get 503. Otherwise queued events are dropped (their REST requests get 503), reported
+        to listeners (`onEventsDropped`), and running Spark jobs cancelled. A graceful stop
+        with a `timeout` (seconds) that has not finished by then goes on as one that is not:
+        what still waits is dropped and reported. A graceful stop that was cancelled is
+        finished by calling `stop(stopGracefully=False)`, which cancels what still runs.
 
         Examples:
             >>> import asyncio
@@ -461,10 +470,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             ...     ssc.queueStream([[1]]).foreachRDD(lambda rdd: print(rdd.count()))
             ...     await ssc.start()
             ...     await ssc.advanceTo(t0)
-            ...     try:  # finish what is queued, but give up after a minute
-            ...         await asyncio.wait_for(ssc.stop(False, stopGracefully=True), 60)
-            ...     except TimeoutError:
-            ...         await ssc.stop(False, stopGracefully=False)  # cancel what still runs
+            ...     # finish what is queued, but give up after a minute
+            ...     await ssc.stop(False, stopGracefully=True, timeout=60)
             ...     print(ssc.state)
             >>> asyncio.run(main())
             stopped
@@ -477,6 +484,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             raise InvalidArgumentError(
                 "stopGraceFully=True and stopGracefully=False disagree: pass one of them"
             )
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
+        ):
+            raise InvalidArgumentError(f"timeout must be a non-negative number, got {timeout!r}")
         if self._runtime.state == INITIALIZED:
             self._runtime.state = STOPPED
             self._stop_complete = True
@@ -488,6 +499,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             self._scheduler.order.refuse_posts()  # dropped from now on; what was posted runs
             if self in StreamingContext._active:
                 StreamingContext._active.remove(self)
+            if graceful and timeout is not None:
+                graceful = await self._finish_queued(timeout)
             if not graceful:
                 self._scheduler.abort()  # what was posted and not accepted yet never runs
             await self._stop_receivers()
@@ -504,6 +517,15 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             await self._blocking.run(self._sc.stop)
         await self._blocking.close()
         self._failures.end()
+
+    async def _finish_queued(self, timeout: float) -> bool:
+        """Let what was posted run within `timeout` seconds; whether it all did."""
+        try:
+            await asyncio.wait_for(self._scheduler.idle(raise_crash=False), timeout)
+        except TimeoutError:
+            log.warning("the graceful stop took over %s s: dropping what still waits", timeout)
+            return False
+        return True
 
     async def _drain_receivers(self) -> None:
         """Stop receiving, then let the sources fire until batches read what was received.

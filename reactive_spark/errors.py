@@ -25,6 +25,7 @@ __all__ = [
     "JobFailedError",
     "JobSkippedError",
     "OffsetOutOfRangeError",
+    "QueueFullError",
     "ReactiveSparkError",
 ]
 
@@ -57,6 +58,14 @@ class OffsetOutOfRangeError(ReactiveSparkError):
     """Records asked of a log lie outside what it holds (e.g. below its earliest offset).
 
     The message names the topic, the partition and the offsets.
+    """
+
+
+class QueueFullError(ReactiveSparkError):
+    """An event was refused: its source's queue is full and its overflow policy is `"reject"`.
+
+    The message names the source and its bound; retry later (a REST trigger answers 503 with
+    `Retry-After`).
     """
 
 

@@ -27,6 +27,7 @@ import reactivex
 from reactivex import abc as rx_abc
 from reactivex.disposable import Disposable
 
+from reactive_spark._validation import require_int
 from reactive_spark.errors import ForeignContextError, InvalidArgumentError, InvalidCallbackError
 from reactive_spark.runtime import Runtime
 from reactive_spark.time import Duration, Time
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATCH_UP_POLICIES",
+    "OVERFLOW_POLICIES",
     "Event",
     "EventListener",
     "EventSource",
@@ -54,6 +56,11 @@ log = logging.getLogger(__name__)
 #: in order, one event standing for the whole gap, only the last one, or none
 #: (docs/checkpoints.md).
 CATCH_UP_POLICIES = ("all", "coalesce", "latest", "skip")
+
+#: What a source does with a new event when its queue is full (docs/concepts.md): its producer
+#: waits, the event is refused, the waiting events merge into one, the oldest waiting event or
+#: the new one is dropped.
+OVERFLOW_POLICIES = ("block", "reject", "coalesce", "drop-oldest", "drop-newest")
 
 
 def json_friendly(value: Any) -> Any:
@@ -85,7 +92,7 @@ class Event:
     # events are many and short-lived: no per-instance dict (subclasses of yours may have one);
     # this `__init__` is the one place an event's own fields are set: subclasses call it
     # directly, without a `super()` object per event
-    __slots__ = ("index", "instanceId", "source", "time")
+    __slots__ = ("index", "instanceId", "source", "standsFor", "time")
 
     def __init__(
         self,
@@ -98,6 +105,9 @@ class Event:
         self.index = index
         self.time = time
         self.instanceId = instanceId
+        #: How many events this one stands for: more than one when the source's overflow
+        #: policy coalesced waiting events into it (see `EventSource.overflow`).
+        self.standsFor = 1
 
     @property
     def datetime(self) -> datetime:
@@ -334,6 +344,8 @@ class EventSource(ABC):
         #: Orders simultaneous events: the lineage rank, fixed when the context starts.
         self.rank = self.order
         self._catch_up = "all"
+        self._max_queued: int | None = None  # None: the context's maxQueuedEvents
+        self._overflow = self.defaultOverflow
         #: The time of the last event this source fired before a restart (from the checkpoint).
         self.resumedFrom: Time | None = None
 
@@ -379,6 +391,54 @@ class EventSource(ABC):
     @abstractmethod
     def toProduct(self) -> tuple[Any, ...]:
         """The parameters that identify this source across restarts."""
+
+    # -- backpressure ----------------------------------------------------------------------
+    #: The overflow policy of this kind of source unless told otherwise (`overflow`).
+    defaultOverflow = "block"
+
+    def overflow(self, maxQueued: int | None = None, policy: str | None = None) -> EventSource:
+        """Bound this source's waiting events and say what happens past the bound; returns it.
+
+        `maxQueued` (default: the context's `maxQueuedEvents`, 10,000) bounds the events of
+        this source that wait: posted and not accepted yet, or accepted and not processed
+        yet. `policy` is one of `OVERFLOW_POLICIES`: `"block"` (the producer waits; a timer's
+        ticks missed meanwhile follow its catch-up policy), `"reject"` (a REST trigger answers
+        503, `trigger` raises `QueueFullError`), `"coalesce"` (the waiting events become one,
+        the last, whose `standsFor` counts them), `"drop-oldest"` or `"drop-newest"` (counted
+        and reported to listeners: `onEventsDropped`). See docs/concepts.md.
+
+        Examples:
+            >>> from reactive_spark import Seconds
+            >>> ticks = ssc.timer(t0, None, Seconds(1), "ticks").overflow(100, "coalesce")
+            >>> ticks.maxQueued, ticks.overflowPolicy
+            (100, 'coalesce')
+        """
+        self._runtime.require_not_started(f"change the overflow of {self.name!r}")
+        if maxQueued is not None:
+            require_int(maxQueued, "maxQueued")
+            self._max_queued = maxQueued
+        if policy is not None:
+            if policy not in OVERFLOW_POLICIES:
+                raise InvalidArgumentError(
+                    f"policy must be one of {', '.join(OVERFLOW_POLICIES)}, got {policy!r}",
+                )
+            self._overflow = policy
+        return self
+
+    @property
+    def maxQueued(self) -> int | None:
+        """The bound on this source's waiting events (None: the context's `maxQueuedEvents`)."""
+        return self._max_queued
+
+    @property
+    def overflowPolicy(self) -> str:
+        """What happens to an event past the bound (one of `OVERFLOW_POLICIES`)."""
+        return self._overflow
+
+    @property
+    def queueDepth(self) -> int:
+        """This source's events waiting: posted and not accepted yet, or not processed yet."""
+        return self._runtime.queue_depth(self)
 
     # -- recovery --------------------------------------------------------------------------
     @property

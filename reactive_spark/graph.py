@@ -66,6 +66,49 @@ class DStreamGraph:
         """The streams bound to `source`, in creation (lineage) order."""
         return list(self._bindings.get(source, []))
 
+    def downstream_bound(self, source: EventSource) -> list[EventSource]:
+        """The bound sources whose queues an event of `source` feeds.
+
+        Itself if bound, and the bound sources derived from it (directly or not).
+        """
+        found: list[EventSource] = []
+        seen: set[EventSource] = set()
+        waiting = [source]
+        while waiting:
+            current = waiting.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current in self._bindings:
+                found.append(current)
+            waiting.extend(child for child in self._ssc.sources if current in child.parents)
+        return found
+
+    def accepted_after(self, sources: list[EventSource]) -> dict[EventSource, set[EventSource]]:
+        """Per source, the sources none of whose events may be accepted before its waiting ones.
+
+        Itself, and the sources reached through a source whose bound streams read another's
+        (a weekly roll-up waits for the daily batch of its instant); the sources derived from
+        it without such a step may go on with what it already fired.
+        """
+        edges = self._lineage_edges(sources)
+        held: dict[EventSource, set[EventSource]] = {}
+        for source in sources:
+            found = {source}
+            waiting = [(source, False)]
+            seen: set[tuple[EventSource, bool]] = set()
+            while waiting:
+                current, through_reads = waiting.pop()
+                if (current, through_reads) in seen:
+                    continue
+                seen.add((current, through_reads))
+                for after, reads in edges[current]:
+                    if through_reads or reads:
+                        found.add(after)
+                    waiting.append((after, through_reads or reads))
+            held[source] = found
+        return held
+
     def checkpoints_rdds(self) -> bool:
         """Whether some stream checkpoints its RDDs (then Spark needs a checkpoint directory)."""
         return any(stream.checkpointed for stream in self.streams)
@@ -185,18 +228,34 @@ class DStreamGraph:
             waiting.extend(reversed(current.parents))
         return []
 
-    def _lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
-        """Rank sources so that a source whose bound streams feed another's goes first."""
+    def _lineage_edges(
+        self, sources: list[EventSource]
+    ) -> dict[EventSource, list[tuple[EventSource, bool]]]:
+        """Per source, the sources whose events at an instant go after its own.
+
+        With each, whether that is because their bound streams read its bound streams (else:
+        they derive from it).
+        """
         bound = {source: {s.id for s in self._bindings.get(source, [])} for source in sources}
         upstream = {source: _above(self._bindings.get(source, [])) for source in sources}
-        successors: dict[EventSource, list[EventSource]] = {source: [] for source in sources}
-        waiting = dict.fromkeys(sources, 0)
+        edges: dict[EventSource, list[tuple[EventSource, bool]]] = {s: [] for s in sources}
         for first in sources:
             for second in sources:
-                derived = first in second.parents
-                if first is not second and (derived or bound[first] & upstream[second]):
-                    successors[first].append(second)
-                    waiting[second] += 1
+                if first is second:
+                    continue
+                reads = bool(bound[first] & upstream[second])
+                if reads or first in second.parents:
+                    edges[first].append((second, reads))
+        return edges
+
+    def _lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
+        """Rank sources so that a source whose bound streams feed another's goes first."""
+        edges = self._lineage_edges(sources)
+        successors = {source: [after for after, _ in edges[source]] for source in sources}
+        waiting = dict.fromkeys(sources, 0)
+        for source in sources:
+            for successor in successors[source]:
+                waiting[successor] += 1
         ready = [(source.order, source) for source in sources if waiting[source] == 0]
         heapq.heapify(ready)
         ranks: dict[EventSource, int] = {}

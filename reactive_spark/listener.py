@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BatchTime",
+    "EventsDropped",
     "ListenerBus",
     "OutputOperationInfo",
     "ReceiverInfo",
@@ -128,6 +129,26 @@ class OutputOperationInfo:
     def failureReason(self) -> str | None:
         """The failure in one line (the user's exception), or None."""
         return None if not self.job.failed else self.job.describe()
+
+
+@dataclass(frozen=True)
+class EventsDropped:
+    """Events of one source that will not run (`onEventsDropped`): never silent.
+
+    `reason` is the overflow policy that dropped them (`"drop-oldest"`, `"drop-newest"`), or
+    `"coalesce"` (merged into a later event that runs and whose `standsFor` counts them), or
+    `"stop"` (a stop that did not wait for them). `count` says how many; `events` are the
+    events themselves where they are known (a stop's: accepted ones carry their instanceId).
+
+    Examples:
+        >>> EventsDropped("uploads", "drop-oldest", 3).count
+        3
+    """
+
+    sourceName: str
+    reason: str
+    count: int
+    events: tuple[Event, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -267,6 +288,9 @@ class StreamingListener:
 
     def onSourceError(self, error: SourceErrorInfo) -> None:
         """An event source or operator failed (`error.userError` is the exception)."""
+
+    def onEventsDropped(self, dropped: EventsDropped) -> None:
+        """Events of a source will not run: its overflow policy or a stop dropped them."""
 
 
 class ListenerBus:

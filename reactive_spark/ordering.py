@@ -1,4 +1,4 @@
-"""The order events are accepted in: by time, then lineage rank; numbered as accepted.
+"""The order events are accepted in: by time, then lineage rank; numbered as accepted; bounded.
 
 On the event loop, the events sources post wait under an order key `(time, lineage rank of the
 source, tiebreak)`. A slice at a time (`EVENTS_PER_FLUSH`, so the loop stays responsive),
@@ -7,6 +7,13 @@ them (`index` per source, `instanceId` per context), records the checkpoint's pr
 `onEventFired`, and hands the run to listeners and derived sources, which post their own runs
 in turn. Runs of sources some stream is bound to go on to the scheduler's worker
 (docs/architecture.md).
+
+Nothing waiting grows without bound: every source has a `SourceQueue` bounding its events
+that wait (posted and not accepted, or accepted and not processed), and an overflow policy
+for an event past the bound (`EventSource.overflow`). A source whose bound sources downstream
+are full is not accepted from until they drain; the sources derived from it go on with what it
+already fired, the others wait behind it, so each instant's lineage order holds among what
+is accepted.
 """
 
 from __future__ import annotations
@@ -16,15 +23,20 @@ import heapq
 import itertools
 import logging
 import sys
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
+from reactive_spark.errors import QueueFullError
+from reactive_spark.listener import EventsDropped
+
 if TYPE_CHECKING:
-    from reactive_spark.events import Event
+    from reactive_spark.events import Event, EventSource
     from reactive_spark.listener import ListenerBus
 
-__all__ = ["EVENTS_PER_FLUSH", "EventOrder"]
+__all__ = ["DEFAULT_MAX_QUEUED", "EVENTS_PER_FLUSH", "EventOrder", "SourceQueue"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +44,62 @@ OrderKey = tuple[int, int, int]
 
 #: How many pending events the loop accepts before letting its other callbacks run.
 EVENTS_PER_FLUSH = 1024
+#: The bound on a source's waiting events unless the context or the source says otherwise.
+DEFAULT_MAX_QUEUED = 10_000
+#: Seconds a waiting producer sleeps between looks at its queue (it is woken when room frees).
+WAIT_SLICE = 0.05
+
+
+@dataclass(eq=False)
+class SourceQueue:
+    """What waits of one source's events, its bound and its overflow policy.
+
+    Each counter has one writer: `pending` and `accepted` the loop, `processed` the worker,
+    `in_transit` (events posted from other threads, on their way to the loop) the lock.
+    """
+
+    source: EventSource
+    bound: int
+    policy: str
+    pending: int = 0
+    in_transit: int = 0
+    accepted: int = 0
+    processed: int = 0
+    #: The bound queues an accepted event of this source feeds (its own, if it is bound).
+    feeds: tuple[SourceQueue, ...] = ()
+    #: The sources that wait behind this one when it cannot be accepted from.
+    holds: frozenset[Any] = frozenset()
+    #: Keys this source's events wait under (a heap; some may be gone).
+    keys: list[OrderKey] = field(default_factory=list)
+
+    @property
+    def depth(self) -> int:
+        """This source's events waiting: posted, or accepted and not processed yet.
+
+        Events on their way from another thread count when they were admitted within the bound
+        (`block`, `reject`); under the other policies one arriving past the bound replaces or
+        is replaced (their producers keep at most `bound` on the way).
+        """
+        waiting = self.pending + self.accepted - self.processed
+        return waiting + self.in_transit if self.policy in ("block", "reject") else waiting
+
+    @property
+    def full(self) -> bool:
+        """Whether a new event is past the bound."""
+        return self.depth >= self.bound
+
+    def room(self) -> int | None:
+        """How many of this source's waiting events may be accepted now (None: any)."""
+        room = None
+        for fed in self.feeds:
+            if fed is self:  # its own accepted events, not yet processed (a slot is kept for
+                # one waiting event to merge or drop, so that one never goes past the bound)
+                keep = 1 if self.policy in ("coalesce", "drop-oldest") and self.bound > 1 else 0
+                left = self.bound - keep - (self.accepted - self.processed)
+            else:
+                left = fed.bound - fed.depth
+            room = left if room is None else min(room, left)
+        return None if room is None else max(0, room)
 
 
 class EventOrder:
@@ -40,9 +108,26 @@ class EventOrder:
     `ready(runs)` receives the runs of bound sources each flush accepted, in order.
     """
 
-    def __init__(self, listeners: ListenerBus, ready: Callable[[list[list[Event]]], None]) -> None:
+    def __init__(
+        self,
+        listeners: ListenerBus,
+        ready: Callable[[list[list[Event]]], None],
+        dropped: Callable[[str, list[int]], None],
+        max_queued: int = DEFAULT_MAX_QUEUED,
+    ) -> None:
         self._listeners = listeners
         self._ready = ready
+        self._record_dropped = dropped
+        self.max_queued = max_queued
+        self._queues: dict[EventSource, SourceQueue] = {}
+        self._room = threading.Condition()  # producers wait on it for room in their queues
+        self._waiting_producers = 0
+        self._no_waiting: set[int] = set()  # threads that must never wait (the worker's)
+        self._flushing = False
+        self._stalled = False  # what is pending waits for room the worker makes
+        self._room_callbacks: dict[SourceQueue, list[Callable[[], None]]] = {}
+        self._drops: dict[tuple[EventSource, str], list[Event]] = {}
+        self._drops_reported = False
         # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
         self._pending: dict[OrderKey, _Waiting] = {}
         self._pending_keys: list[OrderKey] = []
@@ -59,12 +144,34 @@ class EventOrder:
         #: Events accepted that no stream is bound to (they have no batch).
         self.announced = 0
 
-    def start(self, loop: asyncio.AbstractEventLoop, bound: frozenset[Any]) -> None:
-        """Take posts on `loop` from now on (call it there); runs of `bound` sources go on."""
+    def start(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        bound: frozenset[Any],
+        feeds: Callable[[EventSource], list[EventSource]],
+        holds: dict[EventSource, set[EventSource]],
+        sources: list[EventSource],
+    ) -> None:
+        """Take posts on `loop` from now on (call it there); runs of `bound` sources go on.
+
+        `feeds(source)` are the bound sources an accepted event of `source` feeds (itself if
+        bound, its bound derived sources); `holds[source]` the sources whose events may not be
+        accepted before its waiting ones.
+        """
         self._loop = loop
         self._loop_thread = get_ident()
         self._bound = bound
+        for source in sources:
+            limit = source.maxQueued if source.maxQueued is not None else self.max_queued
+            self._queues[source] = SourceQueue(source, limit, source.overflowPolicy)
+        for source, queue in self._queues.items():
+            queue.feeds = tuple(self._queues[fed] for fed in feeds(source))
+            queue.holds = frozenset(holds.get(source, {source}))
         self._posts_open = True
+
+    def never_wait(self, thread: int) -> None:
+        """Events that `thread` posts never wait for room (it is the one that makes room)."""
+        self._no_waiting.add(thread)
 
     def refuse_posts(self) -> None:
         """Drop, with a warning, every event posted from now on (the context is stopping)."""
@@ -74,16 +181,69 @@ class EventOrder:
         """Accept nothing more: posts are refused, and so are runs of derived sources."""
         self._posts_open = False
         self._closed = True
+        with self._room:  # producers waiting for room give up
+            self._room.notify_all()
 
-    def drop(self) -> None:
-        """Forget every event waiting to be accepted (a stop that does not wait for them)."""
+    def drop(self) -> dict[EventSource, list[Event]]:
+        """Forget every event waiting to be accepted (a stop that does not wait for them).
+
+        Returns them, per source; producers that wait for room are let go.
+        """
+        dropped: dict[EventSource, list[Event]] = {}
+        for waiting in self._pending.values():
+            events = waiting.take(len(waiting))
+            if events:
+                dropped.setdefault(events[0].source, []).extend(events)
         self._pending.clear()
         self._pending_keys.clear()
+        for queue in self._queues.values():
+            queue.pending = 0
+            queue.keys.clear()
+        with self._room:
+            self._room.notify_all()
+        return dropped
 
     @property
     def pending(self) -> int:
         """Events waiting to be accepted."""
         return sum(len(waiting) for waiting in list(self._pending.values()))
+
+    def queue_of(self, source: EventSource) -> SourceQueue | None:
+        """The queue of `source` (once started)."""
+        return self._queues.get(source)
+
+    def processed(self, source: EventSource, count: int) -> None:
+        """`count` accepted events of `source` were processed (the worker thread)."""
+        queue = self._queues.get(source)
+        if queue is None:
+            return
+        queue.processed += count
+        if self._stalled and self._loop is not None:
+            self._stalled = False
+            self._loop.call_soon_threadsafe(self._flush_some)
+        if self._waiting_producers:
+            with self._room:
+                self._room.notify_all()
+        if self._room_callbacks and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._call_room_callbacks)
+
+    def has_room(self, source: EventSource) -> bool:
+        """Whether an event of `source` posted now is within its bound."""
+        queue = self._queues.get(source)
+        return queue is None or not queue.full
+
+    def when_room(self, source: EventSource, callback: Callable[[], None]) -> None:
+        """Call `callback()` on the loop once `source` has room again (once)."""
+        queue = self._queues[source]
+        if not queue.full:
+            callback()
+            return
+        self._room_callbacks.setdefault(queue, []).append(callback)
+
+    def _call_room_callbacks(self) -> None:
+        for queue in [queue for queue in self._room_callbacks if not queue.full]:
+            for callback in self._room_callbacks.pop(queue):
+                callback()
 
     @property
     def has_pending(self) -> bool:
@@ -107,20 +267,57 @@ class EventOrder:
     def post(self, event: Event) -> None:
         """Queue `event` from any thread: at once on the loop, else through the loop.
 
+        Past its source's bound, the source's overflow policy decides (see `SourceQueue`): a
+        producer off the loop waits for room in its own thread; one on the loop waits there.
         Events posted before `start` or after `refuse_posts` (or a crash) are dropped with a
         warning.
         """
         if self._posts_open and get_ident() == self._loop_thread:
+            queue = self._queues.get(event.source)
+            if queue is not None and queue.full:
+                self._overflow(queue, event)
+                return
             # `accept` (open posts mean not closed) in this one call: it runs per posted event
             key = (event.time.milliseconds, event.source.rank, 0)
             waiting = self._pending.get(key)
             if waiting is None or not self._flush_scheduled:
-                waiting = self._waiting(key)
+                waiting = self._waiting(key, queue)
             waiting.events.append(event)
+            if queue is not None:
+                queue.pending += 1
         elif not self._posts_open or self._loop is None:
             log.warning("dropping %r: the StreamingContext is not accepting events", event)
         else:
-            self._loop.call_soon_threadsafe(self.accept, event)
+            queue = self._queues.get(event.source)
+            if queue is not None:
+                self._admit_from_thread(queue, event)
+            self._loop.call_soon_threadsafe(self._arrive, event, queue)
+
+    def _admit_from_thread(self, queue: SourceQueue, event: Event) -> None:
+        """Count `event` on its way to the loop; past the bound, wait or refuse first."""
+        with self._room:
+            if get_ident() not in self._no_waiting:
+                self._waiting_producers += 1
+                try:
+                    while self._posts_open and (
+                        (queue.full and queue.policy == "block")
+                        or queue.in_transit >= queue.bound  # the other policies' producers
+                    ):
+                        self._room.wait(WAIT_SLICE)
+                finally:
+                    self._waiting_producers -= 1
+            if queue.full and queue.policy == "reject":
+                raise _refused(queue)
+            queue.in_transit += 1
+
+    def _arrive(self, event: Event, queue: SourceQueue | None) -> None:
+        """An event posted from another thread reaches the loop."""
+        if queue is not None:
+            with self._room:
+                queue.in_transit -= 1
+                if self._waiting_producers:
+                    self._room.notify_all()
+        self.accept(event)
 
     def accept(self, event: Event) -> None:
         """Queue `event` for ordering; must run on the loop.
@@ -132,13 +329,22 @@ class EventOrder:
         if self._closed:
             log.warning("dropping %r: the StreamingContext is stopping", event)
             return
-        self._waiting((event.time.milliseconds, event.source.rank, 0)).events.append(event)
+        queue = self._queues.get(event.source)
+        if queue is not None and queue.full and queue.policy != "block":
+            self._overflow(queue, event)  # a blocking producer off the loop waited already
+            return
+        key = (event.time.milliseconds, event.source.rank, 0)
+        self._waiting(key, queue).events.append(event)
+        if queue is not None:
+            queue.pending += 1
 
     def accept_run(self, events: Sequence[Event], tiebreak: int = 0) -> None:
         """Queue events of one source and time, in order; must run on the loop.
 
         `tiebreak` orders runs of one source and instant among themselves: a merge's events
-        derived from its first argument before those derived from the second.
+        derived from its first argument before those derived from the second. A derived
+        source's own events wait past its bound unless its policy drops or coalesces them:
+        its parents are not accepted from while it is full.
         """
         if not events:
             return
@@ -150,18 +356,108 @@ class EventOrder:
             )
             return
         first = events[0]
-        self._waiting((first.time.milliseconds, first.source.rank, tiebreak)).events.extend(events)
+        queue = self._queues.get(first.source)
+        if queue is not None and queue.full and queue.policy not in ("block", "reject"):
+            for event in events:
+                self.accept(event)
+            return
+        key = (first.time.milliseconds, first.source.rank, tiebreak)
+        self._waiting(key, queue).events.extend(events)
+        if queue is not None:
+            queue.pending += len(events)
 
-    def _waiting(self, key: OrderKey) -> _Waiting:
+    def _waiting(self, key: OrderKey, queue: SourceQueue | None = None) -> _Waiting:
         """The events waiting under order `key` (time, lineage rank, tiebreak), made if none."""
         waiting = self._pending.get(key)
         if waiting is None:
             self._pending[key] = waiting = _Waiting()
             heapq.heappush(self._pending_keys, key)
+            if queue is not None:
+                heapq.heappush(queue.keys, key)
         if not self._flush_scheduled and self._loop is not None:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_some)
         return waiting
+
+    # -- past the bound ----------------------------------------------------------------------
+    def _overflow(self, queue: SourceQueue, event: Event) -> None:
+        """`event` arrives past its source's bound (on the loop): apply the source's policy."""
+        policy = queue.policy
+        if policy == "reject":
+            raise _refused(queue)
+        if policy == "block":
+            self._wait_on_loop(queue)
+            self.accept(event)  # with room, or past the bound if it may not wait
+            return
+        if policy == "drop-newest" or (policy == "drop-oldest" and not queue.pending):
+            self._dropped(queue, "drop-newest" if policy == "drop-newest" else policy, [event])
+            return
+        if policy == "drop-oldest":
+            self._dropped(queue, policy, self._take_waiting(queue, 1))
+            self._queue_again(queue, event)
+            return
+        merged = self._take_waiting(queue, queue.pending)  # coalesce
+        stand_in = event.source.coalesce([*merged, event]) if merged else event
+        stand_in.standsFor = sum(e.standsFor for e in merged) + event.standsFor
+        if merged:
+            self._dropped(queue, "coalesce", merged)
+        self._queue_again(queue, stand_in)
+
+    def _wait_on_loop(self, queue: SourceQueue) -> None:
+        """A producer on the loop waits for room: what can be accepted is, then the worker."""
+        if self._flushing:  # posted while events are accepted: it cannot wait for itself
+            return
+        while queue.full and not self._closed:
+            self.flush()
+            if not queue.full:
+                return
+            with self._room:
+                self._waiting_producers += 1
+                try:
+                    self._room.wait(WAIT_SLICE)
+                finally:
+                    self._waiting_producers -= 1
+
+    def _queue_again(self, queue: SourceQueue, event: Event) -> None:
+        key = (event.time.milliseconds, event.source.rank, 0)
+        self._waiting(key, queue).events.append(event)
+        queue.pending += 1
+
+    def _take_waiting(self, queue: SourceQueue, count: int) -> list[Event]:
+        """The oldest `count` events of `queue`'s source waiting to be accepted, taken out."""
+        taken: list[Event] = []
+        keys = queue.keys
+        while keys and len(taken) < count:
+            waiting = self._pending.get(keys[0])
+            if not waiting:
+                heapq.heappop(keys)
+                continue
+            taken.extend(waiting.take(count - len(taken)))
+        queue.pending -= len(taken)
+        return taken
+
+    def _dropped(self, queue: SourceQueue, reason: str, events: list[Event]) -> None:
+        """Count events that will not run, and have them reported (once per loop pass)."""
+        if not events:
+            return
+        self._drops.setdefault((queue.source, reason), []).extend(events)
+        if not self._drops_reported and self._loop is not None:
+            self._drops_reported = True
+            self._loop.call_soon(self.report_drops)
+
+    def report_drops(self) -> None:
+        """Tell the listeners what was dropped since, and have it recorded against recovery."""
+        self._drops_reported = False
+        drops, self._drops = self._drops, {}
+        for (source, reason), events in drops.items():
+            if reason != "coalesce":  # what stands for coalesced events covers their times
+                self._record_dropped(source.name, [e.time.milliseconds for e in events])
+            # a dropped event takes what it stood for with it; a coalesced one is counted once,
+            # when it is merged away (what it stood for goes on in the event that replaced it)
+            count = len(events) if reason == "coalesce" else sum(e.standsFor for e in events)
+            self._listeners.tell(
+                "onEventsDropped", EventsDropped(source.name, reason, count, tuple(events))
+            )
 
     def _flush_some(self) -> None:
         """Accept a slice of the pending events; the rest after the loop's other callbacks.
@@ -170,37 +466,63 @@ class EventOrder:
         is accepted, and the loop stays responsive.
         """
         self._flush_scheduled = False
-        self.flush(EVENTS_PER_FLUSH)
+        accepted = self.flush(EVENTS_PER_FLUSH)
         if self._pending_keys and not self._flush_scheduled and self._loop is not None:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush_some)
+            if accepted:
+                self._flush_scheduled = True
+                self._loop.call_soon(self._flush_some)
+            else:  # nothing could be accepted: the worker's progress schedules the next slice
+                self._stalled = True
 
-    def flush(self, limit: int | None = None) -> None:
-        """Number the pending events in order, notify listeners, and queue them for processing.
+    def flush(self, limit: int | None = None) -> int:
+        """Number the pending events in order, notify listeners, and hand them on to be processed.
 
         Events tied on one key (one source and instant) are accepted as a run. Listeners may
         fire more events (derived sources do); they are accepted in order too. An event no
         stream is bound to has no batch: it is only numbered and announced. With `limit`, at
-        most that many events are accepted.
+        most that many events are accepted. A source without room downstream is not accepted
+        from (its events wait), nor is any source that must wait behind it. Returns how many
+        were accepted.
         """
-        pending, keys, bound = self._pending, self._pending_keys, self._bound
+        pending, keys, bound, queues = self._pending, self._pending_keys, self._bound, self._queues
         budget = sys.maxsize if limit is None else limit
         runs: list[list[Event]] = []
-        while keys and budget:
-            key = keys[0]
-            waiting = pending[key]
-            if waiting:
-                run = self._accept_run(waiting.take(budget), waiting, key)
-                budget -= len(run)
-                if run[0].source in bound:
-                    runs.append(run)
-                else:
-                    self.announced += len(run)
-            if not waiting and keys[0] is key:
-                heapq.heappop(keys)
-                del pending[key]
+        skipped: list[OrderKey] = []  # keys that cannot be accepted from now, put back after
+        held: set[Any] = set()  # sources that wait behind a skipped key
+        self._flushing = True
+        try:
+            while keys and budget:
+                key = keys[0]
+                waiting = pending[key]
+                if waiting:
+                    source = waiting.events[waiting.start].source
+                    queue = queues.get(source)
+                    room = None if queue is None else queue.room()
+                    if room == 0 or source in held:
+                        skipped.append(heapq.heappop(keys))
+                        held |= queue.holds if queue is not None else {source}
+                        continue
+                    take = budget if room is None else min(budget, room)
+                    run = self._accept_run(waiting.take(take), waiting, key)
+                    budget -= len(run)
+                    if queue is not None:
+                        queue.pending -= len(run)
+                    if source in bound:
+                        runs.append(run)
+                        if queue is not None:
+                            queue.accepted += len(run)
+                    else:
+                        self.announced += len(run)
+                if not waiting and keys and keys[0] is key:
+                    heapq.heappop(keys)
+                    del pending[key]
+        finally:
+            self._flushing = False
+            for key in skipped:
+                heapq.heappush(keys, key)
         if runs:
             self._ready(runs)
+        return (sys.maxsize if limit is None else limit) - budget
 
     def _accept_run(self, run: list[Event], waiting: _Waiting, key: OrderKey) -> list[Event]:
         """Number `run` (events of one key, taken from `waiting`) in order and hand it on.
@@ -297,3 +619,10 @@ class _Waiting:
         else:
             self.events[: self.start] = run
             self.start = 0
+
+
+def _refused(queue: SourceQueue) -> QueueFullError:
+    return QueueFullError(
+        f"source {queue.source.name!r} has {queue.depth} events waiting, its bound "
+        f"(maxQueued={queue.bound}); its overflow policy is 'reject': try again later",
+    )

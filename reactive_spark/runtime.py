@@ -13,6 +13,7 @@ Examples:
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,6 +26,7 @@ from reactive_spark.listener import ReceiverInfo
 if TYPE_CHECKING:
     from reactive_spark.clock import Clock
     from reactive_spark.events import Event, EventSource
+    from reactive_spark.ordering import EventOrder
 
 __all__ = ["ACTIVE", "INITIALIZED", "STOPPED", "Runtime"]
 
@@ -58,6 +60,7 @@ class Runtime:
         tell: Callable[[str, Any], None],
         run_blocking: Callable[..., Awaitable[Any]],
         accepting: Callable[[], bool],
+        order: EventOrder,
     ) -> None:
         self._context = weakref.ref(context)
         #: The context's clock.
@@ -73,6 +76,7 @@ class Runtime:
         self._report = report
         self._run_blocking = run_blocking
         self._accepting = accepting
+        self._order = order
         #: `"initialized"`, `"active"` or `"stopped"` (the context moves it on).
         self.state = INITIALIZED
         #: Every event source of the context, in creation order.
@@ -168,6 +172,36 @@ class Runtime:
         self.tell_listeners(
             callback, ReceiverInfo(stream_id, name, location, active=active, error=error)
         )
+
+    # -- backpressure ----------------------------------------------------------------------
+    def queue_depth(self, source: EventSource) -> int:
+        """`source`'s events waiting: posted and not accepted, or not processed yet."""
+        queue = self._order.queue_of(source)
+        return 0 if queue is None else queue.depth
+
+    def has_room(self, source: EventSource) -> bool:
+        """Whether an event of `source` posted now is within its bound."""
+        return self._order.has_room(source)
+
+    def when_room(self, source: EventSource, callback: Callable[[], None]) -> None:
+        """Call `callback()` on the loop once `source` has room again.
+
+        How a producer on the loop waits without blocking it (a timer).
+        """
+        self._order.when_room(source, callback)
+
+    async def room(self, source: EventSource) -> None:
+        """Wait, without blocking the loop, until `source` has room (a coroutine producer)."""
+        if self.has_room(source):
+            return
+        freed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def free() -> None:
+            if not freed.done():
+                freed.set_result(None)
+
+        self.when_room(source, free)
+        await freed
 
     # -- blocking work ---------------------------------------------------------------------
     async def run_blocking(self, func: Callable[..., R], *args: Any) -> R:

@@ -29,10 +29,15 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactive_spark.errors import JobSkippedError
-from reactive_spark.events import Event
+from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import Batch, BatchInfo, Job, JobInfo
-from reactive_spark.listener import ListenerBus, OutputOperationInfo
-from reactive_spark.ordering import EVENTS_PER_FLUSH, EventOrder
+from reactive_spark.listener import EventsDropped, ListenerBus, OutputOperationInfo
+from reactive_spark.ordering import (
+    DEFAULT_MAX_QUEUED,
+    EVENTS_PER_FLUSH,
+    WAIT_SLICE,
+    EventOrder,
+)
 from reactive_spark.time import now_ms
 
 if TYPE_CHECKING:
@@ -121,6 +126,7 @@ class JobScheduler:
         listeners: ListenerBus,
         on_crash: Callable[[BaseException], None],
         blocking: BlockingCalls,
+        max_queued: int = DEFAULT_MAX_QUEUED,
     ) -> None:
         self._graph = graph
         self._blocking = blocking
@@ -130,8 +136,9 @@ class JobScheduler:
         self._on_crash = on_crash
         self._before_jobs: list[BatchHook] = []
         self._after_jobs: list[BatchHook] = []
+        self._dropped_hooks: list[Callable[[str, list[int]], None]] = []
         #: Where events wait to be accepted, in order, on the loop.
-        self.order = EventOrder(listeners, self._enqueue)
+        self.order = EventOrder(listeners, self._enqueue, self._note_dropped, max_queued)
         self._loop: asyncio.AbstractEventLoop | None = None
         # runs of accepted events waiting for the worker thread, and how many accepted events
         # are not processed yet
@@ -166,16 +173,32 @@ class JobScheduler:
         if after is not None:
             self._after_jobs.append(after)
 
+    def add_dropped_hook(self, hook: Callable[[str, list[int]], None]) -> None:
+        """Call `hook(source name, times)` (on the loop) for events dropped past a bound.
+
+        So a checkpoint can record them, and recovery never fires them again.
+        """
+        self._dropped_hooks.append(hook)
+
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start processing events on `loop` (call it there); posts are taken from now on."""
+    def start(self, loop: asyncio.AbstractEventLoop, sources: list[EventSource]) -> None:
+        """Start processing events of `sources` on `loop` (call it there); posts are taken."""
         self._loop = loop
         self._idle = asyncio.Event()
         self._idle.set()
-        self.order.start(loop, frozenset(self._graph.bound_sources()))
+        graph = self._graph
+        self.order.start(
+            loop,
+            frozenset(graph.bound_sources()),
+            graph.downstream_bound,
+            graph.accepted_after(sources),
+            sources,
+        )
         if self.max_concurrent_jobs > 1:
             self._job_threads = ThreadPoolExecutor(
-                self.max_concurrent_jobs, thread_name_prefix="reactive-spark-job"
+                self.max_concurrent_jobs,
+                thread_name_prefix="reactive-spark-job",
+                initializer=lambda: self.order.never_wait(threading.get_ident()),
             )
         # one long-lived thread, in the context `start` ran in (as a task's would be)
         self._worker = threading.Thread(
@@ -185,6 +208,8 @@ class JobScheduler:
             daemon=True,
         )
         self._worker.start()
+        assert self._worker.ident is not None
+        self.order.never_wait(self._worker.ident)  # it makes the room others wait for
 
     def _close(self, *, dropping: bool) -> None:
         self.order.close()
@@ -197,8 +222,15 @@ class JobScheduler:
         The running batch still ends; `stop(graceful=False)` also cancels its Spark jobs.
         """
         self._close(dropping=True)
-        self.order.drop()
-        self._done(self._drop_ready())
+        dropped = self.order.drop()  # posted, not accepted yet
+        runs = self._drop_ready()  # accepted, not processed yet
+        self._done(_count(runs))
+        for run in runs:
+            dropped.setdefault(run[0].source, []).extend(run)
+        for source, events in dropped.items():
+            self._listeners.tell(
+                "onEventsDropped", EventsDropped(source.name, "stop", len(events), tuple(events))
+            )
 
     async def stop(self, graceful: bool) -> None:
         """Stop processing: after the queued events (`graceful`), or after the running batch.
@@ -251,8 +283,10 @@ class JobScheduler:
         order = self.order
         while True:
             while order.has_pending and not self._dropping:
-                order.flush(EVENTS_PER_FLUSH)
-                await asyncio.sleep(0)  # the worker thread may start on what was accepted
+                accepted = order.flush(EVENTS_PER_FLUSH)
+                # the worker may start on what was accepted; if nothing could be (the queues
+                # downstream are full), it makes room meanwhile
+                await asyncio.sleep(0 if accepted else WAIT_SLICE)
             await self._idle.wait()
             if not order.has_pending or self._dropping:
                 break
@@ -269,12 +303,25 @@ class JobScheduler:
         if self._unprocessed == 0 and self._idle is not None:
             self._idle.set()
 
-    def _drop_ready(self) -> int:
-        """Drop the accepted events no worker has taken; returns how many."""
+    def _drop_ready(self) -> list[list[Event]]:
+        """Drop the accepted events no worker has taken; returns their runs."""
         with self._taking:
-            dropped = _count(self._ready)
+            runs = list(self._ready)
             self._ready.clear()
-        return dropped
+        return runs
+
+    def _dropped_at_stop(self, events: list[Event]) -> None:
+        """Report accepted events a stop dropped before their batch ran (worker thread)."""
+        if events:
+            self._listeners.tell(
+                "onEventsDropped",
+                EventsDropped(events[0].source.name, "stop", len(events), tuple(events)),
+            )
+
+    def _note_dropped(self, source: str, times: list[int]) -> None:
+        """Have events dropped past a bound recorded (on the loop), before they are reported."""
+        for hook in self._dropped_hooks:
+            hook(source, times)
 
     # -- processing --------------------------------------------------------------------------
     def _work_forever(self) -> None:
@@ -330,9 +377,10 @@ class JobScheduler:
                 if not ready or self._dropping:
                     return
                 run = ready.popleft()
-                self._taken += len(run)
+            self._taken += len(run)
             for first in range(0, len(run), EVENTS_PER_CLEAR):
                 if self._dropping:
+                    self._dropped_at_stop(run[first:])
                     return
                 self._process_run(run[first : first + EVENTS_PER_CLEAR])
 
@@ -346,9 +394,11 @@ class JobScheduler:
         plan_batch, run = graph.plan_batch, self._run
         keep_empty = bool(self._before_jobs or self._after_jobs)
         uncleared = None
+        done = 0
         try:
-            for event in events:
+            for position, event in enumerate(events):
                 if self._dropping:
+                    self._dropped_at_stop(events[position:])
                     return
                 batch = plan_batch(event, keep_empty=keep_empty)
                 if batch is not None and run(event, batch):
@@ -356,11 +406,14 @@ class JobScheduler:
                     uncleared = None
                 else:
                     uncleared = event
+                done += 1
                 self._batches_processed += 1
                 self.processed_through = event.instanceId  # type: ignore[assignment] # numbered
         finally:
             if uncleared is not None:
                 graph.clear_metadata(uncleared)
+            if events:
+                self.order.processed(events[0].source, done)
 
     def _run(self, event: Event, batch: Batch) -> bool:
         """Run a planned batch with its checkpoint progress; whether jobs ran."""

@@ -25,6 +25,7 @@ class ManualEventSource(EventSource):
     """
 
     kind = "manual"
+    defaultOverflow = "reject"  # a caller can be told at once: it triggered too often
 
     def __init__(self, context: StreamingContext, name: str) -> None:
         super().__init__(context, name)

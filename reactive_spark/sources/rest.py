@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import InvalidArgumentError, QueueFullError
 from reactive_spark.events import Event, EventSource, RestEvent
 from reactive_spark.time import Time
 
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 SOURCE_KEY: web.AppKey[RestEventSource] = web.AppKey("reactive_spark_rest_source")
 DEFAULT_MAX_BODY = 1024 * 1024
+#: Seconds a caller refused for a full queue is told to wait before trying again.
+RETRY_AFTER = 1
 
 
 class RestEventSource(EventSource):
@@ -48,6 +50,7 @@ class RestEventSource(EventSource):
     """
 
     kind = "rest"
+    defaultOverflow = "reject"  # the caller is told: 503 with Retry-After
 
     def __init__(
         self,
@@ -79,6 +82,24 @@ class RestEventSource(EventSource):
         self.app[SOURCE_KEY] = self
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
         self.addListener(self._answer)  # first: the 202 goes out before other listeners run
+
+    def overflow(self, maxQueued: int | None = None, policy: str | None = None) -> EventSource:
+        """As `EventSource.overflow`; a REST trigger's policy is `"reject"` or `"block"`.
+
+        Each request waits for its own event (202 means it runs), so its event is refused
+        (503 with `Retry-After`) or waited for, never merged or dropped behind its back.
+
+        Examples:
+            >>> rest = ssc.restServer(None, name="jobs").post("/run").overflow(100, "block")
+            >>> rest.overflowPolicy
+            'block'
+        """
+        if policy is not None and policy not in ("reject", "block"):
+            raise InvalidArgumentError(
+                f"policy of a REST trigger must be 'reject' or 'block', got {policy!r}: a "
+                "request answered 202 must run",
+            )
+        return super().overflow(maxQueued, policy)
 
     # -- routes ------------------------------------------------------------------------------
     def _route(self, method: str, path: str) -> RestEventSource:
@@ -127,9 +148,19 @@ class RestEventSource(EventSource):
         event = RestEvent(
             self, None, self.context.clock.now(), request.method, path, dict(request.query), body
         )
+        if self.overflowPolicy == "block":
+            await self._runtime.room(self)  # the request waits, the loop goes on
         accepted = asyncio.get_running_loop().create_future()
         self._accepted[id(event)] = accepted
-        EventSource.post(self, event)
+        try:
+            EventSource.post(self, event)
+        except QueueFullError as full:
+            self._accepted.pop(id(event), None)
+            raise web.HTTPServiceUnavailable(
+                text=json.dumps({"error": str(full)}),
+                content_type="application/json",
+                headers={"Retry-After": str(RETRY_AFTER)},
+            ) from None
         try:
             await accepted
         finally:

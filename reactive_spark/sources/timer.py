@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from reactivex import abc as rx_abc
 
-from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.events import EventSource, TimerEvent
+from reactive_spark.errors import InvalidArgumentError, QueueFullError
+from reactive_spark.events import Event, EventSource, TimerEvent
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
 if TYPE_CHECKING:
@@ -49,6 +49,8 @@ class TimerEventSource(EventSource):
         self._pending: rx_abc.DisposableBase | None = None
         self._next_tick: Time | None = None
         self._stopped = False
+        # ticks not fired while the queue was full (overflow "block"): the first and the last
+        self._missed: tuple[int, int] | None = None
 
     kind = "timer"
 
@@ -103,8 +105,53 @@ class TimerEventSource(EventSource):
     def _tick(self, k: int) -> None:
         if self._stopped:
             return
-        self.post(TimerEvent(self, None, self.tickAt(k)))
         self._schedule(k + 1)
+        if self.overflowPolicy == "block" and (
+            self._missed is not None or not self._runtime.has_room(self)
+        ):
+            self._wait_for_room(k)
+            return
+        try:
+            self.post(TimerEvent(self, None, self.tickAt(k)))
+        except QueueFullError as refused:  # overflow "reject": a refused tick is a failure
+            self._runtime.report_source_error(self, "tick", refused)
+
+    def _wait_for_room(self, k: int) -> None:
+        """The queue is full: remember tick `k` as missed, and catch up once there is room.
+
+        The producer waits without blocking the loop: the ticks missed meanwhile follow the
+        timer's catch-up policy, as after downtime.
+        """
+        if self._missed is None:
+            self._missed = (k, k)
+            self._runtime.when_room(self, self._fire_missed)
+        else:
+            self._missed = (self._missed[0], k)
+
+    def _fire_missed(self) -> None:
+        """There is room again: fire the missed ticks as the catch-up policy says."""
+        if self._stopped or self._missed is None:
+            return
+        first, last = self._missed
+        self._missed = None
+        missed: list[Event] = [
+            TimerEvent(self, None, self.tickAt(k)) for k in range(first, last + 1)
+        ]
+        policy = self.catchUp
+        if policy == "skip":
+            return
+        if policy == "latest":
+            missed = missed[-1:]
+        elif policy == "coalesce":
+            stand_in = self.coalesce(missed)
+            stand_in.standsFor = len(missed)
+            missed = [stand_in]
+        for position, event in enumerate(missed):
+            if not self._runtime.has_room(self):  # full again: the rest wait for room
+                self._missed = (first + position, last)
+                self._runtime.when_room(self, self._fire_missed)
+                return
+            self.post(event)
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[TimerEvent]:  # type: ignore[override]
         """The ticks in `[start, end]` (indexes are assigned when they are posted)."""

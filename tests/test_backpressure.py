@@ -1,0 +1,235 @@
+"""Nothing waiting for Spark grows without bound: every source has a bound on its waiting events
+and an overflow policy (block, reject, coalesce, drop-oldest, drop-newest). A producer at ten
+times the rate the jobs sustain keeps its queue within the bound under every policy, and every
+event it produced is accounted for: run, dropped (reported) or coalesced (counted)."""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+from reactivex.subject import Subject
+
+from reactive_spark import (
+    EventsDropped,
+    InvalidArgumentError,
+    QueueFullError,
+    Seconds,
+    StreamingContext,
+    StreamingListener,
+    SystemClock,
+    Time,
+    VirtualClock,
+)
+
+T0 = Time(1_700_000_000_000)
+
+
+class Drops(StreamingListener):
+    """Counts what `onEventsDropped` reports, per reason."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.events: list[Any] = []
+
+    def onEventsDropped(self, dropped: EventsDropped) -> None:
+        self.counts[dropped.reason] = self.counts.get(dropped.reason, 0) + dropped.count
+        self.events.extend(dropped.events)
+
+
+async def soak(
+    sc: SparkContext, policy: str, produced: int, bound: int, job_seconds: float
+) -> dict[str, Any]:
+    """A producer thread posting ten times faster than the jobs run; what became of it all."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    subject: Subject[int] = Subject()
+    source = ssc.rxEventSource(subject, "producer").overflow(bound, policy)
+    ran: list[tuple[int, int]] = []  # (value, how many events it stands for)
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        ran.append((event.value, event.standsFor))
+        time_sleep(job_seconds)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(source)
+    drops = Drops()
+    ssc.addStreamingListener(drops)
+    await ssc.start()
+    deepest = 0
+    refused = 0
+
+    def produce() -> None:
+        nonlocal refused
+        for value in range(produced):
+            try:
+                subject.on_next(value)
+            except QueueFullError:
+                refused += 1
+            time_sleep(job_seconds / 10)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    while producer.is_alive():
+        deepest = max(deepest, source.queueDepth)
+        await asyncio.sleep(job_seconds / 4)
+    producer.join()
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    return {
+        "ran": ran,
+        "deepest": deepest,
+        "dropped": drops.counts,
+        "dropped_events": drops.events,
+        "refused": refused,
+    }
+
+
+def time_sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+@pytest.mark.parametrize("policy", ["block", "coalesce", "drop-oldest", "drop-newest", "reject"])
+async def test_a_tenfold_overload_stays_within_the_bound_and_is_accounted_for(
+    sc: SparkContext, policy: str
+) -> None:
+    outcome = await soak(sc, policy, produced=600, bound=20, job_seconds=0.004)
+    ran, dropped = outcome["ran"], outcome["dropped"]
+    assert outcome["deepest"] <= 20
+    values = [value for value, _ in ran]
+    assert values == sorted(values) and len(set(values)) == len(values)  # in order, each once
+    stood_for = sum(stands for _, stands in ran)
+    coalesced = dropped.get("coalesce", 0)
+    lost = dropped.get("drop-oldest", 0) + dropped.get("drop-newest", 0)
+    assert stood_for == len(ran) + coalesced  # a coalesced event stands for what it merged
+    assert len(ran) + coalesced + lost + outcome["refused"] == 600  # every event accounted for
+    if policy == "block":
+        assert len(ran) == 600 and not dropped and not outcome["refused"]
+    elif policy == "reject":
+        assert outcome["refused"] > 0 and not dropped
+    else:
+        assert len(ran) < 600 and (coalesced or lost)
+        assert dropped == {policy: 600 - len(ran) - outcome["refused"]}
+    if policy == "drop-newest":  # the first events run, the last ones are dropped
+        assert values[0] == 0
+    if policy in ("drop-oldest", "coalesce"):  # the newest event always runs
+        assert values[-1] == 599
+
+
+async def test_memory_stays_flat_under_a_long_overload(sc: SparkContext) -> None:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    outcome = await soak(sc, "drop-oldest", produced=20_000, bound=100, job_seconds=0.0005)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert outcome["deepest"] <= 100
+    assert grown_mb < 64, grown_mb
+
+
+async def test_a_same_instant_burst_is_bounded_at_every_stage(sc: SparkContext) -> None:
+    """A burst posted on the loop at one virtual instant, through map and merge: the producer
+    waits for the worker (block), every queue stays within its bound, all of it runs, in order.
+    """
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0), maxQueuedEvents=50)
+    left: Subject[int] = Subject()
+    right: Subject[int] = Subject()
+    a, b = ssc.rxEventSource(left, "a"), ssc.rxEventSource(right, "b")
+    merged = a.map(lambda e: e.value * 2).merge(b)
+    ran: list[int] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, event: ran.append(event.value)).bind(
+        merged
+    )
+    await ssc.start()
+    deepest = 0
+
+    def watch(event: Any) -> None:
+        nonlocal deepest
+        deepest = max(deepest, a.queueDepth, b.queueDepth, merged.queueDepth)
+
+    a.addListener(watch)
+    for value in range(2_000):
+        left.on_next(value)
+        right.on_next(-value)
+    assert await ssc.advanceTo(T0) == []
+    await ssc.stop(stopSparkContext=False)
+    assert deepest <= 50
+    assert len(ran) == 4_000
+    assert [v for v in ran if v >= 0 and v % 2 == 0][:3] == [0, 0, 2]  # a's doubled, in order
+    assert [v for v in ran if v < 0] == [-v for v in range(1, 2_000)]  # b's, in order
+
+
+async def test_a_manual_trigger_past_its_bound_raises(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rerun = ssc.manualSource("rerun").overflow(maxQueued=2)
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(rerun)
+    await ssc.start()
+    rerun.trigger(1)
+    rerun.trigger(2)
+    with pytest.raises(QueueFullError, match=r"'rerun' has 2 events waiting.*maxQueued=2"):
+        rerun.trigger(3)
+    assert await ssc.advanceTo(T0) == []
+    rerun.trigger(4)  # room again once the queue drained
+    await ssc.stop(stopSparkContext=False)
+
+
+async def test_a_blocked_timer_catches_up_as_its_policy_says(sc: SparkContext) -> None:
+    """A timer every 10 ms feeding 50 ms jobs, bound 2: ticks missed while the queue is full
+    follow the timer's catch-up policy ("latest"): nothing piles up, the newest tick runs."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    ticks = ssc.timer(ssc.clock.now(), None, Seconds(0.01), "ticks").overflow(maxQueued=2)
+    ticks.catchUp = "latest"
+    ran: list[int] = []
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        ran.append(event.time.milliseconds)
+        time_sleep(0.05)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(ticks)
+    await ssc.start()
+    deepest = 0
+    for _ in range(40):
+        deepest = max(deepest, ticks.queueDepth)
+        await asyncio.sleep(0.02)
+    await ssc.stop(stopSparkContext=False)
+    assert deepest <= 2
+    assert 5 <= len(ran) <= 30  # about one tick per job, not one per 10 ms
+    assert ran == sorted(ran)
+
+
+def test_overflow_arguments_are_checked(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    tick = ssc.timer(T0, None, Seconds(1), "tick")
+    with pytest.raises(InvalidArgumentError, match="maxQueued must be a positive int, got 0"):
+        tick.overflow(maxQueued=0)
+    with pytest.raises(InvalidArgumentError, match="policy must be one of block, reject"):
+        tick.overflow(policy="drop")
+    rest = ssc.restServer(None, name="jobs")
+    with pytest.raises(InvalidArgumentError, match="REST trigger must be 'reject' or 'block'"):
+        rest.overflow(policy="drop-oldest")
+    with pytest.raises(InvalidArgumentError, match="maxQueuedEvents must be a positive int"):
+        StreamingContext(sc, None, maxQueuedEvents=-1)
+    assert (tick.maxQueued, tick.overflowPolicy) == (None, "block")
+    assert rest.overflowPolicy == "reject"
+    assert ssc.manualSource("m").overflowPolicy == "reject"
+
+
+async def test_a_stop_that_drops_waiting_events_reports_them(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    rerun = ssc.manualSource("rerun").overflow(maxQueued=1000)
+    release = threading.Event()
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: release.wait(5)).bind(rerun)
+    drops = Drops()
+    ssc.addStreamingListener(drops)
+    await ssc.start()
+    for value in range(20):
+        rerun.trigger(value)
+    await asyncio.sleep(0.2)  # the first batch runs, the others wait
+    stopping = asyncio.ensure_future(ssc.stop(False, stopGracefully=True, timeout=0.2))
+    await asyncio.sleep(0.5)
+    release.set()
+    await stopping
+    assert drops.counts.get("stop", 0) >= 15
+    assert all(event.source is rerun for event in drops.events)
