@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
@@ -74,6 +75,8 @@ class Recovered:
     zero_time: Time
     products: dict[str, Any]
     progress: dict[str, list[int]] = field(default_factory=dict)
+    #: Per source, the times of events dropped past its bound: never fired again.
+    dropped: dict[str, set[int]] = field(default_factory=dict)
     last_instance_id: int = -1
     completed: list[Record] = field(default_factory=list)
     unfinished: list[Record] = field(default_factory=list)
@@ -96,6 +99,9 @@ class Checkpoint:
         self._planned: dict[int, Record] = {}
         self._recent: dict[int, Record] = {}
         self._progress: dict[str, list[int]] = {}
+        self._dropped: dict[str, set[int]] = {}
+        # the worker thread logs batches, the loop dropped events: one writes at a time
+        self._writing = threading.Lock()
         self._last_instance_id = -1
 
     # -- reading -----------------------------------------------------------------------------
@@ -136,6 +142,8 @@ class Checkpoint:
                 elif kind == "done":
                     completed.setdefault(record["id"], record)
                     planned.pop(record["id"], None)
+                elif kind == "dropped":
+                    recovered.dropped.setdefault(record["source"], set()).update(record["times"])
                 elif kind == "progress":
                     recovered.progress = record["progress"]
                     recovered.last_instance_id = max(
@@ -209,13 +217,15 @@ class Checkpoint:
             self._recent = {record["id"]: record for record in recovered.completed}
             self._planned = {record["id"]: record for record in recovered.unfinished}
             self._progress = dict(recovered.progress)
+            self._dropped = {name: set(times) for name, times in recovered.dropped.items()}
             self._last_instance_id = recovered.last_instance_id
         self._roll()
 
     def _roll(self) -> None:
         """Start a new segment with what is still needed, then drop the older segments.
 
-        That is the completed batches windows need, the unfinished ones and the progress.
+        That is the completed batches windows need, the unfinished ones, the progress and the
+        dropped events catch-up could fire again (those after their source's progress).
         """
         older = self._segment_numbers()
         self._segment_number = (older[-1] if older else 0) + 1
@@ -235,6 +245,12 @@ class Checkpoint:
                 "lastInstanceId": self._last_instance_id,
             }
         )
+        for name, times in list(self._dropped.items()):
+            fired = self._progress.get(name, [-1])[0]
+            later = sorted(time for time in times if time > fired)
+            self._dropped[name] = set(later)
+            if later:
+                self._append({"kind": "dropped", "source": name, "times": later})
         self._sync()
         for number in older:
             os.remove(self._segment_path(number))
@@ -263,7 +279,7 @@ class Checkpoint:
 
     def planned(self, batch: Batch) -> None:
         """Log the batch durably before its jobs run (a batch hook)."""
-        with self._disk("log a planned batch"):
+        with self._writing, self._disk("log a planned batch"):
             self._log_planned(batch)
 
     def _log_planned(self, batch: Batch) -> None:
@@ -288,7 +304,7 @@ class Checkpoint:
 
     def completed(self, batch: Batch) -> None:
         """Log that the batch's jobs ended (a batch hook); compact the log now and then."""
-        with self._disk("log a completed batch"):
+        with self._writing, self._disk("log a completed batch"):
             self._log_completed(batch)
 
     def _log_completed(self, batch: Batch) -> None:
@@ -303,13 +319,27 @@ class Checkpoint:
         if self._segment_records >= SEGMENT_RECORDS:
             self._roll()
 
+    def dropped(self, source: str, times: list[int]) -> None:
+        """Log that events of `source` at `times` were dropped past its bound (on the loop).
+
+        Catch-up after a restart leaves them out, so a dropped event is never resurrected. The
+        record is handed to the operating system at once, as a completed batch's is, so it
+        survives the process being killed; the next planned batch's sync makes it durable.
+        """
+        with self._writing, self._disk("log dropped events"):
+            self._dropped.setdefault(source, set()).update(times)
+            self._append({"kind": "dropped", "source": source, "times": list(times)})
+            if self._segment is not None:
+                self._segment.flush()
+
     def close(self) -> None:
         """Make everything written durable and close the log."""
-        if self._segment is not None:
-            with self._disk("close the write-ahead log"):
-                self._sync()
-                self._segment.close()
-            self._segment = None
+        with self._writing:
+            if self._segment is not None:
+                with self._disk("close the write-ahead log"):
+                    self._sync()
+                    self._segment.close()
+                self._segment = None
 
     def _append(self, record: Record) -> None:
         if self._segment is None:
@@ -388,11 +418,18 @@ def recreate(record: Record, sources: dict[str, EventSource], rerun: bool) -> Ev
     return source.eventFromRecord(record["event"])
 
 
-def missed_events(source: EventSource, since: Time, now: Time) -> list[Event]:
-    """What `source` missed in `[since, now)`, shaped by its catch-up policy."""
+def missed_events(
+    source: EventSource, since: Time, now: Time, dropped: set[int] | frozenset[int] = frozenset()
+) -> list[Event]:
+    """What `source` missed in `[since, now)`, shaped by its catch-up policy.
+
+    Events at `dropped` times were dropped past the source's bound: they are not missed.
+    """
     if source.catchUp == "skip" or since >= now:
         return []
     missed = source.between(since, Time(now.milliseconds - 1))
+    if dropped:
+        missed = [event for event in missed if event.time.milliseconds not in dropped]
     if not missed:
         return []
     if source.catchUp == "latest":
@@ -402,9 +439,20 @@ def missed_events(source: EventSource, since: Time, now: Time) -> list[Event]:
     return missed
 
 
-def all_missed_events(sources: list[EventSource], since: dict[str, Time], now: Time) -> list[Event]:
+def all_missed_events(
+    sources: list[EventSource],
+    since: dict[str, Time],
+    now: Time,
+    dropped: dict[str, set[int]],
+) -> list[Event]:
     """What every source in `sources` missed, from `since[name]` until `now` (may block)."""
-    return [event for source in sources for event in missed_events(source, since[source.name], now)]
+    return [
+        event
+        for source in sources
+        for event in missed_events(
+            source, since[source.name], now, dropped.get(source.name, frozenset())
+        )
+    ]
 
 
 async def resume(
@@ -434,6 +482,7 @@ async def resume(
         checkpoint.open, ssc.zeroTime, ssc.sources, graph.retention(), recovered
     )
     scheduler.add_batch_hooks(checkpoint.planned, checkpoint.completed)
+    scheduler.add_dropped_hook(checkpoint.dropped)
     if recovered is None:
         return set()
     await runtime.run_blocking(graph.remove_interrupted_writes)
@@ -457,7 +506,9 @@ async def resume(
         else recovered.zero_time
         for source in primaries
     }
-    missed = await runtime.run_blocking(all_missed_events, primaries, since, now)  # may walk files
+    missed = await runtime.run_blocking(  # may walk files
+        all_missed_events, primaries, since, now, recovered.dropped
+    )
     # from here on nothing awaits: every missed event is queued before the first is accepted
     for source in known.values():
         if isinstance(source, DerivedEventSource):

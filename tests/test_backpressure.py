@@ -28,6 +28,8 @@ from reactive_spark import (
     VirtualClock,
 )
 
+from .helpers import ChildProcess
+
 T0 = Time(1_700_000_000_000)
 
 
@@ -233,3 +235,39 @@ async def test_a_stop_that_drops_waiting_events_reports_them(
     await stopping
     assert drops.counts.get("stop", 0) >= 15
     assert all(event.source is rerun for event in drops.events)
+
+
+def read_times(path: Path) -> list[int]:
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def test_recovery_after_a_sigkill_mid_overload_neither_loses_nor_resurrects(
+    tmp_path: Path,
+) -> None:
+    """A timer at four times what its jobs sustain, dropping past its bound, killed mid-run
+    and restarted on its checkpoint: no tick dropped before the crash runs after it, no tick
+    runs twice (but the one whose job was killed, which re-runs), and every tick until the
+    crash either ran or was reported dropped."""
+    start = Time(int(time.time() * 1000) + 3_000)  # after the child's JVM is up
+    first = ChildProcess("tests.overload_app", str(tmp_path), str(start.milliseconds), "40", "60")
+    first.process.wait(timeout=180)
+    processed_before = read_times(tmp_path / "processed.txt")
+    dropped_before = set(read_times(tmp_path / "dropped.txt"))
+    assert len(processed_before) == 40 and dropped_before  # overloaded, then killed
+    killed_at = processed_before[-1]
+
+    second = ChildProcess("tests.overload_app", str(tmp_path), str(start.milliseconds), "0", "2")
+    assert second.next_line(timeout=180) == "started"
+    assert second.next_line(timeout=120) == "finished"
+    second.process.wait(timeout=60)
+    processed = read_times(tmp_path / "processed.txt")
+    dropped = set(read_times(tmp_path / "dropped.txt"))
+
+    after = processed[len(processed_before) :]
+    assert not dropped_before & set(after)  # what was dropped is never resurrected
+    repeated = [t for t in set(processed) if processed.count(t) > 1]
+    assert repeated in ([], [killed_at])  # only the killed job's batch re-ran
+    first_tick = min(processed_before)  # the timer fires from the context's start on
+    until_crash = range(first_tick, killed_at + 1, 5)
+    accounted = set(processed) | dropped
+    assert [t for t in until_crash if t not in accounted] == []  # nothing lost
