@@ -2,8 +2,9 @@
 
 No receiver buffers records: on each event the stream takes, for every partition, the records
 from where the previous batch stopped up to the log's latest offset (at most
-`maxRatePerPartition` per second since the previous batch), and the batch's RDD reads those
-ranges on the executors, one Spark partition per range. The ranges go into the checkpoint's
+`maxRatePerPartition` per second since the previous batch, and `maxRecordsPerBatch` in all,
+split among the partitions by `rate.split_records`), and the batch's RDD reads those ranges on
+the executors, one Spark partition per range. The ranges go into the checkpoint's
 write-ahead log, so a batch re-run after a crash reads exactly the same records.
 """
 
@@ -14,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD, SparkContext
 
+from reactive_spark._validation import require_int
 from reactive_spark.dstream.inputs import InputDStream
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event
 from reactive_spark.log.backend import LogBackend, LogRecord
+from reactive_spark.log.rate import split_records
 from reactive_spark.offsets import LogRDD, OffsetRange
 from reactive_spark.time import Time
 
@@ -108,6 +111,8 @@ class DirectLogInputDStream(InputDStream):
         startingOffsets: str = "latest",
         maxRatePerPartition: float | None = None,
         messageHandler: MessageHandler | None = None,
+        *,
+        maxRecordsPerBatch: int | None = None,
     ) -> None:
         if not isinstance(log, LogBackend):
             raise InvalidArgumentError(f"log must be a LogBackend, got {log!r}")
@@ -128,6 +133,8 @@ class DirectLogInputDStream(InputDStream):
             raise InvalidArgumentError(
                 f"maxRatePerPartition must be a positive number, got {maxRatePerPartition!r}",
             )
+        if maxRecordsPerBatch is not None:
+            require_int(maxRecordsPerBatch, "maxRecordsPerBatch")
         if messageHandler is not None and not callable(messageHandler):
             raise InvalidArgumentError(f"messageHandler must be callable, got {messageHandler!r}")
         self.partitions = {topic: log.require_topic(topic) for topic in self.topics}
@@ -144,6 +151,7 @@ class DirectLogInputDStream(InputDStream):
         self._from_offsets = starts
         self._starting_offsets = startingOffsets
         self._max_rate = maxRatePerPartition
+        self._max_records = maxRecordsPerBatch
         self._handler = messageHandler or key_and_value
         self._positions: dict[TopicPartition, int] = {}
         self._last_time: Time | None = None
@@ -174,19 +182,40 @@ class DirectLogInputDStream(InputDStream):
         )
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
-        elapsed = event.time - (self._last_time or self._ssc.zeroTime)
-        ranges = []
-        for topic in self.topics:  # the topics in the order given, then partition
-            for partition in self.partitions[topic]:
-                position = self._positions[(topic, partition)]
-                until = self.log.latest_offset(topic, partition)
-                if self._max_rate is not None:
-                    allowed = max(1, int(self._max_rate * elapsed.milliseconds / 1000))
-                    until = min(until, position + allowed)
-                ranges.append(OffsetRange(topic, partition, position, max(position, until)))
+        span = self._span(event)
+        partitions = [(topic, p) for topic in self.topics for p in self.partitions[topic]]
+        starts = [self._positions[partition] for partition in partitions]
+        backlogs = [
+            max(0, self.log.latest_offset(topic, partition) - start)
+            for (topic, partition), start in zip(partitions, starts, strict=True)
+        ]
+        counts = self._limit(backlogs, event, span)
+        ranges = [  # the topics in the order given, then partition
+            OffsetRange(topic, partition, start, start + count)
+            for (topic, partition), start, count in zip(partitions, starts, counts, strict=True)
+        ]
         for offsets in ranges:
             self.log.check(offsets)
         return self._take(event, ranges), {"offsetRanges": [r.toList() for r in ranges]}
+
+    def _span(self, event: Event) -> int:
+        """Milliseconds the batch of `event` covers: the event time since the previous batch.
+
+        Event time, so that a batch caught up after a restart reads what it would have read
+        without the stop (the previous batch may be one rebuilt from the checkpoint).
+        """
+        previous = self._last_time or self._ssc.zeroTime
+        return max(0, int((event.time - previous).milliseconds))
+
+    def _limit(self, backlogs: list[int], event: Event, span: int) -> list[int]:
+        """How many records each partition gives to the batch of `event`, covering `span` ms."""
+        counts = backlogs
+        if self._max_rate is not None:
+            allowed = max(1, int(self._max_rate * span / 1000))
+            counts = [min(count, allowed) for count in counts]
+        if self._max_records is not None:  # the event's index turns with each event
+            counts = split_records(self._max_records, counts, event.index or 0)
+        return counts
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         return self._take(event, [OffsetRange.fromList(item) for item in read["offsetRanges"]])
