@@ -13,7 +13,7 @@ from pyspark import SparkContext
 
 from reactive_spark import Seconds, StreamingContext, Time
 from reactive_spark.log import FileLog, OffsetRange
-from reactive_spark.log.rate import split_records
+from reactive_spark.log.rate import PIDRateEstimator, split_records
 
 from .helpers import virtual
 
@@ -71,6 +71,53 @@ def test_split_records_invariants() -> None:
             for n, backlog in zip(taken, backlogs, strict=True):
                 if backlog:
                     assert abs(n - 1 - rest * (backlog - 1) / whole) < 1, (limit, backlogs)
+
+
+def test_pid_estimator_follows_sparks_formula() -> None:
+    estimator = PIDRateEstimator()  # proportional 1.0, integral 0.2, derivative 0, minRate 100
+    # time (ms), records, processing delay, scheduling delay, interval (ms)
+    assert estimator.compute(1_000, 1_000, 500, 0, 1_000) is None  # measures 2,000/s only
+    assert estimator.latestRate is None
+    # 3,000/s: error 2,000 - 3,000; rate 2,000 - 1.0 * -1,000
+    assert estimator.compute(2_000, 3_000, 1_000, 0, 1_000) == 3_000.0
+    # 2,000/s after waiting 500 ms: error 1,000, historical error 500 * 2,000 / 1,000
+    assert estimator.compute(3_000, 3_000, 1_500, 500, 1_000) == 3_000 - 1_000 - 0.2 * 1_000
+    assert estimator.latestRate == 1_800.0
+    # 10/s: 1,800 - 1,790 = 10, below minRate
+    assert estimator.compute(4_000, 10, 1_000, 0, 1_000) == 100.0
+
+
+def test_pid_estimator_gains_and_derivative() -> None:
+    estimator = PIDRateEstimator(proportional=0.5, integral=0.1, derivative=0.2, minRate=1)
+    assert estimator.compute(1_000, 1_000, 1_000, 0, 2_000) is None  # 1,000/s, error 0
+    # 2,000/s: error -1,000; historical 1,000 * 2,000 / 2,000; dError -1,000 / 2 s
+    assert estimator.compute(3_000, 4_000, 2_000, 1_000, 2_000) == (
+        1_000 + 0.5 * 1_000 - 0.1 * 1_000 + 0.2 * 500
+    )
+    # 1,500/s: error 0; dError (0 - -1,000) / 1 s
+    assert estimator.compute(4_000, 1_500, 1_000, 0, 1_000) == 1_500 - 0.2 * 1_000
+
+
+def test_pid_estimator_skips_batches_that_say_nothing() -> None:
+    estimator = PIDRateEstimator()
+    estimator.compute(1_000, 1_000, 500, 0, 1_000)
+    assert estimator.compute(2_000, 3_000, 1_000, 0, 1_000) == 3_000.0
+    assert estimator.compute(2_000, 5_000, 1_000, 0, 1_000) is None  # not after the latest
+    assert estimator.compute(3_000, 0, 1_000, 0, 1_000) is None  # no records
+    assert estimator.compute(3_000, 1_000, 0, 0, 1_000) is None  # no processing time
+    assert estimator.latestRate == 3_000.0
+    assert estimator.compute(3_000, 6_000, 2_000, 0, 1_000) == 3_000.0  # the state held
+
+
+def test_pid_estimator_arguments() -> None:
+    with pytest.raises(ValueError, match="proportional must be a number >= 0, got -1"):
+        PIDRateEstimator(proportional=-1)
+    with pytest.raises(ValueError, match="derivative must be a number >= 0, got nan"):
+        PIDRateEstimator(derivative=float("nan"))
+    with pytest.raises(ValueError, match="minRate must be a positive number, got 0"):
+        PIDRateEstimator(minRate=0)
+    with pytest.raises(ValueError, match="batchInterval must be positive, got 0"):
+        PIDRateEstimator().compute(1_000, 1, 1, 0, 0)
 
 
 async def test_max_records_per_batch_caps_batches_on_every_backend(
