@@ -3,21 +3,73 @@ estimator against Spark's formula, backpressure draining a backlog, exactly once
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Seconds, StreamingContext, Time
-from reactive_spark.log import FileLog, OffsetRange
+from reactive_spark import (
+    Hours,
+    Milliseconds,
+    Seconds,
+    StreamingContext,
+    StreamingListener,
+    SystemClock,
+    Time,
+)
+from reactive_spark.jobs import BatchInfo
+from reactive_spark.log import FileLog, LogBackend, LogRecord, OffsetRange
 from reactive_spark.log.rate import PIDRateEstimator, split_records
 
-from .helpers import virtual
+from .helpers import Recorder, virtual
 
 T0 = Time(1_700_000_000_000)
+
+
+def generated_log(partitions: int) -> Any:
+    """A log of topic `clicks` whose records are made from their offsets: `grow` appends a
+    backlog of any size at once (a file log appends 100,000 records one by one in tens of
+    seconds on a busy machine).
+
+    Record `n` of partition `p` has the value `[p, n]`. Defined here, in a function, so that
+    Spark pickles the class itself and executors need not import this test module.
+    """
+
+    class GeneratedLog(LogBackend):
+        def __init__(self) -> None:
+            self.latest = [0] * partitions
+
+        def __repr__(self) -> str:
+            return f"GeneratedLog({partitions})"
+
+        def grow(self, counts: list[int]) -> None:
+            self.latest = [
+                latest + count for latest, count in zip(self.latest, counts, strict=True)
+            ]
+
+        def partitions(self, topic: str) -> list[int]:
+            return list(range(partitions)) if topic == "clicks" else []
+
+        def earliest_offset(self, topic: str, partition: int) -> int:
+            return 0
+
+        def latest_offset(self, topic: str, partition: int) -> int:
+            return self.latest[partition]
+
+        def _read(self, offsets: OffsetRange) -> Any:
+            for n in range(offsets.fromOffset, offsets.untilOffset):
+                yield LogRecord(offsets.topic, offsets.partition, n, None, [offsets.partition, n])
+
+        def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
+            self.latest[partition] += 1
+            return self.latest[partition] - 1
+
+    return GeneratedLog()
 
 
 def covered(ranges: list[OffsetRange]) -> dict[tuple[str, int], list[tuple[int, int]]]:
@@ -32,7 +84,7 @@ def covered(ranges: list[OffsetRange]) -> dict[tuple[str, int], list[tuple[int, 
 
 
 def assert_exactly_once(ranges: list[OffsetRange], latest: dict[tuple[str, int], int]) -> None:
-    """Each partition's ranges follow one another from 0 to its latest: no gap, no overlap."""
+    """Each partition's ranges follow one another from 0 to `latest`: no gap, no overlap."""
     for partition, spans in covered(ranges).items():
         ends = [0] + [until for _, until in spans]
         assert [first for first, _ in spans] == ends[:-1], (partition, spans)
@@ -149,6 +201,24 @@ async def test_max_records_per_batch_caps_batches_on_every_backend(
     assert [[r.count() for r in read] for read in both[:3]] == [[2, 1], [2, 1], [2, 1]]
 
 
+async def test_initial_rate_without_backpressure_bounds_the_first_batch(sc: SparkContext) -> None:
+    log = generated_log(2)
+    log.grow([600, 400])
+    ssc = virtual(sc, start=T0)
+    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    batches: list[list[int]] = []
+    stream = ssc.directStream(log, ["clicks"], startingOffsets="earliest", initialRate=100)
+    stream.foreachRDD(lambda rdd: batches.append([r.count() for r in rdd.offsetRanges()])).bind(
+        tick
+    )
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(3))
+    await ssc.stop(stopSparkContext=False)
+    # 100 records/s over a second, split by backlog; then nothing bounds the batches
+    assert batches == [[60, 40], [540, 360], [0, 0]]
+    assert stream.estimatedRate is None  # no backpressure, no estimate
+
+
 def test_rate_control_arguments(sc: SparkContext, tmp_path: Path) -> None:
     log = FileLog(str(tmp_path / "log"))
     log.create_topic("clicks")
@@ -157,5 +227,185 @@ def test_rate_control_arguments(sc: SparkContext, tmp_path: Path) -> None:
         message = f"maxRecordsPerBatch must be a positive int, got {bad!r}"
         with pytest.raises(ValueError, match=re.escape(message)):
             ssc.directStream(log, ["clicks"], maxRecordsPerBatch=bad)  # type: ignore[arg-type]
+    for name, bad in (("initialRate", 0), ("initialRate", "fast"), ("minRate", -1.0)):
+        with pytest.raises(ValueError, match=f"{name} must be a positive number, got {bad!r}"):
+            ssc.directStream(log, ["clicks"], backpressure=True, **{name: bad})
+    with pytest.raises(ValueError, match="minRate must be a positive number, got inf"):
+        ssc.directStream(log, ["clicks"], minRate=float("inf"))
+    with pytest.raises(ValueError, match="backpressure must be a bool, got 'yes'"):
+        ssc.directStream(log, ["clicks"], backpressure="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError):  # the new options are keyword-only
         ssc.directStream(log, ["clicks"], None, "latest", None, None, 5)  # type: ignore[misc]
+
+
+async def test_initial_rate_bounds_the_first_batch_after_a_restart_not_the_downtime(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    log = generated_log(2)
+    log.grow([30, 30])
+    checkpoint = str(tmp_path / "checkpoint")
+    paced: list[list[OffsetRange]] = []
+    bounded: list[list[OffsetRange]] = []
+
+    def build(ssc: StreamingContext) -> None:
+        tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+        tick.catchUp = "latest"  # after the downtime, one batch for the last tick missed
+        for read, options in ((paced, {}), (bounded, {"initialRate": 20})):
+            ssc.directStream(
+                log, ["clicks"], startingOffsets="earliest", maxRatePerPartition=10, **options
+            ).foreachRDD(lambda rdd, read=read: read.append(rdd.offsetRanges())).bind(tick)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Seconds(2))
+    await first.stop(stopSparkContext=False)
+    log.grow([100_000, 100_000])  # arrived during an hour of downtime
+    second = virtual(sc, start=T0 + Hours(1) + Milliseconds(500), checkpoint=checkpoint)
+    build(second)
+    await second.start()
+    await second.runUntil(T0 + Hours(1) + Seconds(3))
+    await second.stop(stopSparkContext=False)
+    counts = [[[r.count() for r in read] for read in reads] for reads in (paced, bounded)]
+    # before the stop: 10 records per partition and second; initialRate=20 (in all) bounds the
+    # first batch to [10, 10] too
+    assert counts[0][:2] == counts[1][:2] == [[10, 10], [10, 10]]
+    # after it: the tick missed at 1 h, caught up, then those at 1 h + 1 s ... + 3 s. A rate
+    # alone covers the event time since the previous batch: the caught-up tick stands for the
+    # 3,598 s since the batch before the stop, as it would have without a stop.
+    # initialRate covers at most the time since the restart (500 ms, counted as a second)
+    assert counts[0][2:] == [[35_980, 35_980]] + [[10, 10]] * 3
+    assert counts[1][2:] == [[10, 10]] * 4
+    read_until = {("clicks", 0): 36_030, ("clicks", 1): 36_030}
+    assert_exactly_once([r for read in paced for r in read], read_until)
+    assert_exactly_once([r for read in bounded for r in read], dict.fromkeys(read_until, 60))
+
+
+#: The job of the backpressure test costs 100 ms a batch and 25 us a record (a fixed cost and
+#: work per record, as Spark jobs have, without the noise of a shared machine's Spark jobs).
+BATCH_SECONDS, RECORD_SECONDS = 0.1, 25e-6
+
+
+async def test_backpressure_drains_a_backlog_at_the_rate_batches_sustain(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """100,000 records arrive while the application is down; after the restart the first batches
+    read `initialRate`'s worth, the estimator finds the rate at which a batch takes as long as
+    the time it covers, and every record is read once."""
+    log = generated_log(4)
+    log.grow([10, 10, 10, 10])
+    checkpoint, span = str(tmp_path / "checkpoint"), Milliseconds(500)
+    batches: list[tuple[int, float | None, list[OffsetRange]]] = []
+
+    def build(ssc: StreamingContext) -> Any:
+        tick = ssc.timer(T0 + span, None, span, "tick")
+        tick.catchUp = "skip"
+        stream = ssc.directStream(
+            log, ["clicks"], startingOffsets="earliest", backpressure=True, initialRate=2_000
+        )
+
+        def job(rdd: Any) -> None:
+            records = sum(offsets.count() for offsets in rdd.offsetRanges())
+            batches.append((records, stream.estimatedRate, rdd.offsetRanges()))
+            time.sleep(BATCH_SECONDS + records * RECORD_SECONDS)
+
+        stream.foreachRDD(job).bind(tick)
+        return stream
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Seconds(1))
+    await first.stop(stopSparkContext=False)
+    before = len(batches)
+    log.grow([40_000, 30_000, 20_000, 10_000])  # 100,000 records during an hour down
+    restart = T0 + Hours(1) + Milliseconds(250)
+    second = virtual(sc, start=restart, checkpoint=checkpoint)
+    stream = build(second)
+    recorder = Recorder()
+    second.addStreamingListener(recorder)
+    await second.start()
+    ticks = 0
+    while stream.backlog() and ticks < 60:
+        ticks += 1
+        await second.advanceTo(restart + span * ticks)
+    await second.stop(stopSparkContext=False)
+    drained = batches[before:]
+    sizes = [size for size, _, _ in drained]
+    assert stream.backlog() == 0, f"not drained after {ticks} batches: {sizes}"
+
+    # the estimator measures the first batch and estimates after the second: until then
+    # initialRate bounds them, over the 500 ms each covers (the first: since the restart, 250
+    # ms before it, counted as a second; not the hour since the batch before the stop)
+    assert [rate for _, rate, _ in drained[:2]] == [None, None]
+    assert sizes[:2] == [2_000, 1_000], sizes
+    # then batches as large as the estimate allows, but the last, which takes what is left
+    for size, rate, _ in drained[2:-1]:
+        assert rate is not None and size == int(rate * 0.5), sizes
+    steady = list(zip(drained[-4:-1], recorder.batches[-4:-1], strict=True))
+    records = sum(info.numRecords() for _, info in steady)
+    seconds = sum(info.processingDelay() for _, info in steady) / 1000
+    sustained = records / seconds  # records per second of processing, measured
+    final = steady[-1][0][1]
+    assert final is not None and 0.7 * sustained <= final <= 1.3 * sustained, (final, sustained)
+    # the rate at which a batch takes as long as the time it covers: at most
+    # (0.5 s - 0.1 s) / (0.5 s * 25 us) = 32,000 records/s, less what batches cost beside the job
+    assert 0.6 * 32_000 <= final <= 32_000, final
+    for _, info in steady:
+        assert 0.7 * span.milliseconds <= info.processingDelay() <= 1.3 * span.milliseconds
+    # exactly once: the ranges follow one another from offset 0 to the latest, and the jobs
+    # counted 100,040 records in all (the 40 before the stop included)
+    ranges = [offsets for _, _, read in batches for offsets in read]
+    latest = {("clicks", p): log.latest_offset("clicks", p) for p in range(4)}
+    assert_exactly_once(ranges, latest)
+    assert sum(size for size, _, _ in batches) == sum(latest.values()) == 100_040
+
+
+async def test_backpressure_on_the_system_clock_counts_the_scheduling_delay(
+    sc: SparkContext,
+) -> None:
+    """Batches that take longer than the 200 ms between them make the next ones wait: the
+    estimate is Spark's formula on the batches' records, processing and scheduling delays."""
+    log = generated_log(2)
+    log.grow([20_000, 20_000])
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    period = Milliseconds(200)
+    tick = ssc.timer(ssc.clock.now() + period, None, period, "tick")
+    stream = ssc.directStream(
+        log, ["clicks"], startingOffsets="earliest", backpressure=True, initialRate=20_000
+    )
+    stream.foreachRDD(
+        lambda rdd: time.sleep(sum(offsets.count() for offsets in rdd.offsetRanges()) * 100e-6)
+    ).bind(tick)
+    recorder, done = Recorder(), asyncio.Event()
+    loop = asyncio.get_running_loop()
+    estimates: list[float | None] = []
+
+    class Done(StreamingListener):
+        def onBatchCompleted(self, batchCompleted: BatchInfo) -> None:
+            if batchCompleted.event.index == 5:  # in the scheduler's worker thread, after the
+                estimates.append(stream.estimatedRate)  # stream's listener, added before
+                loop.call_soon_threadsafe(done.set)
+
+    ssc.addStreamingListener(recorder)
+    ssc.addStreamingListener(Done())
+    await ssc.start()
+    await asyncio.wait_for(done.wait(), timeout=60)
+    await ssc.stop(stopSparkContext=False)
+    shadow = PIDRateEstimator()
+    previous = ssc.startedAt.milliseconds
+    for info in recorder.batches[:6]:
+        covered_ms = info.event.time.milliseconds - previous
+        previous = info.event.time.milliseconds
+        expected = shadow.compute(
+            info.processingEndTime(),  # type: ignore[arg-type]
+            info.numRecords(),
+            info.processingDelay(),
+            info.schedulingDelay(),
+            covered_ms,
+        )
+    assert estimates == [expected]
+    # 4,000 records a batch (20,000/s over 200 ms) sleep 400 ms: the next batches waited
+    first, second = (info.numRecords() for info in recorder.batches[:2])
+    assert first <= 4_000 and second == 4_000, (first, second)
+    assert max(info.schedulingDelay() for info in recorder.batches[1:6]) >= 100
