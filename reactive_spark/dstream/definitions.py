@@ -92,14 +92,25 @@ class InputStreamDefinitions:
         startingOffsets: str = "latest",
         maxRatePerPartition: float | None = None,
         messageHandler: Callable[[LogRecord], Any] | None = None,
+        *,
+        maxRecordsPerBatch: int | None = None,
+        backpressure: bool = False,
+        initialRate: float | None = None,
+        minRate: float = 100,
     ) -> DirectLogInputDStream:
         """Records of `topics` in `log`, each batch an exact offset range per partition.
 
         Each batch reads, per partition, from where the previous one stopped (first from
         `fromOffsets[(topic, partition)]`, else the `startingOffsets` end of the log) up to
         the latest offset, or `maxRatePerPartition` records per second since the previous
-        batch. Elements are `messageHandler(record)`, by default `(key, value)`; the batch's
-        RDD has `offsetRanges()`.
+        batch, and at most `maxRecordsPerBatch` records in all, split among the partitions in
+        proportion to their backlogs. With `backpressure=True`, Spark's PID rate estimator
+        (at least `minRate` records per second) learns from each completed batch how many
+        records per second the batches sustain, and bounds the next batch by that rate times
+        the time it covers; `initialRate` bounds the batches before its first estimate
+        (without backpressure: the first batch after a start or a recovery). See
+        docs/logs.md, "Rate control". Elements are `messageHandler(record)`, by default
+        `(key, value)`; the batch's RDD has `offsetRanges()`.
 
         Examples:
             >>> import tempfile
@@ -109,6 +120,8 @@ class InputStreamDefinitions:
             >>> log.create_topic("clicks", partitions=2)
             >>> every_minute = ssc.timer(t0, None, Minutes(1), "minutely")
             >>> clicks = ssc.directStream(log, ["clicks"]).bind(every_minute)
+            >>> capped = ssc.directStream(log, ["clicks"], maxRecordsPerBatch=10_000)
+            >>> paced = ssc.directStream(log, ["clicks"], backpressure=True, initialRate=1_000)
         """
         return DirectLogInputDStream(
             _context(self),
@@ -118,6 +131,10 @@ class InputStreamDefinitions:
             startingOffsets,
             maxRatePerPartition,
             messageHandler,
+            maxRecordsPerBatch=maxRecordsPerBatch,
+            backpressure=backpressure,
+            initialRate=initialRate,
+            minRate=minRate,
         )
 
     def union(self, *dstreams: DStream[Any]) -> DStream[Any]:

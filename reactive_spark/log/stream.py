@@ -2,9 +2,12 @@
 
 No receiver buffers records: on each event the stream takes, for every partition, the records
 from where the previous batch stopped up to the log's latest offset (at most
-`maxRatePerPartition` per second since the previous batch), and the batch's RDD reads those
-ranges on the executors, one Spark partition per range. The ranges go into the checkpoint's
-write-ahead log, so a batch re-run after a crash reads exactly the same records.
+`maxRatePerPartition` per second since the previous batch, and in all `maxRecordsPerBatch` and
+the backpressure rate's worth, split among the partitions by `rate.split_records`), and the
+batch's RDD reads those ranges on the executors, one Spark partition per range. The ranges go
+into the checkpoint's write-ahead log, so a batch re-run after a crash reads exactly the same
+records. With `backpressure=True` the stream listens to its context's completed batches and
+feeds those it read to a `PIDRateEstimator`.
 """
 
 from __future__ import annotations
@@ -14,15 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import RDD, SparkContext
 
+from reactive_spark._validation import require_bool, require_int
 from reactive_spark.dstream.inputs import InputDStream
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event
+from reactive_spark.listener import StreamingListener
 from reactive_spark.log.backend import LogBackend, LogRecord
+from reactive_spark.log.rate import PIDRateEstimator, require_rate, split_records
 from reactive_spark.offsets import LogRDD, OffsetRange
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
+    from reactive_spark.jobs import BatchInfo
 
 __all__ = ["DirectLogInputDStream", "createRDD"]
 
@@ -108,6 +115,11 @@ class DirectLogInputDStream(InputDStream):
         startingOffsets: str = "latest",
         maxRatePerPartition: float | None = None,
         messageHandler: MessageHandler | None = None,
+        *,
+        maxRecordsPerBatch: int | None = None,
+        backpressure: bool = False,
+        initialRate: float | None = None,
+        minRate: float = 100,
     ) -> None:
         if not isinstance(log, LogBackend):
             raise InvalidArgumentError(f"log must be a LogBackend, got {log!r}")
@@ -128,6 +140,11 @@ class DirectLogInputDStream(InputDStream):
             raise InvalidArgumentError(
                 f"maxRatePerPartition must be a positive number, got {maxRatePerPartition!r}",
             )
+        if maxRecordsPerBatch is not None:
+            require_int(maxRecordsPerBatch, "maxRecordsPerBatch")
+        require_bool(backpressure, "backpressure")
+        initial = None if initialRate is None else require_rate(initialRate, "initialRate")
+        estimator = PIDRateEstimator(minRate=require_rate(minRate, "minRate"))
         if messageHandler is not None and not callable(messageHandler):
             raise InvalidArgumentError(f"messageHandler must be callable, got {messageHandler!r}")
         self.partitions = {topic: log.require_topic(topic) for topic in self.topics}
@@ -144,9 +161,16 @@ class DirectLogInputDStream(InputDStream):
         self._from_offsets = starts
         self._starting_offsets = startingOffsets
         self._max_rate = maxRatePerPartition
+        self._max_records = maxRecordsPerBatch
         self._handler = messageHandler or key_and_value
         self._positions: dict[TopicPartition, int] = {}
         self._last_time: Time | None = None
+        self._live_reads = 0  # batches read since this context started (not replayed ones)
+        self._initial_rate = initial
+        self._estimator = estimator if backpressure else None
+        self._last_live_read: tuple[int | None, int] | None = None  # (instanceId, span)
+        if backpressure:  # the estimator learns from the batches that read this stream
+            ssc.addStreamingListener(_CompletedBatches(self._batch_completed))
         #: Increases with every batch read: a backlog source waits for it to move.
         self.readCount = 0
 
@@ -162,6 +186,25 @@ class DirectLogInputDStream(InputDStream):
                     offset = self.log.latest_offset(topic, partition)
                 self._positions[(topic, partition)] = offset
 
+    @property
+    def estimatedRate(self) -> float | None:
+        """The backpressure estimate in records per second; None before there is one.
+
+        With `backpressure=True` the estimator's latest rate, which bounds the next batch; None
+        without backpressure, and before the estimator has measured two batches with records
+        (`initialRate` bounds the batches until then).
+
+        Examples:
+            >>> import tempfile
+            >>> from reactive_spark.log import FileLog
+            >>> log = FileLog(tempfile.mkdtemp())
+            >>> log.create_topic("clicks")
+            >>> clicks = ssc.directStream(log, ["clicks"], backpressure=True, initialRate=1000)
+            >>> clicks.estimatedRate is None
+            True
+        """
+        return None if self._estimator is None else self._estimator.latestRate
+
     def positions(self) -> dict[TopicPartition, int]:
         """Where the next batch starts reading, per `(topic, partition)`."""
         return dict(self._positions)
@@ -174,19 +217,82 @@ class DirectLogInputDStream(InputDStream):
         )
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
-        elapsed = event.time - (self._last_time or self._ssc.zeroTime)
-        ranges = []
-        for topic in self.topics:  # the topics in the order given, then partition
-            for partition in self.partitions[topic]:
-                position = self._positions[(topic, partition)]
-                until = self.log.latest_offset(topic, partition)
-                if self._max_rate is not None:
-                    allowed = max(1, int(self._max_rate * elapsed.milliseconds / 1000))
-                    until = min(until, position + allowed)
-                ranges.append(OffsetRange(topic, partition, position, max(position, until)))
+        span = self._span(event)
+        partitions = [(topic, p) for topic in self.topics for p in self.partitions[topic]]
+        starts = [self._positions[partition] for partition in partitions]
+        backlogs = [
+            max(0, self.log.latest_offset(topic, partition) - start)
+            for (topic, partition), start in zip(partitions, starts, strict=True)
+        ]
+        counts = self._limit(backlogs, event, span)
+        ranges = [  # the topics in the order given, then partition
+            OffsetRange(topic, partition, start, start + count)
+            for (topic, partition), start, count in zip(partitions, starts, counts, strict=True)
+        ]
         for offsets in ranges:
             self.log.check(offsets)
+        self._live_reads += 1
+        self._last_live_read = (event.instanceId, span)
         return self._take(event, ranges), {"offsetRanges": [r.toList() for r in ranges]}
+
+    def _span(self, event: Event) -> int:
+        """Milliseconds the batch of `event` covers: the event time since the previous batch.
+
+        Event time, so that a batch caught up after a restart reads what it would have read
+        without the stop (the previous batch may be one rebuilt from the checkpoint).
+        """
+        previous = self._last_time or self._ssc.zeroTime
+        return max(0, int((event.time - previous).milliseconds))
+
+    def _limit(self, backlogs: list[int], event: Event, span: int) -> list[int]:
+        """How many records each partition gives to the batch of `event`, covering `span` ms."""
+        counts = backlogs
+        if self._max_rate is not None:
+            allowed = max(1, int(self._max_rate * span / 1000))
+            counts = [min(count, allowed) for count in counts]
+        limit = None
+        rate, rate_span = self._rate(event, span)
+        if rate is not None:  # at least a record for each partition that waits, as Spark's
+            limit = max(int(rate * rate_span / 1000), sum(1 for count in counts if count))
+        if self._max_records is not None:
+            limit = self._max_records if limit is None else min(limit, self._max_records)
+        if limit is not None:  # the event's index turns with each event, restarts included
+            counts = split_records(limit, counts, event.index or 0)
+        return counts
+
+    def _rate(self, event: Event, span: int) -> tuple[float | None, int]:
+        """The rate that bounds the batch of `event` as a whole, if any, and over how long.
+
+        The estimate; before there is one, `initialRate`: with backpressure until the estimator
+        has one, without it for the first batch after a start or a recovery. That first batch
+        covers at most the time since the context started, counted as at least a second (an
+        event caught up after a restart comes before it): never the downtime.
+        """
+        estimate = self.estimatedRate
+        if estimate is not None:
+            return estimate, span
+        if self._live_reads == 0:
+            since_start = int((event.time - self._ssc.startedAt).milliseconds)
+            return self._initial_rate, min(span, max(since_start, 1000))
+        return (self._initial_rate if self._estimator is not None else None), span
+
+    def _batch_completed(self, info: BatchInfo) -> None:
+        """Feed the estimator a completed batch this stream read (not one re-run after a crash).
+
+        Its records from this stream, its processing delay and scheduling delay, over the
+        span it covered. On a virtual clock no batch waits (time stands still while batches
+        run): the scheduling delay is 0 there, while `info` measures it on the wall clock.
+        """
+        read, mine = self._last_live_read, info.streamIdToInputInfo().get(self.id)
+        ended = info.processingEndTime()
+        if self._estimator is None or read is None or mine is None or ended is None:
+            return
+        if info.event.instanceId != read[0]:
+            return
+        waited = 0 if self._ssc.clock.isVirtual else max(0, info.schedulingDelay())
+        self._estimator.compute(
+            ended, mine.numRecords(), info.processingDelay(), waited, max(1, read[1])
+        )
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
         return self._take(event, [OffsetRange.fromList(item) for item in read["offsetRanges"]])
@@ -201,3 +307,14 @@ class DirectLogInputDStream(InputDStream):
         self._last_time = event.time
         self.readCount += 1
         return _log_rdd(self._ssc.sparkContext, self.log, ranges, self._handler)
+
+
+class _CompletedBatches(StreamingListener):
+    """Hands each completed batch to a direct stream with backpressure (its `onBatchCompleted`)."""
+
+    def __init__(self, completed: Callable[[BatchInfo], None]) -> None:
+        self._completed = completed
+
+    def onBatchCompleted(self, batchCompleted: BatchInfo) -> None:
+        """Called in the scheduler's worker thread, as the stream's reads are."""
+        self._completed(batchCompleted)
