@@ -23,6 +23,7 @@ import re
 import signal
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,8 +41,7 @@ from reactive_spark.context import StreamingContext
 from reactive_spark.demo import Demo, DemoSummary
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
 from reactive_spark.lineage import FORMATS, render
-from reactive_spark.time import Time, to_duration
-from reactive_spark.web import Console
+from reactive_spark.time import Duration, Time, to_duration
 
 __all__ = ["main"]
 
@@ -51,11 +51,20 @@ terminal = Terminal(stderr=True)
 
 # -- loading the user's program ---------------------------------------------------------------
 def load(target: str) -> Callable[..., Any]:
-    """The function `MODULE[:FUNC]` names (`FUNC` defaults to `build`).
+    """The function `MODULE[:FUNC]` names (`FUNC` defaults to `build`), checked before Spark.
+
+    A missing file or module, a module whose import raises, a missing function or one that
+    cannot be called as `FUNC(ssc)` is an `InvalidArgumentError` of one line.
 
     Examples:
-        >>> load("reactive_spark.demo:generate_logs").__name__
-        'generate_logs'
+        >>> load("reactive_spark.time:Seconds").__name__
+        'Seconds'
+        >>> try:  # doctest: +NORMALIZE_WHITESPACE
+        ...     load("reactive_spark.demo:generate_logs")
+        ... except InvalidArgumentError as error:
+        ...     print(error)
+        reactive_spark.demo:generate_logs takes (directory, start, days, day=None);
+        reactive-spark calls generate_logs(ssc) with a StreamingContext
     """
     module_name, _, function = target.partition(":")
     function = function or "build"
@@ -66,16 +75,65 @@ def load(target: str) -> Callable[..., Any]:
         sys.path.insert(0, str(path.parent))
         spec = importlib.util.spec_from_file_location(path.stem, path)
         assert spec is not None and spec.loader is not None
+        loader = spec.loader
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
+        importing(module_name, lambda: loader.exec_module(module))
     else:
         sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(module_name)
+        module = importing(module_name, lambda: importlib.import_module(module_name))
     found = getattr(module, function, None)
     if not callable(found):
         raise InvalidArgumentError(f"{module_name} has no function {function!r}")
+    require_one_argument(found, f"{module_name}:{function}", function)
     return found  # type: ignore[no-any-return]
+
+
+def importing(module_name: str, load_module: Callable[[], Any]) -> Any:
+    """`load_module()`, an import failure being one line: the exception and where it was raised."""
+    try:
+        return load_module()
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and f"{module_name}.".startswith(f"{exc.name}."):
+            raise InvalidArgumentError(
+                f"no module named {module_name!r} (MODULE is a dotted module name or a .py file)"
+            ) from None
+        raise InvalidArgumentError(f"importing {module_name} failed: {one_line(exc)}") from None
+    except Exception as exc:
+        raise InvalidArgumentError(f"importing {module_name} failed: {one_line(exc)}") from None
+
+
+def one_line(exc: BaseException) -> str:
+    """`Type: message`, and the file and line it was raised at (the innermost frame).
+
+    Examples:
+        >>> one_line(ValueError("no"))
+        'ValueError: no'
+    """
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def require_one_argument(function: Callable[..., Any], shown: str, name: str) -> None:
+    """Raise `InvalidArgumentError` unless `function(ssc)` is a call it accepts."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without one: let the call tell
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        bare = signature.replace(
+            parameters=[
+                parameter.replace(annotation=inspect.Parameter.empty)
+                for parameter in signature.parameters.values()
+            ],
+            return_annotation=inspect.Signature.empty,
+        )
+        raise InvalidArgumentError(
+            f"{shown} takes {bare}; reactive-spark calls {name}(ssc) with a StreamingContext"
+        ) from None
 
 
 async def build(function: Callable[..., Any], ssc: StreamingContext) -> None:
@@ -119,12 +177,19 @@ def spark(
     return sc
 
 
-def until(text: str, now: Time) -> Time:
-    """`--until`: an ISO time (UTC unless it says), or a duration from now (`90s`, `10m`, `2h`)."""
+def until(text: str) -> Time | Duration:
+    """`--until`: an ISO time (UTC unless it says), or a duration from now (`90s`, `10m`, `2h`).
+
+    Examples:
+        >>> until("90s")
+        Duration(90000 ms)
+        >>> until("2026-12-01T00:00").isoformat()
+        '2026-12-01T00:00:00Z'
+    """
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
     if match:
         factor = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
-        return now + to_duration(float(match[1]) * factor, "--until")
+        return to_duration(float(match[1]) * factor, "--until")
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -155,6 +220,8 @@ async def demo(args: argparse.Namespace) -> int:
         ssc = runner.context(runner.spark(), runner.clock(), freezeHeap=True)
         console = None
         if args.ui:
+            from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
+
             console = await Console(ssc, args.host, args.port).start()
             terminal.print(f"console: [link]{console.url}[/link]")
         try:
@@ -189,9 +256,11 @@ def print_summary(summary: DemoSummary) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     """Run a user's program on the system clock until it stops, `--until`, SIGINT or SIGTERM."""
+    # the command line, the module and its function first: a mistake answers before Spark starts
+    stop_at = None if args.until is None else until(args.until)
+    function = load(args.target)
     py_files = [path for paths in args.py_files for path in paths.split(",") if path]
     sc = spark(args.master, args.target, args.conf, py_files)
-    function = load(args.target)
     # the command owns its process: the heap it starts with stays out of the collector's way
     ssc = StreamingContext(
         sc,
@@ -203,13 +272,15 @@ async def run(args: argparse.Namespace) -> int:
     await build(function, ssc)
     console = None
     if args.ui:
+        from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
+
         console = await Console(ssc, args.host, args.port).start()  # starts ssc too
         terminal.print(f"console: [link]{console.url}[/link]")
     else:
         await ssc.start()
     if ssc.recovered:
         await catching_up(ssc)
-    deadline = None if args.until is None else until(args.until, ssc.clock.now())
+    deadline = ssc.clock.now() + stop_at if isinstance(stop_at, Duration) else stop_at
     stopping = asyncio.Event()
     unhandle = on_stop_signals(ssc, stopping)
     try:
@@ -316,11 +387,12 @@ def cluster(args: argparse.Namespace) -> int:
 
 def graph(args: argparse.Namespace) -> int:
     """Print the lineage a program builds; nothing runs."""
+    function = load(args.target)  # before Spark: a mistake answers at once
 
     async def describe() -> dict[str, Any]:
         sc = spark("local[1]", f"graph {args.target}")
         ssc = StreamingContext(sc, 1)
-        await build(load(args.target), ssc)
+        await build(function, ssc)
         return ssc.graph.describe(ssc.sources)
 
     print(render(asyncio.run(describe()), args.format))
@@ -393,6 +465,11 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def error(exc: Exception) -> None:
+    """The error as one red line on stderr (never wrapped, never read as markup)."""
+    terminal.print(str(exc), style="red", markup=False, highlight=False, soft_wrap=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = parser().parse_args(argv)
@@ -411,10 +488,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = demo if args.command == "demo" else run
         return asyncio.run(command(args))
     except InvalidArgumentError as exc:
-        terminal.print(f"[red]{exc}")
+        error(exc)
         return 2
     except ClusterStartError as exc:
-        terminal.print(f"[red]{exc}")
+        error(exc)
         return 1
     except KeyboardInterrupt:
         return 130

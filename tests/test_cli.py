@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,8 +43,65 @@ def test_help(args: list[str]) -> None:
 def test_a_bad_command_line_is_an_error() -> None:
     done = command("graph")
     assert done.returncode == 2 and "MODULE[:FUNC]" in done.stderr
-    done = command("graph", "nowhere.py")
-    assert done.returncode == 2 and "is not a file" in done.stderr
+
+
+MISTAKES = {
+    "no such file": (["run", "nosuch.py"], "MODULE 'nosuch.py' is not a file"),
+    "no such module": (["run", "nosuch"], "no module named 'nosuch'"),
+    "no such function": (["run", "app.py:nosuch"], "app.py has no function 'nosuch'"),
+    "a bad --until": (
+        ["run", "app.py", "--until", "banana"],
+        "--until must be an ISO time or a duration such as 90s, 10m, 2h, got 'banana'",
+    ),
+    "a FUNC taking more": (
+        ["run", "app.py:report"],
+        "app.py:report takes (ssc, days); reactive-spark calls report(ssc) with a StreamingContext",
+    ),
+    "an import failing": (["run", "broken.py"], "importing broken.py failed: RuntimeError: boom ("),
+    "graph: no such file": (["graph", "nosuch.py"], "MODULE 'nosuch.py' is not a file"),
+    "graph: no such function": (["graph", "app.py:nosuch"], "app.py has no function 'nosuch'"),
+    "graph: a FUNC taking none": (
+        ["graph", "app.py:nothing"],
+        "app.py:nothing takes (); reactive-spark calls nothing(ssc) with a StreamingContext",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_path: Path) -> None:
+    args, message = MISTAKES[mistake]
+    (tmp_path / "app.py").write_text(
+        "def build(ssc):\n    pass\n\n\n"
+        "def report(ssc, days):\n    pass\n\n\n"
+        "def nothing():\n    pass\n"
+    )
+    (tmp_path / "broken.py").write_text('raise RuntimeError("boom")\n')
+    # were Spark started, it would fail otherwise, and loudly: there is no Spark where it looks
+    environment = {**os.environ, "COLUMNS": "80", "SPARK_HOME": str(tmp_path / "no-spark")}
+
+    def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+        began = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "reactive_spark", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=environment,
+        )
+        return done, time.perf_counter() - began
+
+    done, elapsed = timed(*args)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    [line] = done.stderr.splitlines()  # one line, however long
+    assert line.startswith(message), line
+    if mistake == "an import failing":
+        assert line.endswith(f"{tmp_path / 'broken.py'}:1)")
+    # within 2 s; on a machine so loaded that `--help` takes over 1 s, within twice its time
+    helped, help_elapsed = timed("--help")
+    assert helped.returncode == 0
+    assert elapsed < max(2.0, 2 * help_elapsed), (elapsed, help_elapsed)
 
 
 def test_demo_shows_progress_and_a_summary_table(tmp_path: Path) -> None:
