@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -392,7 +393,8 @@ def graph(args: argparse.Namespace) -> int:
     async def describe() -> dict[str, Any]:
         sc = spark("local[1]", f"graph {args.target}")
         ssc = StreamingContext(sc, 1)
-        await build(function, ssc)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is the lineage's alone
+            await build(function, ssc)
         return ssc.graph.describe(ssc.sources)
 
     print(render(asyncio.run(describe()), args.format))

@@ -15,20 +15,9 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark.cli import main
+from tests.helpers import EXAMPLE_FILES, ROOT, command
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "tests" / "cli_app.py")
-
-
-def command(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reactive_spark", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "120"},
-    )
 
 
 @pytest.mark.parametrize("args", [[], ["demo"], ["run"], ["graph"]])
@@ -146,3 +135,23 @@ def test_graph_prints_the_lineage_in_every_format(sc: SparkContext, capsys) -> N
     assert main(["graph", APP, "--format", "dot"]) == 0
     dot = capsys.readouterr().out
     assert dot.startswith("digraph lineage {") and dot.rstrip().endswith("}")
+
+
+@pytest.mark.usefixtures("package_log_level")
+def test_every_example_prints_its_lineage(
+    sc: SparkContext,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where the examples put their files under the command
+    for path in EXAMPLE_FILES:
+        assert main(["graph", str(path), "--format", "json"]) == 0, path.name
+        captured = capsys.readouterr()
+        lineage = json.loads(captured.out)  # what the example prints goes to stderr
+        outputs = [stream for stream in lineage["streams"] if stream["output"]]
+        assert outputs, path.name
+        assert all(stream["boundTo"] for stream in outputs), path.name
+        sources = {source["name"] for source in lineage["sources"]}
+        assert {name for stream in outputs for name in stream["boundTo"]} <= sources
+        assert "go to" in captured.err or "drop files into" in captured.err, path.name
