@@ -23,9 +23,10 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -149,11 +150,13 @@ def spark(
     name: str,
     settings: Sequence[str] = (),
     pyFiles: Sequence[str] = (),
+    quiet: bool = True,
 ) -> SparkContext:
-    """A quiet SparkContext: on `master`, else the one spark-submit gave, else `local[*]`.
+    """A SparkContext: on `master`, else the one spark-submit gave, else `local[*]`.
 
     `settings` are `KEY=VALUE` Spark properties (`--conf`); `pyFiles` are shipped to the
     executors (`--py-files`: `.py`, `.zip` or `.egg` files, also put on this process's path).
+    `quiet` (the command's default, but for `-v`): Spark logs errors only (`quiet_spark`).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = SparkConf().set("spark.ui.showConsoleProgress", "false")
@@ -171,11 +174,68 @@ def spark(
     for path in pyFiles:
         if not Path(path).is_file():
             raise InvalidArgumentError(f"--py-files names no file: {path!r}")
-    sc = SparkContext.getOrCreate(conf)
-    sc.setLogLevel("ERROR")
+    with quiet_spark(quiet):
+        sc = SparkContext.getOrCreate(conf)
+    if quiet:
+        sc.setLogLevel("ERROR")
     for path in pyFiles:
         sc.addPyFile(path)
     return sc
+
+
+#: Spark's logging under the command: errors only (see the file).
+SPARK_LOG4J = Path(__file__).with_name("spark-log4j2.properties")
+#: What the JVM prints on stderr itself, whatever its logging says, and a user needs not see.
+JVM_NOTICES = (b"WARNING: Using incubator modules:",)
+
+
+@contextlib.contextmanager
+def quiet_spark(quiet: bool = True) -> Iterator[None]:
+    """A JVM that Spark starts meanwhile logs errors only, and its startup notices are dropped.
+
+    The JVM gets `spark-log4j2.properties` (unless `SPARK_SUBMIT_OPTS` names a configuration
+    already) and, as its stderr, a pipe that a thread passes on to this process's stderr
+    without the JVM's own notices (`JVM_NOTICES`), for as long as the JVM lives. Only the
+    command does this: it owns its process, its file descriptors and its environment. With
+    `quiet` false, or with a JVM running already, Spark prints what it prints.
+
+    Examples:
+        >>> with quiet_spark():
+        ...     sc = SparkContext.getOrCreate()  # the doctests' context: no JVM starts here
+    """
+    if not quiet:
+        yield
+        return
+    options = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if "log4j2.configurationFile" not in options:
+        os.environ["SPARK_SUBMIT_OPTS"] = (
+            f"{options} -Dlog4j2.configurationFile={SPARK_LOG4J.as_uri()}".strip()
+        )
+    sys.stderr.flush()
+    terminal_fd = os.dup(2)
+    reading, writing = os.pipe()
+    os.dup2(writing, 2)  # inherited by a JVM started now: its stderr
+    os.close(writing)
+    threading.Thread(
+        target=pass_on, args=(reading, terminal_fd), name="reactive-spark-jvm-stderr", daemon=True
+    ).start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(terminal_fd, 2)  # this process writes to its stderr again; the JVM keeps the pipe
+        if options:
+            os.environ["SPARK_SUBMIT_OPTS"] = options
+        else:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+
+
+def pass_on(reading: int, writing: int) -> None:
+    """Copy lines from `reading` to `writing` but the JVM's notices, until the JVM exits."""
+    with open(reading, "rb") as source, open(writing, "wb", buffering=0) as sink:
+        for line in source:
+            if not line.startswith(JVM_NOTICES):
+                sink.write(line)
 
 
 def until(text: str) -> Time | Duration:
@@ -218,7 +278,9 @@ async def demo(args: argparse.Namespace) -> int:
             real_time=args.real_time,
             on_day=lambda day: progress.update(days, completed=day),
         )
-        ssc = runner.context(runner.spark(), runner.clock(), freezeHeap=True)
+        with quiet_spark(not args.verbose):
+            sc = runner.spark()
+        ssc = runner.context(sc, runner.clock(), freezeHeap=True)
         console = None
         if args.ui:
             from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
@@ -261,7 +323,7 @@ async def run(args: argparse.Namespace) -> int:
     stop_at = None if args.until is None else until(args.until)
     function = load(args.target)
     py_files = [path for paths in args.py_files for path in paths.split(",") if path]
-    sc = spark(args.master, args.target, args.conf, py_files)
+    sc = spark(args.master, args.target, args.conf, py_files, quiet=not args.verbose)
     # the command owns its process: the heap it starts with stays out of the collector's way
     ssc = StreamingContext(
         sc,
@@ -391,7 +453,9 @@ def graph(args: argparse.Namespace) -> int:
     function = load(args.target)  # before Spark: a mistake answers at once
 
     async def describe() -> dict[str, Any]:
-        sc = spark("local[1]", f"graph {args.target}")
+        sc = spark(
+            "local[1]", f"graph {args.target}", ["spark.ui.enabled=false"], quiet=not args.verbose
+        )
         ssc = StreamingContext(sc, 1)
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the lineage's alone
             await build(function, ssc)
@@ -408,7 +472,9 @@ def parser() -> argparse.ArgumentParser:
         prog="reactive-spark",
         description="Event-driven PySpark: run the demo, your program, or print its lineage.",
     )
-    top.add_argument("-v", "--verbose", action="store_true", help="log every batch (INFO)")
+    top.add_argument(
+        "-v", "--verbose", action="store_true", help="log every batch (INFO), and Spark as it logs"
+    )
     commands = top.add_subparsers(dest="command", required=True)
 
     def console_options(command: argparse.ArgumentParser) -> None:

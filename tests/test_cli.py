@@ -109,6 +109,26 @@ def test_run_runs_a_program_until_the_given_time(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "('a', 2)" in done.stdout and "('b', 1)" in done.stdout
     assert "batch tick#" in done.stderr  # one INFO line per batch
+    assert not spark_noise(done.stderr)
+
+
+#: What Spark's JVM prints as it starts, unless told otherwise.
+NOISE = ("WARN", "log4j", "NativeCodeLoader", "incubator", "Setting default log level")
+
+
+def spark_noise(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if any(word in line for word in NOISE)]
+
+
+def test_spark_is_quiet_under_the_command_unless_verbose(tmp_path: Path) -> None:
+    done = command("demo", "--days", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2/2" in done.stderr  # the progress bar, alone
+    assert not spark_noise(done.stderr)
+    loud = command("-v", "graph", APP, cwd=tmp_path)
+    assert loud.returncode == 0, loud.stderr
+    assert "tick (timer)" in loud.stdout
+    assert "WARNING: Using incubator modules" in spark_noise(loud.stderr)[0]  # as Spark prints
 
 
 @pytest.fixture
