@@ -138,6 +138,19 @@ def require_one_argument(function: Callable[..., Any], shown: str, name: str) ->
         ) from None
 
 
+def on_path(pyFiles: Sequence[str]) -> None:
+    """Put `--py-files` on this process's path (a `.py` file's folder, a `.zip` or `.egg` itself).
+
+    As Spark does once it runs; the user's module may import from them before. A missing file
+    is an `InvalidArgumentError`.
+    """
+    for path in pyFiles:
+        if not Path(path).is_file():
+            raise InvalidArgumentError(f"--py-files names no file: {path!r}")
+        entry = Path(path).resolve()
+        sys.path.insert(1, str(entry.parent if entry.suffix.lower() == ".py" else entry))
+
+
 async def build(function: Callable[..., Any], ssc: StreamingContext) -> None:
     """Call the user's `build(ssc)`, awaiting it if it is a coroutine function."""
     result = function(ssc)
@@ -155,7 +168,7 @@ def spark(
     """A SparkContext: on `master`, else the one spark-submit gave, else `local[*]`.
 
     `settings` are `KEY=VALUE` Spark properties (`--conf`); `pyFiles` are shipped to the
-    executors (`--py-files`: `.py`, `.zip` or `.egg` files, also put on this process's path).
+    executors (`--py-files`: `.py`, `.zip` or `.egg` files, see `on_path`).
     `quiet` (the command's default, but for `-v`): Spark logs errors only (`quiet_spark`).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -171,9 +184,6 @@ def spark(
         if not equals or not key.strip():
             raise InvalidArgumentError(f"--conf must be KEY=VALUE, got {setting!r}")
         conf.set(key.strip(), value)
-    for path in pyFiles:
-        if not Path(path).is_file():
-            raise InvalidArgumentError(f"--py-files names no file: {path!r}")
     with quiet_spark(quiet):
         sc = SparkContext.getOrCreate(conf)
     if quiet:
@@ -321,8 +331,9 @@ async def run(args: argparse.Namespace) -> int:
     """Run a user's program on the system clock until it stops, `--until`, SIGINT or SIGTERM."""
     # the command line, the module and its function first: a mistake answers before Spark starts
     stop_at = None if args.until is None else until(args.until)
-    function = load(args.target)
     py_files = [path for paths in args.py_files for path in paths.split(",") if path]
+    on_path(py_files)  # the module may import from them, as its executors will
+    function = load(args.target)
     sc = spark(args.master, args.target, args.conf, py_files, quiet=not args.verbose)
     # the command owns its process: the heap it starts with stays out of the collector's way
     ssc = StreamingContext(

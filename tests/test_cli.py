@@ -8,13 +8,15 @@ import os
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark.cli import main
+from reactive_spark.cli import load, main, on_path
+from reactive_spark.errors import InvalidArgumentError
 from tests.helpers import EXAMPLE_FILES, ROOT, command
 
 APP = str(ROOT / "tests" / "cli_app.py")
@@ -175,3 +177,16 @@ def test_every_example_prints_its_lineage(
         sources = {source["name"] for source in lineage["sources"]}
         assert {name for stream in outputs for name in stream["boundTo"]} <= sources
         assert "go to" in captured.err or "drop files into" in captured.err, path.name
+
+
+def test_run_imports_the_module_with_its_py_files_on_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with zipfile.ZipFile(tmp_path / "deps.zip", "w") as deps:
+        deps.writestr("shipped_helper.py", "def build(ssc):\n    return 'shipped'\n")
+    (tmp_path / "uses_deps.py").write_text("from shipped_helper import build\n")
+    on_path([str(tmp_path / "deps.zip")])
+    assert load(str(tmp_path / "uses_deps.py"))(None) == "shipped"
+    with pytest.raises(InvalidArgumentError, match=r"--py-files names no file: 'missing\.zip'"):
+        on_path(["missing.zip"])
