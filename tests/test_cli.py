@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyspark
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark.cli import load, main, on_path
+from reactive_spark.cli import REGISTRATION_SECONDS, load, main, on_path
 from reactive_spark.errors import InvalidArgumentError
 from tests.helpers import EXAMPLE_FILES, ROOT, command
 
@@ -93,6 +97,65 @@ def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_pat
     helped, help_elapsed = timed("--help")
     assert helped.returncode == 0
     assert elapsed < max(2.0, 2 * help_elapsed), (elapsed, help_elapsed)
+
+
+def test_an_unreachable_master_is_one_line_before_spark_starts(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("def build(ssc):\n    pass\n")
+    began = time.perf_counter()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reactive_spark",
+            "run",
+            "app.py",
+            "--master",
+            "spark://127.0.0.1:1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SPARK_HOME": str(tmp_path / "no-spark")},  # Spark would fail otherwise
+    )
+    assert time.perf_counter() - began < 30
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        "cannot reach the Spark master spark://127.0.0.1:1 (127.0.0.1:1: Connection refused): "
+        "is it running, at that address?"
+    ]
+
+
+def test_a_master_that_never_registers_the_application_is_one_line(tmp_path: Path) -> None:
+    """A server that takes Spark's connection and never answers: Spark alone would ask for a
+    minute, then fail every batch."""
+    (tmp_path / "app.py").write_text("def build(ssc):\n    pass\n")
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[tuple[socket.socket, float]] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # closed at the end
+            while True:
+                connection, _ = server.accept()
+                accepted.append((connection, time.monotonic()))
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"spark://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        done = command("run", "app.py", "--master", url, "--until", "5s", cwd=tmp_path)
+        ended = time.monotonic()
+    finally:
+        server.close()
+        for connection, _ in accepted:
+            connection.close()
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"the Spark master {url} took the connection but did not register this application "
+        f"within 10 s: is that a Spark {pyspark.__version__} master?"
+    ]
+    # the probe's connection, then Spark's: the command gave up 10 s after Spark asked
+    asked = accepted[1][1]
+    assert REGISTRATION_SECONDS - 2 < ended - asked < REGISTRATION_SECONDS + 8
 
 
 def test_demo_shows_progress_and_a_summary_table(tmp_path: Path) -> None:
