@@ -56,12 +56,11 @@ def simulated_day(ssc: StreamingContext) -> Duration:
     return Days(1) if isinstance(ssc.clock, VirtualClock) else Seconds(1)
 
 
-def fresh(workdir: Path) -> tuple[Path, Path]:
-    """`workdir/logs` and `workdir/out`, emptied: a run starts from no logs and no outputs."""
-    logs_dir, out_dir = workdir / "logs", workdir / "out"
+def fresh_logs(workdir: Path) -> Path:
+    """`workdir/logs`, emptied: logs are generated anew, stamped from the context's clock."""
+    logs_dir = workdir / "logs"
     shutil.rmtree(logs_dir, ignore_errors=True)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    return logs_dir, out_dir
+    return logs_dir
 
 
 def local_spark(app_name: str) -> SparkContext:

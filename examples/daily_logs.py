@@ -11,10 +11,11 @@ a second, in `reactive-spark-examples/daily_logs/`:
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _logs import WORKDIR, count_lines, fresh, local_spark, run_and_summarize, simulated_day
+from _logs import WORKDIR, count_lines, fresh_logs, local_spark, run_and_summarize, simulated_day
 
 from reactive_spark import Days, StreamingContext, VirtualClock
 from reactive_spark.demo import generate_logs
@@ -24,7 +25,7 @@ START = datetime(2026, 1, 5, tzinfo=UTC)
 
 def build(ssc: StreamingContext, workdir: Path = WORKDIR / "daily_logs", days: int = 28) -> int:
     """The daily job over `days` simulated days of logs generated in `workdir`; returns lines."""
-    logs_dir, out_dir = fresh(workdir)
+    logs_dir, out_dir = fresh_logs(workdir), workdir / "out"
     start, day = ssc.clock.now(), simulated_day(ssc)
     generated = generate_logs(logs_dir, start, days, day)
     daily = ssc.timer(start + day, start + day * days, day, "DailyTimer")
@@ -37,6 +38,7 @@ def build(ssc: StreamingContext, workdir: Path = WORKDIR / "daily_logs", days: i
 
 
 async def run(workdir: Path, days: int = 28) -> dict[str, int]:
+    shutil.rmtree(workdir / "out", ignore_errors=True)  # the summary counts this run's outputs
     sc = local_spark("daily-logs")
     async with StreamingContext(sc, Days(1), clock=VirtualClock(START)) as ssc:
         generated = build(ssc, workdir, days)

@@ -12,10 +12,11 @@ builds it on the system clock, a simulated day lasting a second, in
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _logs import WORKDIR, count_lines, fresh, local_spark, run_and_summarize, simulated_day
+from _logs import WORKDIR, count_lines, fresh_logs, local_spark, run_and_summarize, simulated_day
 
 from reactive_spark import Days, StreamingContext, VirtualClock
 from reactive_spark.demo import generate_logs
@@ -27,7 +28,7 @@ def build(
     ssc: StreamingContext, workdir: Path = WORKDIR / "daily_weekly_logs", weeks: int = 4
 ) -> int:
     """The two cascaded jobs over `weeks` weeks of logs generated in `workdir`; returns lines."""
-    logs_dir, out_dir = fresh(workdir)
+    logs_dir, out_dir = fresh_logs(workdir), workdir / "out"
     start, day = ssc.clock.now(), simulated_day(ssc)
     generated = generate_logs(logs_dir, start, 7 * weeks, day)
     end = start + day * (7 * weeks)
@@ -48,6 +49,7 @@ def build(
 
 
 async def run(workdir: Path, weeks: int = 4) -> dict[str, int]:
+    shutil.rmtree(workdir / "out", ignore_errors=True)  # the summary counts this run's outputs
     sc = local_spark("daily-weekly-logs")
     async with StreamingContext(sc, Days(1), clock=VirtualClock(START)) as ssc:
         generated = build(ssc, workdir, weeks)

@@ -238,6 +238,8 @@ def test_every_example_prints_its_lineage(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)  # where the examples put their files under the command
+    earlier = tmp_path / "reactive-spark-examples" / "daily_logs" / "out" / "daily-logs-1"
+    earlier.mkdir(parents=True)  # what a run wrote: graph runs nothing, and removes nothing
     for path in EXAMPLE_FILES:
         assert main(["graph", str(path), "--format", "json"]) == 0, path.name
         captured = capsys.readouterr()
@@ -248,6 +250,7 @@ def test_every_example_prints_its_lineage(
         sources = {source["name"] for source in lineage["sources"]}
         assert {name for stream in outputs for name in stream["boundTo"]} <= sources
         assert "go to" in captured.err or "drop files into" in captured.err, path.name
+    assert earlier.is_dir()
 
 
 def test_run_imports_the_module_with_its_py_files_on_the_path(
