@@ -172,7 +172,7 @@ def test_upload_trigger_runs_under_the_command(tmp_path: Path) -> None:
     try:
         while running() and not port_open(4140):  # the REST trigger listens once it started
             time.sleep(0.2)
-        time.sleep(0.5)  # the file watcher's first look at the folder
+        time.sleep(1)  # the file watcher reports changes from its first look on (200 ms)
         (workdir / "incoming" / "a.txt").write_text("x y x\nz\n")
         report = ""
         while running() and report != "report: 1 files, 2 lines so far":
