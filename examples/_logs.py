@@ -1,10 +1,11 @@
-"""Shared by the examples: generated log files and a local SparkContext."""
+"""Shared by the examples: generated log files, a local SparkContext, where outputs go."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -14,10 +15,12 @@ from pathlib import Path
 
 from pyspark import SparkConf, SparkContext
 
-from reactive_spark import Days, Hours, Time
+from reactive_spark import Days, Duration, Hours, Seconds, StreamingContext, Time, VirtualClock
 
 LEVELS = ["DEBUG", "INFO", "INFO", "INFO", "WARN", "ERROR"]
 COMPONENTS = ["api", "db", "cache", "auth", "billing"]
+#: Where `reactive-spark run examples/<name>.py` puts an example's files: `<name>/` in here.
+WORKDIR = Path("reactive-spark-examples")
 
 
 def generate_logs(directory: Path, start: datetime, days: int, files_per_day: int = 3) -> int:
@@ -43,6 +46,21 @@ def generate_logs(directory: Path, start: datetime, days: int, files_per_day: in
             os.utime(path, ns=(nanoseconds, nanoseconds))
             lines_written += len(lines)
     return lines_written
+
+
+def simulated_day(ssc: StreamingContext) -> Duration:
+    """A day on a virtual clock; a second on the system clock (`reactive-spark run`).
+
+    So a run of a few seconds shows what a daily job does, as `reactive-spark demo --real-time`.
+    """
+    return Days(1) if isinstance(ssc.clock, VirtualClock) else Seconds(1)
+
+
+def fresh_logs(workdir: Path) -> Path:
+    """`workdir/logs`, emptied: logs are generated anew, stamped from the context's clock."""
+    logs_dir = workdir / "logs"
+    shutil.rmtree(logs_dir, ignore_errors=True)
+    return logs_dir
 
 
 def local_spark(app_name: str) -> SparkContext:

@@ -6,7 +6,12 @@ transactional sink commits the page counts and the offsets together in SQLite. T
 application stops after six hours and is started again on its checkpoint for six more: every
 click is counted once.
 
-Run: `python examples/clickstream.py` (local Spark, files, virtual time).
+Run: `python examples/clickstream.py` (local Spark, files, virtual time). `reactive-spark run`
+builds it on the system clock, a simulated hour lasting three seconds, in
+`reactive-spark-examples/clickstream/`; stop it and run it again with the same checkpoint, and
+every click is still counted once:
+
+    reactive-spark run examples/clickstream.py --checkpoint reactive-spark-examples/ckpt
 """
 
 from __future__ import annotations
@@ -18,18 +23,31 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _logs import local_spark
+from _logs import WORKDIR, local_spark
 from pyspark import SparkContext
 
-from reactive_spark import Hours, Minutes, Seconds, StreamingContext, Time, VirtualClock
+from reactive_spark import Duration, Hours, Seconds, StreamingContext, Time, VirtualClock
 from reactive_spark.log import Database, FileLog, TransactionalSink
 
 START = Time.fromDatetime(datetime(2026, 1, 5, tzinfo=UTC))
 PAGES = ["/", "/pricing", "/docs", "/blog", "/signup"]
 
 
-def build(ssc: StreamingContext, root: Path, produced: list[int]) -> TransactionalSink:
-    """The producer, the stream and the sink; returns the sink."""
+def build(
+    ssc: StreamingContext,
+    root: Path = WORKDIR / "clickstream",
+    produced: list[int] | None = None,
+) -> TransactionalSink:
+    """The producer, the stream and the sink; returns the sink.
+
+    `produced[0]`, if given, counts the clicks produced. A simulated hour lasts an hour on a
+    virtual clock, three seconds on the system clock (`reactive-spark run`).
+    """
+    virtual = isinstance(ssc.clock, VirtualClock)
+    hour = Hours(1) if virtual else Seconds(3)
+    minute = Duration(hour.milliseconds // 60)
+    counted = [0] if produced is None else produced
+    root.mkdir(parents=True, exist_ok=True)
     log = FileLog(str(root / "log"))
     log.create_topic("clicks", partitions=3)
     database = Database.sqlite(str(root / "pages.db"))
@@ -38,20 +56,20 @@ def build(ssc: StreamingContext, root: Path, produced: list[int]) -> Transaction
     sink = TransactionalSink(database)
 
     rng = random.Random(7)
-    producer = ssc.timer(START, None, Minutes(1), "producer")
+    producer = ssc.timer(START, None, minute, "producer")
 
     def produce(event: Any) -> None:
         for _ in range(rng.randint(0, 12)):
             user = f"user-{rng.randint(1, 40)}"
             log.append("clicks", {"page": rng.choice(PAGES)}, key=user)
-            produced[0] += 1
+            counted[0] += 1
 
     producer.addListener(produce)
     clicks = ssc.directStream(
         log, ["clicks"], fromOffsets=sink.committedOffsets(), startingOffsets="earliest"
     )
-    full = ssc.backlogSource(clicks, 200, "backlog", interval=Seconds(30))
-    hourly = ssc.timer(START + Hours(1), None, Hours(1), "hourly")
+    full = ssc.backlogSource(clicks, 200, "backlog", interval=Seconds(30 if virtual else 0.25))
+    hourly = ssc.timer(START + hour, None, hour, "hourly")
 
     def store(rdd: Any) -> None:
         counts = rdd.map(lambda kv: (kv[1]["page"], 1)).reduceByKey(lambda a, b: a + b).collect()
@@ -64,6 +82,7 @@ def build(ssc: StreamingContext, root: Path, produced: list[int]) -> Transaction
         )
 
     clicks.foreachRDD(store).bind(full).bind(hourly)
+    print(f"page counts go to {root / 'pages.db'} (SQLite, table pages)", flush=True)
     return sink
 
 

@@ -1,10 +1,13 @@
 """The daily/weekly logs example in full: daily WARN/ERROR extracts, rolled up weekly.
 
 A daily job saves the WARN and ERROR lines of the day's logs; a weekly job takes the last 7
-daily outputs (`tailWindow(7, 7)`), keeps the ERROR lines and saves them. Four simulated weeks
-on a virtual clock; `make demo` runs this.
+daily outputs (`tailWindow(7, 7)`), keeps the ERROR lines and saves them. As a script, four
+simulated weeks on a virtual clock (`make demo` runs the same pipeline). `reactive-spark run`
+builds it on the system clock, a simulated day lasting a second, in
+`reactive-spark-examples/daily_weekly_logs/`:
 
     python examples/daily_weekly_logs.py [workdir]
+    reactive-spark run examples/daily_weekly_logs.py --until 15s
 """
 
 from __future__ import annotations
@@ -13,18 +16,24 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from _logs import count_lines, generate_logs, local_spark, run_and_summarize
+from _logs import WORKDIR, count_lines, fresh_logs, local_spark, run_and_summarize, simulated_day
 
 from reactive_spark import Days, StreamingContext, VirtualClock
+from reactive_spark.demo import generate_logs
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 
 
-def build(ssc: StreamingContext, logs_dir: Path, out_dir: Path, weeks: int) -> None:
-    """The two cascaded jobs of the quick example."""
-    end = START + Days(7 * weeks)
-    daily = ssc.timer(START + Days(1), end, Days(1), "DailyTimer")
-    weekly = ssc.timer(START + Days(7), end, Days(7), "WeeklyTimer")
+def build(
+    ssc: StreamingContext, workdir: Path = WORKDIR / "daily_weekly_logs", weeks: int = 4
+) -> int:
+    """The two cascaded jobs over `weeks` weeks of logs generated in `workdir`; returns lines."""
+    logs_dir, out_dir = fresh_logs(workdir), workdir / "out"
+    start, day = ssc.clock.now(), simulated_day(ssc)
+    generated = generate_logs(logs_dir, start, 7 * weeks, day)
+    end = start + day * (7 * weeks)
+    daily = ssc.timer(start + day, end, day, "DailyTimer")
+    weekly = ssc.timer(start + day * 7, end, day * 7, "WeeklyTimer")
     logs = ssc.textFileStream(str(logs_dir))
     (
         logs.filter(lambda line: "WARN" in line or "ERROR" in line)
@@ -35,19 +44,19 @@ def build(ssc: StreamingContext, logs_dir: Path, out_dir: Path, weeks: int) -> N
         .saveAsTextFiles(str(out_dir / "weekly-logs"))
         .bind(weekly)
     )
+    print(f"daily extracts and weekly roll-ups of {logs_dir} go to {out_dir}", flush=True)
+    return generated
 
 
 async def run(workdir: Path, weeks: int = 4) -> dict[str, int]:
-    logs_dir, out_dir = workdir / "logs", workdir / "out"
-    shutil.rmtree(out_dir, ignore_errors=True)
-    generated = generate_logs(logs_dir, START, 7 * weeks)
+    shutil.rmtree(workdir / "out", ignore_errors=True)  # the summary counts this run's outputs
     sc = local_spark("daily-weekly-logs")
     async with StreamingContext(sc, Days(1), clock=VirtualClock(START)) as ssc:
-        build(ssc, logs_dir, out_dir, weeks)
+        generated = build(ssc, workdir, weeks)
         await ssc.start()
         await ssc.runUntil(START + Days(7 * weeks))
-    daily = sorted(out_dir.glob("daily-logs-*"))
-    weekly = sorted(out_dir.glob("weekly-logs-*"))
+    daily = sorted((workdir / "out").glob("daily-logs-*"))
+    weekly = sorted((workdir / "out").glob("weekly-logs-*"))
     return {
         "lines generated": generated,
         "days processed": len(daily),

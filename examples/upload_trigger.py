@@ -1,6 +1,7 @@
 """A job per file dropped into a folder, and a job per HTTP call.
 
     python examples/upload_trigger.py [workdir]
+    reactive-spark run examples/upload_trigger.py  # workdir: reactive-spark-examples/upload_trigger
     # in another shell:
     cp some.csv <workdir>/incoming/
     curl -X POST http://127.0.0.1:4140/jobs/report
@@ -17,12 +18,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _logs import local_spark
+from _logs import WORKDIR, local_spark
 
 from reactive_spark import StreamingContext
 
 
-def build(ssc: StreamingContext, workdir: Path, port: int) -> dict[str, int]:
+def build(
+    ssc: StreamingContext, workdir: Path = WORKDIR / "upload_trigger", port: int = 4140
+) -> dict[str, int]:
     """Bind the two jobs; returns the running totals the report job prints."""
     incoming = workdir / "incoming"
     incoming.mkdir(parents=True, exist_ok=True)
@@ -45,6 +48,7 @@ def build(ssc: StreamingContext, workdir: Path, port: int) -> dict[str, int]:
         print(f"report: {totals['files']} files, {totals['lines']} lines so far", flush=True)
 
     ssc.queueStream([], default=[0]).foreachRDD(print_report).bind(report)
+    print(f"drop files into {incoming}; POST http://127.0.0.1:{port}/jobs/report", flush=True)
     return totals
 
 
@@ -53,7 +57,6 @@ async def main(workdir: Path, port: int = 4140) -> None:
     async with StreamingContext(sc) as ssc:
         build(ssc, workdir, port)
         await ssc.start()
-        print(f"drop files into {workdir / 'incoming'}; POST http://127.0.0.1:{port}/jobs/report")
         await ssc.awaitTermination()
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -21,13 +22,17 @@ import logging
 import os
 import re
 import signal
+import socket
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyspark
 from pyspark import SparkConf, SparkContext
 from rich.console import Console as Terminal
 from rich.logging import RichHandler
@@ -38,10 +43,9 @@ from reactive_spark.clock import SystemClock
 from reactive_spark.cluster import ClusterStartError, StandaloneCluster
 from reactive_spark.context import StreamingContext
 from reactive_spark.demo import Demo, DemoSummary
-from reactive_spark.errors import InvalidArgumentError, JobFailedError
+from reactive_spark.errors import InvalidArgumentError, JobFailedError, ReactiveSparkError
 from reactive_spark.lineage import FORMATS, render
-from reactive_spark.time import Time, to_duration
-from reactive_spark.web import Console
+from reactive_spark.time import Duration, Time, to_duration
 
 __all__ = ["main"]
 
@@ -51,11 +55,20 @@ terminal = Terminal(stderr=True)
 
 # -- loading the user's program ---------------------------------------------------------------
 def load(target: str) -> Callable[..., Any]:
-    """The function `MODULE[:FUNC]` names (`FUNC` defaults to `build`).
+    """The function `MODULE[:FUNC]` names (`FUNC` defaults to `build`), checked before Spark.
+
+    A missing file or module, a module whose import raises, a missing function or one that
+    cannot be called as `FUNC(ssc)` is an `InvalidArgumentError` of one line.
 
     Examples:
-        >>> load("reactive_spark.demo:generate_logs").__name__
-        'generate_logs'
+        >>> load("reactive_spark.time:Seconds").__name__
+        'Seconds'
+        >>> try:  # doctest: +NORMALIZE_WHITESPACE
+        ...     load("reactive_spark.demo:generate_logs")
+        ... except InvalidArgumentError as error:
+        ...     print(error)
+        reactive_spark.demo:generate_logs takes (directory, start, days, day=None);
+        reactive-spark calls generate_logs(ssc) with a StreamingContext
     """
     module_name, _, function = target.partition(":")
     function = function or "build"
@@ -66,16 +79,78 @@ def load(target: str) -> Callable[..., Any]:
         sys.path.insert(0, str(path.parent))
         spec = importlib.util.spec_from_file_location(path.stem, path)
         assert spec is not None and spec.loader is not None
+        loader = spec.loader
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
-        spec.loader.exec_module(module)
+        importing(module_name, lambda: loader.exec_module(module))
     else:
         sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(module_name)
+        module = importing(module_name, lambda: importlib.import_module(module_name))
     found = getattr(module, function, None)
     if not callable(found):
         raise InvalidArgumentError(f"{module_name} has no function {function!r}")
+    require_one_argument(found, f"{module_name}:{function}", function)
     return found  # type: ignore[no-any-return]
+
+
+def importing(module_name: str, load_module: Callable[[], Any]) -> Any:
+    """`load_module()`, an import failure being one line: the exception and where it was raised."""
+    try:
+        return load_module()
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and f"{module_name}.".startswith(f"{exc.name}."):
+            raise InvalidArgumentError(
+                f"no module named {module_name!r} (MODULE is a dotted module name or a .py file)"
+            ) from None
+        raise InvalidArgumentError(f"importing {module_name} failed: {one_line(exc)}") from None
+    except Exception as exc:
+        raise InvalidArgumentError(f"importing {module_name} failed: {one_line(exc)}") from None
+
+
+def one_line(exc: BaseException) -> str:
+    """`Type: message`, and the file and line it was raised at (the innermost frame).
+
+    Examples:
+        >>> one_line(ValueError("no"))
+        'ValueError: no'
+    """
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def require_one_argument(function: Callable[..., Any], shown: str, name: str) -> None:
+    """Raise `InvalidArgumentError` unless `function(ssc)` is a call it accepts."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without one: let the call tell
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        bare = signature.replace(
+            parameters=[
+                parameter.replace(annotation=inspect.Parameter.empty)
+                for parameter in signature.parameters.values()
+            ],
+            return_annotation=inspect.Signature.empty,
+        )
+        raise InvalidArgumentError(
+            f"{shown} takes {bare}; reactive-spark calls {name}(ssc) with a StreamingContext"
+        ) from None
+
+
+def on_path(pyFiles: Sequence[str]) -> None:
+    """Put `--py-files` on this process's path (a `.py` file's folder, a `.zip` or `.egg` itself).
+
+    As Spark does once it runs; the user's module may import from them before. A missing file
+    is an `InvalidArgumentError`.
+    """
+    for path in pyFiles:
+        if not Path(path).is_file():
+            raise InvalidArgumentError(f"--py-files names no file: {path!r}")
+        entry = Path(path).resolve()
+        sys.path.insert(1, str(entry.parent if entry.suffix.lower() == ".py" else entry))
 
 
 async def build(function: Callable[..., Any], ssc: StreamingContext) -> None:
@@ -90,11 +165,13 @@ def spark(
     name: str,
     settings: Sequence[str] = (),
     pyFiles: Sequence[str] = (),
+    quiet: bool = True,
 ) -> SparkContext:
-    """A quiet SparkContext: on `master`, else the one spark-submit gave, else `local[*]`.
+    """A SparkContext: on `master`, else the one spark-submit gave, else `local[*]`.
 
     `settings` are `KEY=VALUE` Spark properties (`--conf`); `pyFiles` are shipped to the
-    executors (`--py-files`: `.py`, `.zip` or `.egg` files, also put on this process's path).
+    executors (`--py-files`: `.py`, `.zip` or `.egg` files, see `on_path`).
+    `quiet` (the command's default, but for `-v`): Spark logs errors only (`quiet_spark`).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = SparkConf().set("spark.ui.showConsoleProgress", "false")
@@ -109,22 +186,193 @@ def spark(
         if not equals or not key.strip():
             raise InvalidArgumentError(f"--conf must be KEY=VALUE, got {setting!r}")
         conf.set(key.strip(), value)
-    for path in pyFiles:
-        if not Path(path).is_file():
-            raise InvalidArgumentError(f"--py-files names no file: {path!r}")
-    sc = SparkContext.getOrCreate(conf)
-    sc.setLogLevel("ERROR")
+    url = conf.get("spark.master") or ""
+    standalone = url.startswith("spark://")
+    if standalone:
+        require_reachable(url)
+    with quiet_spark(quiet) as output:
+        if standalone and output is not None:
+            sc = registered(conf, url, output)
+        else:
+            sc = SparkContext.getOrCreate(conf)
+    if quiet:
+        sc.setLogLevel("ERROR")
     for path in pyFiles:
         sc.addPyFile(path)
     return sc
 
 
-def until(text: str, now: Time) -> Time:
-    """`--until`: an ISO time (UTC unless it says), or a duration from now (`90s`, `10m`, `2h`)."""
+class SparkStartError(ReactiveSparkError):
+    """Spark could not start: its master cannot be reached, or does not register the application."""
+
+
+def require_reachable(url: str, timeout: float = 5.0) -> None:
+    """Raise `SparkStartError` unless a `spark://` master (one of its addresses) takes a connection.
+
+    Spark would retry for a minute, printing stack traces, and then fail every batch.
+
+    Examples:
+        >>> require_reachable("spark://127.0.0.1:1")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.cli.SparkStartError: cannot reach the Spark master spark://127.0.0.1:1 \
+(127.0.0.1:1: Connection refused): is it running, at that address?
+    """
+    reasons = []
+    for address in url.removeprefix("spark://").split(","):
+        host, _, port = address.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise InvalidArgumentError(f"a Spark master's URL is spark://HOST:PORT, got {url!r}")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout):
+                return
+        except OSError as exc:
+            reasons.append(f"{address.strip()}: {exc.strerror or exc}")
+    raise SparkStartError(
+        f"cannot reach the Spark master {url} ({'; '.join(reasons)}): is it running, at that "
+        "address?"
+    )
+
+
+#: How long a standalone master may take to register the application once Spark asked it to.
+REGISTRATION_SECONDS = 10.0
+
+
+def registered(conf: SparkConf, url: str, output: JvmOutput) -> SparkContext:
+    """The SparkContext on the standalone master `url`, once it registered the application.
+
+    The context is made in a thread: a master that takes the connection but does not register
+    the application (not a Spark master, another Spark version, ...) within
+    `REGISTRATION_SECONDS` of Spark asking it (as the JVM's stderr tells, `output`) is a
+    `SparkStartError`; Spark itself would ask three times, 20 s apart, then stop the context
+    it made, and every batch would fail.
+    """
+    made: list[SparkContext] = []
+    failed: list[BaseException] = []
+
+    def create() -> None:
+        try:
+            made.append(SparkContext.getOrCreate(conf))
+        except BaseException as exc:  # raised in the caller's thread
+            failed.append(exc)
+
+    creating = threading.Thread(target=create, name="reactive-spark-context", daemon=True)
+    creating.start()
+    while creating.is_alive():
+        creating.join(0.2)
+        asked = output.asked
+        waited = 0.0 if asked is None else time.monotonic() - asked
+        if not output.registered.is_set() and waited > REGISTRATION_SECONDS:
+            raise SparkStartError(
+                f"the Spark master {url} took the connection but did not register this "
+                f"application within {REGISTRATION_SECONDS:.0f} s: is that a Spark "
+                f"{pyspark.__version__} master?"
+            )
+    if failed:
+        raise failed[0]
+    return made[0]
+
+
+#: Spark's logging under the command: errors only, and two marked lines (see the file).
+SPARK_LOG4J = Path(__file__).with_name("spark-log4j2.properties")
+#: What the JVM prints on stderr itself, whatever its logging says, and a user needs not see.
+JVM_NOTICES = (b"WARNING: Using incubator modules:",)
+#: How `spark-log4j2.properties` marks the lines the command reads (and does not show).
+MARK = b"reactive-spark-mark: "
+
+
+class JvmOutput:
+    """What the JVM's stderr said of the application's registration with a standalone master."""
+
+    def __init__(self) -> None:
+        #: When Spark first asked the master to register the application (`time.monotonic()`).
+        self.asked: float | None = None
+        #: Set once the master registered it.
+        self.registered = threading.Event()
+
+    def read(self, mark: bytes) -> None:
+        """Note what a marked line says."""
+        if mark.startswith(b"Connecting to master") and self.asked is None:
+            self.asked = time.monotonic()
+        elif mark.startswith(b"Connected to Spark cluster"):
+            self.registered.set()
+
+
+@contextlib.contextmanager
+def quiet_spark(quiet: bool = True) -> Iterator[JvmOutput | None]:
+    """A JVM that Spark starts meanwhile logs errors only, and its startup notices are dropped.
+
+    The JVM gets `spark-log4j2.properties` (unless `SPARK_SUBMIT_OPTS` names a configuration
+    already) and, as its stderr, a pipe that a thread passes on to this process's stderr
+    without the JVM's own notices (`JVM_NOTICES`) or the marked lines, which it reads into the
+    `JvmOutput` yielded, for as long as the JVM lives. Only the command does this: it owns its
+    process, its file descriptors and its environment. With `quiet` false (yielding None), or
+    with a JVM running already, Spark prints what it prints.
+
+    Examples:
+        >>> with quiet_spark() as output:
+        ...     sc = SparkContext.getOrCreate()  # the doctests' context: no JVM starts here
+        >>> output.asked is None
+        True
+    """
+    if not quiet:
+        yield None
+        return
+    options = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if "log4j2.configurationFile" not in options:
+        os.environ["SPARK_SUBMIT_OPTS"] = (
+            f"{options} -Dlog4j2.configurationFile={SPARK_LOG4J.as_uri()}".strip()
+        )
+    sys.stderr.flush()
+    terminal_fd = os.dup(2)
+    reading, writing = os.pipe()
+    os.dup2(writing, 2)  # inherited by a JVM started now: its stderr
+    os.close(writing)
+    output = JvmOutput()
+    threading.Thread(
+        target=pass_on,
+        args=(reading, terminal_fd, output),
+        name="reactive-spark-jvm-stderr",
+        daemon=True,
+    ).start()
+    try:
+        yield output
+    finally:
+        sys.stderr.flush()
+        os.dup2(terminal_fd, 2)  # this process writes to its stderr again; the JVM keeps the pipe
+        if options:
+            os.environ["SPARK_SUBMIT_OPTS"] = options
+        else:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+
+
+def pass_on(reading: int, writing: int, output: JvmOutput) -> None:
+    """Copy the JVM's lines from `reading` to `writing`, but its notices and marked lines.
+
+    Marked lines go to `output`. It ends when the JVM exits (and the pipe with it).
+    """
+    with open(reading, "rb") as source, open(writing, "wb", buffering=0) as sink:
+        for line in source:
+            if line.startswith(MARK):
+                output.read(line.removeprefix(MARK))
+            elif not line.startswith(JVM_NOTICES):
+                with contextlib.suppress(OSError):  # stderr closed: the pipe is drained still
+                    sink.write(line)
+
+
+def until(text: str) -> Time | Duration:
+    """`--until`: an ISO time (UTC unless it says), or a duration from now (`90s`, `10m`, `2h`).
+
+    Examples:
+        >>> until("90s")
+        Duration(90000 ms)
+        >>> until("2026-12-01T00:00").isoformat()
+        '2026-12-01T00:00:00Z'
+    """
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
     if match:
         factor = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
-        return now + to_duration(float(match[1]) * factor, "--until")
+        return to_duration(float(match[1]) * factor, "--until")
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -152,9 +400,13 @@ async def demo(args: argparse.Namespace) -> int:
             real_time=args.real_time,
             on_day=lambda day: progress.update(days, completed=day),
         )
-        ssc = runner.context(runner.spark(), runner.clock(), freezeHeap=True)
+        with quiet_spark(not args.verbose):
+            sc = runner.spark()
+        ssc = runner.context(sc, runner.clock(), freezeHeap=True)
         console = None
         if args.ui:
+            from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
+
             console = await Console(ssc, args.host, args.port).start()
             terminal.print(f"console: [link]{console.url}[/link]")
         try:
@@ -189,9 +441,12 @@ def print_summary(summary: DemoSummary) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     """Run a user's program on the system clock until it stops, `--until`, SIGINT or SIGTERM."""
+    # the command line, the module and its function first: a mistake answers before Spark starts
+    stop_at = None if args.until is None else until(args.until)
     py_files = [path for paths in args.py_files for path in paths.split(",") if path]
-    sc = spark(args.master, args.target, args.conf, py_files)
+    on_path(py_files)  # the module may import from them, as its executors will
     function = load(args.target)
+    sc = spark(args.master, args.target, args.conf, py_files, quiet=not args.verbose)
     # the command owns its process: the heap it starts with stays out of the collector's way
     ssc = StreamingContext(
         sc,
@@ -203,13 +458,15 @@ async def run(args: argparse.Namespace) -> int:
     await build(function, ssc)
     console = None
     if args.ui:
+        from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
+
         console = await Console(ssc, args.host, args.port).start()  # starts ssc too
         terminal.print(f"console: [link]{console.url}[/link]")
     else:
         await ssc.start()
     if ssc.recovered:
         await catching_up(ssc)
-    deadline = None if args.until is None else until(args.until, ssc.clock.now())
+    deadline = ssc.clock.now() + stop_at if isinstance(stop_at, Duration) else stop_at
     stopping = asyncio.Event()
     unhandle = on_stop_signals(ssc, stopping)
     try:
@@ -316,11 +573,15 @@ def cluster(args: argparse.Namespace) -> int:
 
 def graph(args: argparse.Namespace) -> int:
     """Print the lineage a program builds; nothing runs."""
+    function = load(args.target)  # before Spark: a mistake answers at once
 
     async def describe() -> dict[str, Any]:
-        sc = spark("local[1]", f"graph {args.target}")
+        sc = spark(
+            "local[1]", f"graph {args.target}", ["spark.ui.enabled=false"], quiet=not args.verbose
+        )
         ssc = StreamingContext(sc, 1)
-        await build(load(args.target), ssc)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is the lineage's alone
+            await build(function, ssc)
         return ssc.graph.describe(ssc.sources)
 
     print(render(asyncio.run(describe()), args.format))
@@ -334,7 +595,9 @@ def parser() -> argparse.ArgumentParser:
         prog="reactive-spark",
         description="Event-driven PySpark: run the demo, your program, or print its lineage.",
     )
-    top.add_argument("-v", "--verbose", action="store_true", help="log every batch (INFO)")
+    top.add_argument(
+        "-v", "--verbose", action="store_true", help="log every batch (INFO), and Spark as it logs"
+    )
     commands = top.add_subparsers(dest="command", required=True)
 
     def console_options(command: argparse.ArgumentParser) -> None:
@@ -393,6 +656,11 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def error(exc: Exception) -> None:
+    """The error as one red line on stderr (never wrapped, never read as markup)."""
+    terminal.print(str(exc), style="red", markup=False, highlight=False, soft_wrap=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = parser().parse_args(argv)
@@ -411,10 +679,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = demo if args.command == "demo" else run
         return asyncio.run(command(args))
     except InvalidArgumentError as exc:
-        terminal.print(f"[red]{exc}")
+        error(exc)
         return 2
-    except ClusterStartError as exc:
-        terminal.print(f"[red]{exc}")
+    except (ClusterStartError, SparkStartError) as exc:
+        error(exc)
         return 1
     except KeyboardInterrupt:
         return 130

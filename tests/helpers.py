@@ -119,3 +119,19 @@ def quiet_spark_context(appName: str, master: str = "local[2]") -> SparkContext:
     sc = SparkContext(conf=conf)
     sc.setLogLevel("ERROR")
     return sc
+
+
+#: The examples (`examples/_logs.py` is what they share, not one of them).
+EXAMPLE_FILES = sorted(path for path in (ROOT / "examples").glob("*.py") if path.name[0] != "_")
+
+
+def command(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`reactive-spark ARGS` in a subprocess, as a user runs it (120 columns wide)."""
+    return subprocess.run(
+        [sys.executable, "-m", "reactive_spark", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "120"},
+    )

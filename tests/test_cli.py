@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyspark
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark.cli import main
+from reactive_spark.cli import REGISTRATION_SECONDS, load, main, on_path
+from reactive_spark.errors import InvalidArgumentError
+from tests.helpers import EXAMPLE_FILES, ROOT, command
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "tests" / "cli_app.py")
-
-
-def command(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reactive_spark", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "120"},
-    )
 
 
 @pytest.mark.parametrize("args", [[], ["demo"], ["run"], ["graph"]])
@@ -42,8 +38,124 @@ def test_help(args: list[str]) -> None:
 def test_a_bad_command_line_is_an_error() -> None:
     done = command("graph")
     assert done.returncode == 2 and "MODULE[:FUNC]" in done.stderr
-    done = command("graph", "nowhere.py")
-    assert done.returncode == 2 and "is not a file" in done.stderr
+
+
+MISTAKES = {
+    "no such file": (["run", "nosuch.py"], "MODULE 'nosuch.py' is not a file"),
+    "no such module": (["run", "nosuch"], "no module named 'nosuch'"),
+    "no such function": (["run", "app.py:nosuch"], "app.py has no function 'nosuch'"),
+    "a bad --until": (
+        ["run", "app.py", "--until", "banana"],
+        "--until must be an ISO time or a duration such as 90s, 10m, 2h, got 'banana'",
+    ),
+    "a FUNC taking more": (
+        ["run", "app.py:report"],
+        "app.py:report takes (ssc, days); reactive-spark calls report(ssc) with a StreamingContext",
+    ),
+    "an import failing": (["run", "broken.py"], "importing broken.py failed: RuntimeError: boom ("),
+    "graph: no such file": (["graph", "nosuch.py"], "MODULE 'nosuch.py' is not a file"),
+    "graph: no such function": (["graph", "app.py:nosuch"], "app.py has no function 'nosuch'"),
+    "graph: a FUNC taking none": (
+        ["graph", "app.py:nothing"],
+        "app.py:nothing takes (); reactive-spark calls nothing(ssc) with a StreamingContext",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_path: Path) -> None:
+    args, message = MISTAKES[mistake]
+    (tmp_path / "app.py").write_text(
+        "def build(ssc):\n    pass\n\n\n"
+        "def report(ssc, days):\n    pass\n\n\n"
+        "def nothing():\n    pass\n"
+    )
+    (tmp_path / "broken.py").write_text('raise RuntimeError("boom")\n')
+    # were Spark started, it would fail otherwise, and loudly: there is no Spark where it looks
+    environment = {**os.environ, "COLUMNS": "80", "SPARK_HOME": str(tmp_path / "no-spark")}
+
+    def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+        began = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "reactive_spark", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=environment,
+        )
+        return done, time.perf_counter() - began
+
+    done, elapsed = timed(*args)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    [line] = done.stderr.splitlines()  # one line, however long
+    assert line.startswith(message), line
+    if mistake == "an import failing":
+        assert line.endswith(f"{tmp_path / 'broken.py'}:1)")
+    # within 2 s; on a machine so loaded that `--help` takes over 1 s, within twice its time
+    helped, help_elapsed = timed("--help")
+    assert helped.returncode == 0
+    assert elapsed < max(2.0, 2 * help_elapsed), (elapsed, help_elapsed)
+
+
+def test_an_unreachable_master_is_one_line_before_spark_starts(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("def build(ssc):\n    pass\n")
+    began = time.perf_counter()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reactive_spark",
+            "run",
+            "app.py",
+            "--master",
+            "spark://127.0.0.1:1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SPARK_HOME": str(tmp_path / "no-spark")},  # Spark would fail otherwise
+    )
+    assert time.perf_counter() - began < 30
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        "cannot reach the Spark master spark://127.0.0.1:1 (127.0.0.1:1: Connection refused): "
+        "is it running, at that address?"
+    ]
+
+
+def test_a_master_that_never_registers_the_application_is_one_line(tmp_path: Path) -> None:
+    """A server that takes Spark's connection and never answers: Spark alone would ask for a
+    minute, then fail every batch."""
+    (tmp_path / "app.py").write_text("def build(ssc):\n    pass\n")
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[tuple[socket.socket, float]] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # closed at the end
+            while True:
+                connection, _ = server.accept()
+                accepted.append((connection, time.monotonic()))
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"spark://127.0.0.1:{server.getsockname()[1]}"
+    try:
+        done = command("run", "app.py", "--master", url, "--until", "5s", cwd=tmp_path)
+        ended = time.monotonic()
+    finally:
+        server.close()
+        for connection, _ in accepted:
+            connection.close()
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"the Spark master {url} took the connection but did not register this application "
+        f"within 10 s: is that a Spark {pyspark.__version__} master?"
+    ]
+    # the probe's connection, then Spark's: the command gave up 10 s after Spark asked
+    asked = accepted[1][1]
+    assert REGISTRATION_SECONDS - 2 < ended - asked < REGISTRATION_SECONDS + 8
 
 
 def test_demo_shows_progress_and_a_summary_table(tmp_path: Path) -> None:
@@ -62,6 +174,26 @@ def test_run_runs_a_program_until_the_given_time(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "('a', 2)" in done.stdout and "('b', 1)" in done.stdout
     assert "batch tick#" in done.stderr  # one INFO line per batch
+    assert not spark_noise(done.stderr)
+
+
+#: What Spark's JVM prints as it starts, unless told otherwise.
+NOISE = ("WARN", "log4j", "NativeCodeLoader", "incubator", "Setting default log level")
+
+
+def spark_noise(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if any(word in line for word in NOISE)]
+
+
+def test_spark_is_quiet_under_the_command_unless_verbose(tmp_path: Path) -> None:
+    done = command("demo", "--days", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2/2" in done.stderr  # the progress bar, alone
+    assert not spark_noise(done.stderr)
+    loud = command("-v", "graph", APP, cwd=tmp_path)
+    assert loud.returncode == 0, loud.stderr
+    assert "tick (timer)" in loud.stdout
+    assert "WARNING: Using incubator modules" in spark_noise(loud.stderr)[0]  # as Spark prints
 
 
 @pytest.fixture
@@ -78,7 +210,15 @@ def test_graph_prints_the_lineage_in_every_format(sc: SparkContext, capsys) -> N
     assert main(["graph", APP, "--format", "json"]) == 0
     lineage = json.loads(capsys.readouterr().out)
     assert [s["name"] for s in lineage["sources"]] == ["tick", "rerun"]
-    assert len(lineage["streams"]) == 8
+    assert [stream["name"] for stream in lineage["streams"]] == [
+        "queueStream[0]",
+        "flatMap[1](str.split)",
+        "countByValue[2]",  # as the program says, not the map and reduceByKey it is made of
+        "pprint[3]",
+        "tailWindow[4]",
+        "count[5]",
+        "pprint[6]",
+    ]
     assert main(["graph", APP]) == 0
     text = capsys.readouterr().out
     assert "tick (timer)" in text and "TailDependency(3, 3, 0)" in text and "(output)" in text
@@ -88,3 +228,39 @@ def test_graph_prints_the_lineage_in_every_format(sc: SparkContext, capsys) -> N
     assert main(["graph", APP, "--format", "dot"]) == 0
     dot = capsys.readouterr().out
     assert dot.startswith("digraph lineage {") and dot.rstrip().endswith("}")
+
+
+@pytest.mark.usefixtures("package_log_level")
+def test_every_example_prints_its_lineage(
+    sc: SparkContext,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where the examples put their files under the command
+    earlier = tmp_path / "reactive-spark-examples" / "daily_logs" / "out" / "daily-logs-1"
+    earlier.mkdir(parents=True)  # what a run wrote: graph runs nothing, and removes nothing
+    for path in EXAMPLE_FILES:
+        assert main(["graph", str(path), "--format", "json"]) == 0, path.name
+        captured = capsys.readouterr()
+        lineage = json.loads(captured.out)  # what the example prints goes to stderr
+        outputs = [stream for stream in lineage["streams"] if stream["output"]]
+        assert outputs, path.name
+        assert all(stream["boundTo"] for stream in outputs), path.name
+        sources = {source["name"] for source in lineage["sources"]}
+        assert {name for stream in outputs for name in stream["boundTo"]} <= sources
+        assert "go to" in captured.err or "drop files into" in captured.err, path.name
+    assert earlier.is_dir()
+
+
+def test_run_imports_the_module_with_its_py_files_on_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with zipfile.ZipFile(tmp_path / "deps.zip", "w") as deps:
+        deps.writestr("shipped_helper.py", "def build(ssc):\n    return 'shipped'\n")
+    (tmp_path / "uses_deps.py").write_text("from shipped_helper import build\n")
+    on_path([str(tmp_path / "deps.zip")])
+    assert load(str(tmp_path / "uses_deps.py"))(None) == "shipped"
+    with pytest.raises(InvalidArgumentError, match=r"--py-files names no file: 'missing\.zip'"):
+        on_path(["missing.zip"])

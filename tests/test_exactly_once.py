@@ -416,7 +416,7 @@ def test_aggregate_arguments_are_checked(sc: SparkContext, tmp_path: Path) -> No
     store = StateStore(Database.sqlite(str(tmp_path / "state.db")), "checked")
     ssc = virtual(sc, start=T0)
     clicks = ssc.directStream(log, "clicks")
-    with pytest.raises(InvalidArgumentError, match=r"combineByKey\[\d+\]\(.*\) is not one"):
+    with pytest.raises(InvalidArgumentError, match=r"reduceByKey\[\d+\]\(.*\) is not one"):
         clicks.reduceByKey(lambda a, b: a).aggregateExactlyOnce(store, 0, max)
     with pytest.raises(InvalidArgumentError, match=r"tailWindow\[\d+\] is not one"):
         clicks.tailWindow(2).aggregateExactlyOnce(store, 0, max)

@@ -42,6 +42,7 @@ def test_the_built_wheel_installs_and_runs_the_demo(tmp_path: Path) -> None:
     ).parent
     assert installed.is_relative_to(environment)  # not this checkout
     assert (installed / "py.typed").is_file()
+    assert (installed / "spark-log4j2.properties").is_file()  # the command's quiet Spark
     for name in ("index.html", "console.js", "console.css"):
         assert (installed / "web" / "static" / name).is_file(), name
 

@@ -400,9 +400,19 @@ class DStream(
     ) -> DStream[Any]:
         return ForEachDStream(self, adapted, operation, user, target)
 
-    def _windowed(self, dependency: Dependency, operation: str) -> DStream[Any]:
+    def _windowed(
+        self,
+        dependency: Dependency,
+        operation: str,
+        over: Callable[[RDD[Any]], RDD[Any]] | None = None,
+        user: object = None,
+    ) -> DStream[Any]:
+        """The windows of the dependency's parent, or `over` each (the user's function: `user`)."""
         dependency.parent.keep_for_windows()
-        return TransformedDStream(self._ssc, [dependency], lambda rdds, event: rdds[0], operation)
+        apply = over if over is not None else _unchanged
+        return TransformedDStream(
+            self._ssc, [dependency], lambda rdds, event: apply(rdds[0]), operation, user
+        )
 
     def keep_for_windows(self) -> None:
         """Persist this stream's RDDs in memory unless told otherwise: windows read them often."""
@@ -572,6 +582,10 @@ class ForEachDStream(DStream[Any]):
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
         """The job body for `event`."""
         return lambda: self.function((rdd,), event)
+
+
+def _unchanged(rdd: RDD[Any]) -> RDD[Any]:
+    return rdd
 
 
 def require_stream(value: object, argument: str, context: StreamingContext) -> DStream[Any]:

@@ -76,6 +76,17 @@ class OutputOperations:
             ('b', 1)
             ('a', 2)
         """
+        return self._print(num, "pprint")
+
+    def print(self, num: int = 10) -> DStream[Any]:
+        """Alias of `pprint`, as in Scala's DStream.
+
+        Examples:
+            >>> printed = ssc.queueStream([range(100)]).print(5)
+        """
+        return self._print(num, "print")
+
+    def _print(self, num: int, operation: str) -> DStream[Any]:
         if isinstance(num, bool) or not isinstance(num, int) or num < 0:
             raise InvalidArgumentError(f"num must be a non-negative int, got {num!r}")
 
@@ -92,15 +103,7 @@ class OutputOperations:
             sys.stdout.write("\n".join(lines) + "\n\n")
             sys.stdout.flush()
 
-        return self._output(take_and_print, "pprint")
-
-    def print(self, num: int = 10) -> DStream[Any]:
-        """Alias of `pprint`, as in Scala's DStream.
-
-        Examples:
-            >>> printed = ssc.queueStream([range(100)]).print(5)
-        """
-        return self.pprint(num)
+        return self._output(take_and_print, operation)
 
     def saveAsTextFiles(self, prefix: str, suffix: str | None = None) -> DStream[Any]:
         """Save every RDD as text under `prefix-<time ms>[.suffix]`, exactly once.

@@ -106,7 +106,10 @@ class PairOperations:
             [[('a', 2), ('b', 1)]]
         """
         require_callable(func, "func", "reduceByKey")
-        return self.combineByKey(lambda x: x, func, func, numPartitions)
+        partitions = self._partitions(numPartitions)
+        return self._transform_rdd(
+            lambda rdd: rdd.reduceByKey(func, partitions), "reduceByKey", func
+        )
 
     def combineByKey(
         self,

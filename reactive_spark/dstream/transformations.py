@@ -19,10 +19,30 @@ if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
     from reactive_spark.dstream.base import DStream, RDDFunction
 
-__all__ = ["TransformOperations"]
+__all__ = ["TransformOperations", "count_values", "reduce_all"]
 
 T = TypeVar("T")
 U = TypeVar("U")
+
+
+def reduce_all(rdd: RDD[T], func: Callable[[T, T], T]) -> RDD[T]:
+    """One element, the reduction of `rdd`'s with `func`, in one partition (none when empty).
+
+    Examples:
+        >>> reduce_all(sc.parallelize([1, 2, 3]), operator.add).collect()
+        [6]
+    """
+    return rdd.map(lambda x: (None, x)).reduceByKey(func, 1).map(lambda kv: kv[1])
+
+
+def count_values(rdd: RDD[T], numPartitions: int) -> RDD[tuple[T, int]]:
+    """`(value, count)` for the distinct values of `rdd`, in `numPartitions` partitions.
+
+    Examples:
+        >>> sorted(count_values(sc.parallelize(["a", "b", "a"]), 2).collect())
+        [('a', 2), ('b', 1)]
+    """
+    return rdd.map(lambda x: (x, 1)).reduceByKey(operator.add, numPartitions)
 
 
 class TransformOperations(Generic[T]):
@@ -45,9 +65,7 @@ class TransformOperations(Generic[T]):
 
         def _union(self, others: Sequence[DStream[Any]]) -> DStream[Any]: ...
 
-        def reduceByKey(  # noqa: D102
-            self, func: Callable[[Any, Any], Any], numPartitions: int | None = None
-        ) -> DStream[Any]: ...
+        def _partitions(self, numPartitions: int | None) -> int: ...
 
     def transform(self, func: Callable[..., RDD[U]]) -> DStream[U]:
         """A stream of `func(rdd)` for every RDD.
@@ -204,11 +222,7 @@ class TransformOperations(Generic[T]):
             [[3], [3]]
         """
         require_callable(func, "func", "reduce")
-        return self._transform_rdd(
-            lambda rdd: rdd.map(lambda x: (None, x)).reduceByKey(func, 1).map(lambda kv: kv[1]),
-            "reduce",
-            func,
-        )
+        return self._transform_rdd(lambda rdd: reduce_all(rdd, func), "reduce", func)
 
     def count(self) -> DStream[int]:
         """One element per RDD: its number of elements (0 for an empty batch, as in Scala).
@@ -242,7 +256,8 @@ class TransformOperations(Generic[T]):
             ... ))
             [[('a', 2), ('b', 1)]]
         """
-        return self.map(lambda x: (x, 1)).reduceByKey(operator.add)
+        partitions = self._partitions(None)
+        return self._transform_rdd(lambda rdd: count_values(rdd, partitions), "countByValue")
 
     def repartition(self, numPartitions: int) -> DStream[T]:
         """Reshuffle every RDD into `numPartitions` partitions.

@@ -3,7 +3,9 @@
 `tailWindow` counts parent RDDs, `timeWindow` bounds them in time. The legacy operations
 (`window`, `reduceByWindow`, `countByWindow`, `countByValueAndWindow`, `reduceByKeyAndWindow`,
 `groupByKeyAndWindow`) count parent batches: `window(w, s)` is `tailWindow(w / parentSlide,
-s / parentSlide)`.
+s / parentSlide)`. Each makes one stream named after it (`countByValueAndWindow[3]`), reading
+its windows; the reducing ones read those of a stream that reduces each batch once, named
+after what it does (`countByValue[2]`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from pyspark import RDD
+
 from reactive_spark._callbacks import require_callable
 from reactive_spark.dependencies import (
     Dependency,
@@ -20,6 +24,7 @@ from reactive_spark.dependencies import (
     TailDependency,
     TimeWindowDependency,
 )
+from reactive_spark.dstream.transformations import count_values, reduce_all
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
@@ -35,7 +40,19 @@ class WindowOperations:
 
     if TYPE_CHECKING:
 
-        def _windowed(self, dependency: Dependency, operation: str) -> DStream[Any]: ...
+        def _windowed(
+            self,
+            dependency: Dependency,
+            operation: str,
+            over: Callable[[RDD[Any]], RDD[Any]] | None = None,
+            user: object = None,
+        ) -> DStream[Any]: ...
+
+        def _transform_rdd(
+            self, func: Callable[[RDD[Any]], RDD[Any]], operation: str, user: object = None
+        ) -> DStream[Any]: ...
+
+        def _partitions(self, numPartitions: int | None) -> int: ...
 
     def tailWindow(
         self, windowLength: int, slideLength: int = 1, skipLength: int = 0
@@ -99,19 +116,37 @@ class WindowOperations:
             >>> asyncio.run(run_batches(sc, lambda s: s.window(2, 1), [[1], [2], [3]], sort=True))
             [[1], [1, 2], [2, 3]]
         """
-        parent = self._self()
-        window, slide, estimate = self._legacy_durations(windowDuration, slideDuration)
+        return self._legacy_window(self._self(), windowDuration, slideDuration, "window")
+
+    def _legacy_window(
+        self,
+        parent: DStream[Any],
+        windowDuration: DurationLike,
+        slideDuration: DurationLike | None,
+        operation: str,
+        over: Callable[[RDD[Any]], RDD[Any]] | None = None,
+        user: object = None,
+    ) -> DStream[Any]:
+        """`parent.window(windowDuration, slideDuration)` named `operation`, `over` each window.
+
+        `parent` is this stream, or one made from it that reduces each batch once.
+        """
+        window, slide, estimate = self._legacy_durations(windowDuration, slideDuration, parent)
         dependency = LegacyWindowDependency(parent, window, slide, estimate)
-        return self._windowed(dependency, "window")
+        return self._windowed(dependency, operation, over, user)
 
     def _legacy_durations(
-        self, windowDuration: DurationLike, slideDuration: DurationLike | None
+        self,
+        windowDuration: DurationLike,
+        slideDuration: DurationLike | None,
+        parent: DStream[Any] | None = None,
     ) -> tuple[Duration, Duration, Duration | None]:
         """The window and slide, checked against the parent's slide where it is known.
 
-        Durations are checked before callbacks, as PySpark does.
+        The parent is this stream unless given. Durations are checked before callbacks, as
+        PySpark does.
         """
-        parent = self._self()
+        parent = self._self() if parent is None else parent
         window = to_duration(windowDuration, "windowDuration")
         slide = window if slideDuration is None else to_duration(slideDuration, "slideDuration")
         estimate = parent.context().graph.slide_duration(parent)
@@ -141,11 +176,17 @@ class WindowOperations:
         """
         self._legacy_durations(windowDuration, slideDuration)
         require_callable(reduceFunc, "reduceFunc", "reduceByWindow")
-        keyed = self._self().map(lambda x: (1, x))
-        reduced = keyed.reduceByKeyAndWindow(
-            reduceFunc, invReduceFunc, windowDuration, slideDuration, 1
+        if invReduceFunc is not None:
+            require_callable(invReduceFunc, "invReduceFunc", "reduceByWindow")
+        each_batch = self._self().reduce(reduceFunc)
+        return self._legacy_window(
+            each_batch,
+            windowDuration,
+            slideDuration,
+            "reduceByWindow",
+            lambda rdd: reduce_all(rdd, reduceFunc),
+            reduceFunc,
         )
-        return reduced.map(lambda kv: kv[1])
 
     def countByWindow(
         self, windowDuration: DurationLike, slideDuration: DurationLike
@@ -158,10 +199,15 @@ class WindowOperations:
             >>> asyncio.run(run_batches(sc, lambda s: s.countByWindow(2, 1), [[1], [2, 2], [3]]))
             [[1], [3], [3]]
         """
-        return (
-            self._self()
-            .map(lambda x: 1)
-            .reduceByWindow(operator.add, operator.sub, windowDuration, slideDuration)
+        self._legacy_durations(windowDuration, slideDuration)
+        each_batch = self._self().count()
+        # a window without elements has no count, as a key that left a window has no value
+        return self._legacy_window(
+            each_batch,
+            windowDuration,
+            slideDuration,
+            "countByWindow",
+            lambda rdd: reduce_all(rdd.filter(lambda n: n > 0), operator.add),
         )
 
     def countByValueAndWindow(
@@ -183,11 +229,16 @@ class WindowOperations:
             ... ))
             [[('a', 1)], [('a', 2)], [('a', 1), ('b', 1)]]
         """
-        keyed = self._self().map(lambda x: (x, 1))
-        counted = keyed.reduceByKeyAndWindow(
-            operator.add, operator.sub, windowDuration, slideDuration, numPartitions
+        self._legacy_durations(windowDuration, slideDuration)
+        partitions = self._partitions(numPartitions)
+        each_batch = self._transform_rdd(lambda rdd: count_values(rdd, partitions), "countByValue")
+        return self._legacy_window(
+            each_batch,
+            windowDuration,
+            slideDuration,
+            "countByValueAndWindow",
+            lambda rdd: rdd.reduceByKey(operator.add, partitions),
         )
-        return counted.filter(lambda kv: kv[1] > 0)
 
     def groupByKeyAndWindow(
         self,
@@ -207,7 +258,15 @@ class WindowOperations:
             ... ))
             [[('k', [1])], [('k', [1, 2])], [('k', [2, 3])]]
         """
-        return self.window(windowDuration, slideDuration).groupByKey(numPartitions)
+        self._legacy_durations(windowDuration, slideDuration)
+        partitions = self._partitions(numPartitions)
+        return self._legacy_window(
+            self._self(),
+            windowDuration,
+            slideDuration,
+            "groupByKeyAndWindow",
+            lambda rdd: rdd.groupByKey(partitions),
+        )
 
     def reduceByKeyAndWindow(
         self,
@@ -241,9 +300,16 @@ class WindowOperations:
             require_callable(invFunc, "invFunc", "reduceByKeyAndWindow")
         if filterFunc is not None:
             require_callable(filterFunc, "filterFunc", "reduceByKeyAndWindow")
-        partial = self._self().reduceByKey(func, numPartitions)
-        reduced = partial.window(windowDuration, slideDuration).reduceByKey(func, numPartitions)
-        return reduced if filterFunc is None else reduced.filter(filterFunc)
+        partitions = self._partitions(numPartitions)
+        each_batch = self._self().reduceByKey(func, partitions)
+
+        def reduce_window(rdd: RDD[Any]) -> RDD[Any]:
+            reduced = rdd.reduceByKey(func, partitions)
+            return reduced if filterFunc is None else reduced.filter(filterFunc)
+
+        return self._legacy_window(
+            each_batch, windowDuration, slideDuration, "reduceByKeyAndWindow", reduce_window, func
+        )
 
     def _self(self) -> DStream[Any]:
         return self  # type: ignore[return-value]
