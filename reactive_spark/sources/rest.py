@@ -11,13 +11,13 @@ import asyncio
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, RestEvent
+from reactive_spark.sources.http import json_error, json_errors
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
@@ -111,11 +111,11 @@ class RestEventSource(EventSource):
         if self._token is not None:
             given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
             if not hmac.compare_digest(given, f"Bearer {self._token}".encode()):
-                raise _error(web.HTTPUnauthorized, "missing or wrong bearer token")
+                raise json_error(web.HTTPUnauthorized, "missing or wrong bearer token")
         path = "/" + request.match_info["tail"]
         methods = self._routes.get(path)
         if methods is None:
-            raise _error(web.HTTPNotFound, f"no trigger at {path}")
+            raise json_error(web.HTTPNotFound, f"no trigger at {path}")
         if request.method not in methods:
             raise web.HTTPMethodNotAllowed(
                 request.method,
@@ -126,7 +126,7 @@ class RestEventSource(EventSource):
         body = await self._body(request)
         if not self.context.acceptingEvents:
             state = "stopped" if self.context.state == "active" else self.context.state
-            raise _error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
+            raise json_error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
         event = RestEvent(
             self, None, self.context.clock.now(), request.method, path, dict(request.query), body
         )
@@ -156,9 +156,9 @@ class RestEventSource(EventSource):
         try:
             return json.loads(raw)
         except (UnicodeDecodeError, ValueError) as exc:
-            raise _error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
+            raise json_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
         except RecursionError:
-            raise _error(web.HTTPBadRequest, "body is nested too deeply") from None
+            raise json_error(web.HTTPBadRequest, "body is nested too deeply") from None
 
     def _answer(self, event: Event) -> None:
         """Answer the request whose event was accepted (202)."""
@@ -184,7 +184,7 @@ class RestEventSource(EventSource):
         for accepted in self._accepted.values():
             if not accepted.done():
                 accepted.set_exception(
-                    _error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
+                    json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
                 )
         if self._runner is not None:
             await self._runner.cleanup()
@@ -242,10 +242,6 @@ def require_reachable_path(path: object) -> str:
     return path
 
 
-def _error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
-    return kind(text=json.dumps({"error": message}), content_type="application/json")
-
-
 def _too_large(limit: int) -> web.HTTPException:
     return web.HTTPRequestEntityTooLarge(
         max_size=limit,
@@ -253,20 +249,3 @@ def _too_large(limit: int) -> web.HTTPException:
         text=json.dumps({"error": f"body is larger than {limit} bytes"}),
         content_type="application/json",
     )
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@web.middleware
-async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Aiohttp middleware: its own errors (404 for an unknown path, 405, ...) as `{"error": ...}`.
-
-    Errors already in JSON and redirects pass through unchanged.
-    """
-    try:
-        return await handler(request)
-    except web.HTTPException as exc:
-        if exc.content_type == "application/json" or exc.status < 400:
-            raise
-        return web.json_response({"error": exc.reason}, status=exc.status)
