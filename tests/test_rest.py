@@ -13,7 +13,14 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
-from reactive_spark import ContextStateError, RestEvent, StreamingContext, Time, VirtualClock
+from reactive_spark import (
+    ContextStateError,
+    InvalidArgumentError,
+    RestEvent,
+    StreamingContext,
+    Time,
+    VirtualClock,
+)
 from reactive_spark.sources.rest import SOURCE_KEY
 
 from .helpers import gather
@@ -225,3 +232,24 @@ def test_routes_no_request_can_reach_raise_at_definition(
     with pytest.raises(ValueError, match=re.escape(reason)):
         rest.post(path)
     rest.post("/jobs/").get("/a/b.c")  # a trailing slash and dots inside names are fine
+
+
+# -- safe to expose: tokens, cross-site requests, DNS rebinding, strict bodies ------------------
+async def test_the_bearer_scheme_is_case_insensitive(standalone) -> None:  # type: ignore[no-untyped-def]
+    ssc, base, seen = standalone
+    async with aiohttp.ClientSession() as http:
+        for scheme in ("bearer", "BEARER", "Bearer"):
+            headers = {"Authorization": f"{scheme}  s3cret "}
+            async with http.post(f"{base}/jobs/report", headers=headers) as response:
+                assert response.status == 202, await response.text()
+    await ssc.advanceTo(T0)
+    assert len(seen) == 3
+
+
+@pytest.mark.parametrize("token", [" s3cret", "s3cret\n", "s3 cret", "s3cret\x00", "", "tök", 7])
+def test_a_token_no_client_can_send_is_refused_at_definition(sc: SparkContext, token) -> None:  # type: ignore[no-untyped-def]
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    with pytest.raises(
+        InvalidArgumentError, match=r"^token must be .*got " + re.escape(repr(token))
+    ):
+        ssc.restServer(None, name="triggers", token=token)

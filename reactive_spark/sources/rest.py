@@ -8,7 +8,6 @@ The source owns an aiohttp application (`source.app`). It serves it on its own p
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,13 @@ from aiohttp import web
 
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, RestEvent
-from reactive_spark.sources.http import json_error, json_errors
+from reactive_spark.sources.http import (
+    bearer_token,
+    json_error,
+    json_errors,
+    require_token,
+    same_token,
+)
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
@@ -38,8 +43,9 @@ class RestEventSource(EventSource):
     with `{"source", "index", "time", "instanceId"}`.
 
     Bad requests fire nothing and get a JSON `{"error": ...}`: 401 without the right
-    `Authorization: Bearer <token>` (when a token is set), 404 for an unknown path, 405 for a
-    method the path does not take, 413 for a body over `maxBodySize`, 400 for invalid JSON.
+    `Authorization: Bearer <token>` (when a token is set; the scheme in any case), 404 for an
+    unknown path, 405 for a method the path does not take, 413 for a body over `maxBodySize`,
+    400 for invalid JSON.
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
@@ -63,8 +69,7 @@ class RestEventSource(EventSource):
             raise InvalidArgumentError(f"host must be a non-empty str or None, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidArgumentError(f"port must be an int from 0 to 65535, got {port!r}")
-        if token is not None and (not isinstance(token, str) or not token):
-            raise InvalidArgumentError("token must be a non-empty str or None")
+        token = require_token(token)
         if isinstance(maxBodySize, bool) or not isinstance(maxBodySize, int) or maxBodySize <= 0:
             raise InvalidArgumentError(f"maxBodySize must be a positive int, got {maxBodySize!r}")
         super().__init__(context, name)
@@ -106,12 +111,18 @@ class RestEventSource(EventSource):
         """Accepted methods per path."""
         return {path: set(methods) for path, methods in self._routes.items()}
 
+    def acceptsToken(self, token: str | None) -> bool:
+        """Whether `token` is this source's token (compared in constant time)."""
+        return self._token is not None and same_token(token, self._token)
+
     # -- serving -----------------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.Response:
-        if self._token is not None:
-            given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
-            if not hmac.compare_digest(given, f"Bearer {self._token}".encode()):
-                raise json_error(web.HTTPUnauthorized, "missing or wrong bearer token")
+        if self._token is not None and not self.acceptsToken(bearer_token(request)):
+            raise json_error(
+                web.HTTPUnauthorized,
+                "missing or wrong bearer token",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         path = "/" + request.match_info["tail"]
         methods = self._routes.get(path)
         if methods is None:
