@@ -208,7 +208,7 @@ async def test_a_deeply_nested_body_is_a_bad_request(sc: SparkContext) -> None:
     async with TestClient(TestServer(rest.app)) as client:
         response = await client.post("/run", data=b"[" * 100_000)
         assert response.status == 400
-        assert (await response.json())["error"] == "body is nested too deeply"
+        assert (await response.json())["error"] == "body is nested too deeply (more than 256)"
     await ssc.stop(stopSparkContext=False)
 
 
@@ -253,3 +253,40 @@ def test_a_token_no_client_can_send_is_refused_at_definition(sc: SparkContext, t
         InvalidArgumentError, match=r"^token must be .*got " + re.escape(repr(token))
     ):
         ssc.restServer(None, name="triggers", token=token)
+
+
+@pytest.fixture
+async def open_trigger(sc: SparkContext) -> AsyncIterator[tuple[StreamingContext, str, list]]:  # type: ignore[type-arg]
+    """A REST trigger without a token on a loopback port."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer("127.0.0.1", 0, "open").post("/run")
+    out, seen = gather(ssc.queueStream([], default=[1]))
+    out.bind(rest)
+    await ssc.start()
+    yield ssc, f"http://127.0.0.1:{rest.port}", seen
+    await ssc.stop(stopSparkContext=False)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"v": NaN}', "NaN is not a JSON number"),
+        (b"[Infinity]", "Infinity is not a JSON number"),
+        (b'{"v": -Infinity}', "-Infinity is not a JSON number"),
+        (b"[" * 257 + b"]" * 257, "nested too deeply (more than 256)"),
+        (b'{"a":' * 300 + b"1" + b"}" * 300, "nested too deeply (more than 256)"),
+        (b"[" * 980 + b"]" * 980, "nested too deeply (more than 256)"),
+    ],
+)
+async def test_bodies_the_console_could_not_show_are_refused(  # type: ignore[no-untyped-def]
+    open_trigger, body, message
+) -> None:
+    ssc, base, seen = open_trigger
+    async with aiohttp.ClientSession() as http, http.post(f"{base}/run", data=body) as response:
+        assert response.status == 400
+        assert message in (await response.json())["error"]
+    nested = b"[" * 256 + b"]" * 256  # the documented limit itself is fine
+    async with aiohttp.ClientSession() as http, http.post(f"{base}/run", data=nested) as response:
+        assert response.status == 202
+    await ssc.advanceTo(T0)
+    assert len(seen) == 1

@@ -1,11 +1,16 @@
 """What every HTTP endpoint of reactive-spark does with a request: REST triggers and the console.
 
-JSON errors (`{"error": ...}` with a 4xx status) and bearer tokens (scheme case-insensitive,
-as RFC 7235 says).
+JSON errors (`{"error": ...}` with a 4xx status), bearer tokens (scheme case-insensitive, as
+RFC 7235 says) and strict JSON bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH`
+deep).
 
 Examples:
-    >>> json_error(web.HTTPNotFound, "no trigger at /x").text
-    '{"error": "no trigger at /x"}'
+    >>> parse_json(b'{"day": "2024-01-01"}')
+    {'day': '2024-01-01'}
+    >>> parse_json(b'{"v": NaN}')
+    Traceback (most recent call last):
+    ...
+    aiohttp.web_exceptions.HTTPBadRequest: Bad Request
 """
 
 from __future__ import annotations
@@ -13,13 +18,25 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from aiohttp import web
 
 from reactive_spark.errors import InvalidArgumentError
 
-__all__ = ["bearer_token", "json_error", "json_errors", "require_token", "same_token"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "bearer_token",
+    "json_error",
+    "json_errors",
+    "parse_json",
+    "read_json",
+    "require_token",
+    "same_token",
+]
+
+#: How deeply a JSON body may nest (objects and arrays); deeper bodies are refused with 400.
+MAX_JSON_DEPTH = 256
 
 
 def json_error(kind: type[web.HTTPException], message: str, **kwargs: Any) -> web.HTTPException:
@@ -30,6 +47,11 @@ def json_error(kind: type[web.HTTPException], message: str, **kwargs: Any) -> we
         '{"error": "no trigger at /x"}'
     """
     return kind(text=json.dumps({"error": message}), content_type="application/json", **kwargs)
+
+
+def refuse(kind: type[web.HTTPException], message: str) -> NoReturn:
+    """Raise `json_error(kind, message)`."""
+    raise json_error(kind, message)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -89,4 +111,67 @@ def same_token(given: str | None, expected: str) -> bool:
         return False
     return hmac.compare_digest(
         given.encode("utf-8", "surrogateescape"), expected.encode("utf-8", "surrogateescape")
+    )
+
+
+# -- JSON bodies -----------------------------------------------------------------------------
+def _no_constant(name: str) -> NoReturn:
+    refuse(web.HTTPBadRequest, f"body is not valid JSON: {name} is not a JSON number")
+
+
+def _depth(value: Any) -> int:
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            pending.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return deepest
+
+
+def parse_json(raw: bytes) -> Any:
+    """The JSON value of `raw` (None when blank); 400 (JSON error) when it is not strict JSON.
+
+    NaN and Infinity are refused, and so is nesting deeper than `MAX_JSON_DEPTH`.
+    """
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw, parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise json_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        value = None
+        depth = MAX_JSON_DEPTH + 1
+    else:
+        depth = _depth(value)
+    if depth > MAX_JSON_DEPTH:
+        refuse(web.HTTPBadRequest, f"body is nested too deeply (more than {MAX_JSON_DEPTH})")
+    return value
+
+
+async def read_json(request: web.Request, max_size: int) -> Any:
+    """The request's JSON body (see `parse_json`): at most `max_size` bytes.
+
+    Every failure is a 4xx JSON error (413 too large, 400 not strict JSON).
+    """
+    if request.content_length is not None and request.content_length > max_size:
+        raise _too_large(max_size)
+    chunks, size = [], 0
+    async for chunk in request.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > max_size:
+            raise _too_large(max_size)
+        chunks.append(chunk)
+    return parse_json(b"".join(chunks))
+
+
+def _too_large(limit: int) -> web.HTTPException:
+    return web.HTTPRequestEntityTooLarge(
+        max_size=limit,
+        actual_size=limit + 1,
+        text=json.dumps({"error": f"body is larger than {limit} bytes"}),
+        content_type="application/json",
     )

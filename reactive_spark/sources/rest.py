@@ -20,6 +20,7 @@ from reactive_spark.sources.http import (
     bearer_token,
     json_error,
     json_errors,
+    read_json,
     require_token,
     same_token,
 )
@@ -45,7 +46,8 @@ class RestEventSource(EventSource):
     Bad requests fire nothing and get a JSON `{"error": ...}`: 401 without the right
     `Authorization: Bearer <token>` (when a token is set; the scheme in any case), 404 for an
     unknown path, 405 for a method the path does not take, 413 for a body over `maxBodySize`,
-    400 for invalid JSON.
+    400 for a body that is not strict JSON (NaN, Infinity, nesting deeper than
+    `http.MAX_JSON_DEPTH`).
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
@@ -134,7 +136,7 @@ class RestEventSource(EventSource):
                 text=json.dumps({"error": f"{path} takes {', '.join(sorted(methods))}"}),
                 content_type="application/json",
             )
-        body = await self._body(request)
+        body = await read_json(request, self.maxBodySize)
         if not self.context.acceptingEvents:
             state = "stopped" if self.context.state == "active" else self.context.state
             raise json_error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
@@ -151,25 +153,6 @@ class RestEventSource(EventSource):
         fields = {key: event.describe()[key] for key in ("source", "index", "time", "instanceId")}
         fields["status"] = f"{self.context.console_prefix}/api/batches/{event.instanceId}"
         return web.json_response(fields, status=202)
-
-    async def _body(self, request: web.Request) -> Any:
-        if request.content_length is not None and request.content_length > self.maxBodySize:
-            raise _too_large(self.maxBodySize)
-        chunks, size = [], 0
-        async for chunk in request.content.iter_chunked(64 * 1024):
-            size += len(chunk)
-            if size > self.maxBodySize:
-                raise _too_large(self.maxBodySize)
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        if not raw.strip():
-            return None
-        try:
-            return json.loads(raw)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise json_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
-        except RecursionError:
-            raise json_error(web.HTTPBadRequest, "body is nested too deeply") from None
 
     def _answer(self, event: Event) -> None:
         """Answer the request whose event was accepted (202)."""
@@ -251,12 +234,3 @@ def require_reachable_path(path: object) -> str:
     if problem is not None:
         raise InvalidArgumentError(f"path {path!r} can never match a request: {problem}")
     return path
-
-
-def _too_large(limit: int) -> web.HTTPException:
-    return web.HTTPRequestEntityTooLarge(
-        max_size=limit,
-        actual_size=limit + 1,
-        text=json.dumps({"error": f"body is larger than {limit} bytes"}),
-        content_type="application/json",
-    )
