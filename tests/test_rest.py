@@ -24,6 +24,7 @@ from reactive_spark import (
 from reactive_spark.sources.rest import SOURCE_KEY
 
 from .helpers import gather
+from .raw_http import exchange
 
 T0 = Time(1_000_000)
 
@@ -253,6 +254,19 @@ def test_a_token_no_client_can_send_is_refused_at_definition(sc: SparkContext, t
         InvalidArgumentError, match=r"^token must be .*got " + re.escape(repr(token))
     ):
         ssc.restServer(None, name="triggers", token=token)
+
+
+async def test_an_encoded_slash_is_not_a_separator(standalone) -> None:  # type: ignore[no-untyped-def]
+    ssc, base, seen = standalone
+    for path in ("/jobs%2Freport", "/jobs%2freport"):
+        answer = await exchange(
+            base,
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret\r\n"
+            "Content-Length: 0\r\nConnection: close\r\n\r\n".encode(),
+        )
+        assert answer.status == 404 and answer.json() == {"error": f"no trigger at {path}"}
+    await ssc.advanceTo(T0)
+    assert seen == []
 
 
 @pytest.fixture

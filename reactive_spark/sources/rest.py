@@ -45,9 +45,9 @@ class RestEventSource(EventSource):
 
     Bad requests fire nothing and get a JSON `{"error": ...}`: 401 without the right
     `Authorization: Bearer <token>` (when a token is set; the scheme in any case), 404 for an
-    unknown path, 405 for a method the path does not take, 413 for a body over `maxBodySize`,
-    400 for a body that is not strict JSON (NaN, Infinity, nesting deeper than
-    `http.MAX_JSON_DEPTH`).
+    unknown path (an encoded slash, `%2F`, is not a separator), 405 for a method the path does
+    not take, 413 for a body over `maxBodySize`, 400 for a body that is not strict JSON (NaN,
+    Infinity, nesting deeper than `http.MAX_JSON_DEPTH`).
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
@@ -129,6 +129,8 @@ class RestEventSource(EventSource):
         methods = self._routes.get(path)
         if methods is None:
             raise json_error(web.HTTPNotFound, f"no trigger at {path}")
+        if "%2f" in request.rel_url.raw_path.lower():  # `/jobs%2Fx` is not `/jobs/x`
+            raise json_error(web.HTTPNotFound, f"no trigger at {request.rel_url.raw_path}")
         if request.method not in methods:
             raise web.HTTPMethodNotAllowed(
                 request.method,

@@ -1,0 +1,43 @@
+"""HTTP as hostile clients speak it: raw bytes on a socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+
+def address(url: str) -> tuple[str, int]:
+    """`(host, port)` of `http://host:port/...`."""
+    authority = url.removeprefix("http://").split("/")[0]
+    host, _, port = authority.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+class Answer:
+    """A parsed HTTP answer: status, headers (lower-case names) and body."""
+
+    def __init__(self, raw: bytes) -> None:
+        head, _, self.body = raw.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        self.status = int(lines[0].split()[1])
+        self.headers = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (line.partition(":") for line in lines[1:])
+        }
+
+    def json(self) -> Any:
+        """The body as JSON (it must be JSON)."""
+        assert self.headers.get("content-type", "").startswith("application/json"), self.headers
+        return json.loads(self.body)
+
+
+async def exchange(url: str, request: bytes, timeout: float = 10) -> Answer:
+    """Send `request` as is to the server of `url`; read the answer until the server closes."""
+    reader, writer = await asyncio.open_connection(*address(url))
+    try:
+        writer.write(request)
+        await writer.drain()
+        return Answer(await asyncio.wait_for(reader.read(), timeout))
+    finally:
+        writer.close()
