@@ -282,6 +282,50 @@ async def open_trigger(sc: SparkContext) -> AsyncIterator[tuple[StreamingContext
 
 
 @pytest.mark.parametrize(
+    ("headers", "status", "message"),
+    [
+        ({"Origin": "http://evil.example"}, 403, "Origin http://evil.example is not this"),
+        ({"Origin": "null"}, 403, "Origin null is not this server's"),
+        ({"Sec-Fetch-Site": "cross-site"}, 403, "Sec-Fetch-Site is cross-site"),
+        ({"Sec-Fetch-Site": "same-site"}, 403, "Sec-Fetch-Site is same-site"),
+        ({"Host": "evil.example"}, 421, "Host 'evil.example' is not a loopback name"),
+        ({"Host": "evil.example:80", "Origin": "http://evil.example"}, 421, "not a loopback"),
+    ],
+)
+async def test_a_trigger_without_token_refuses_other_sites_and_rebound_names(  # type: ignore[no-untyped-def]
+    open_trigger, headers, status, message
+) -> None:
+    ssc, base, seen = open_trigger
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{base}/run", data=b"{}", headers=headers) as response,
+    ):
+        assert response.status == status
+        assert message in (await response.json())["error"]
+    await ssc.advanceTo(T0)
+    assert seen == []
+
+
+async def test_a_trigger_without_token_answers_its_own_origin_and_loopback_names(  # type: ignore[no-untyped-def]
+    open_trigger,
+) -> None:
+    ssc, base, seen = open_trigger
+    port = base.rsplit(":", 1)[1]
+    allowed = [
+        {"Origin": base, "Sec-Fetch-Site": "same-origin"},
+        {"Host": f"localhost:{port}"},
+        {"Host": "[::1]"},
+        {},
+    ]
+    async with aiohttp.ClientSession() as http:
+        for headers in allowed:
+            async with http.post(f"{base}/run", json={"n": 1}, headers=headers) as response:
+                assert response.status == 202, (headers, await response.text())
+    await ssc.advanceTo(T0)
+    assert len(seen) == len(allowed)
+
+
+@pytest.mark.parametrize(
     ("body", "message"),
     [
         (b'{"v": NaN}', "NaN is not a JSON number"),

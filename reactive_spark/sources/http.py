@@ -1,8 +1,8 @@
 """What every HTTP endpoint of reactive-spark does with a request: REST triggers and the console.
 
 JSON errors (`{"error": ...}` with a 4xx status), bearer tokens (scheme case-insensitive, as
-RFC 7235 says) and strict JSON bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH`
-deep).
+RFC 7235 says), strict JSON bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH` deep)
+and the browser's cross-site markers (`Origin`, `Sec-Fetch-Site`).
 
 Examples:
     >>> parse_json(b'{"day": "2024-01-01"}')
@@ -16,9 +16,11 @@ Examples:
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -27,6 +29,8 @@ from reactive_spark.errors import InvalidArgumentError
 __all__ = [
     "MAX_JSON_DEPTH",
     "bearer_token",
+    "cross_site",
+    "is_loopback",
     "json_error",
     "json_errors",
     "parse_json",
@@ -175,3 +179,60 @@ def _too_large(limit: int) -> web.HTTPException:
         text=json.dumps({"error": f"body is larger than {limit} bytes"}),
         content_type="application/json",
     )
+
+
+# -- where a request comes from --------------------------------------------------------------
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address, without port) is this machine only.
+
+    Examples:
+        >>> [is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "example.com")]
+        [True, True, True, False, False]
+    """
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(authority: str) -> str:
+    """The host of a `Host` header or URL authority, without port, lower case.
+
+    Examples:
+        >>> host_name("[::1]:4040"), host_name("LocalHost:80"), host_name("example.com")
+        ('::1', 'localhost', 'example.com')
+    """
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        return authority[1:].partition("]")[0]
+    if authority.count(":") > 1:  # a bare IPv6 address
+        return authority
+    return authority.partition(":")[0]
+
+
+def _authority(scheme: str, netloc: str) -> str:
+    default = {"http": ":80", "https": ":443"}.get(scheme, "")
+    netloc = netloc.lower()
+    return netloc[: -len(default)] if default and netloc.endswith(default) else netloc
+
+
+def cross_site(request: web.BaseRequest) -> str | None:
+    """Why `request` comes from another site's page (a browser said so), or None.
+
+    Browsers mark cross-origin requests with `Sec-Fetch-Site` and an `Origin` that is not the
+    server's own (`Host`); clients that are not browsers send neither.
+    """
+    fetch_site = request.headers.get("Sec-Fetch-Site", "").lower()
+    if fetch_site and fetch_site not in ("same-origin", "none"):
+        return f"Sec-Fetch-Site is {fetch_site}"
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return None
+    parts = urlsplit(origin)
+    own = _authority("https" if parts.scheme == "https" else "http", request.host)
+    if origin == "null" or _authority(parts.scheme, parts.netloc) != own:
+        return f"Origin {origin} is not this server's"
+    return None

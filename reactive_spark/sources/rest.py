@@ -18,6 +18,9 @@ from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, RestEvent
 from reactive_spark.sources.http import (
     bearer_token,
+    cross_site,
+    host_name,
+    is_loopback,
     json_error,
     json_errors,
     read_json,
@@ -47,7 +50,10 @@ class RestEventSource(EventSource):
     `Authorization: Bearer <token>` (when a token is set; the scheme in any case), 404 for an
     unknown path (an encoded slash, `%2F`, is not a separator), 405 for a method the path does
     not take, 413 for a body over `maxBodySize`, 400 for a body that is not strict JSON (NaN,
-    Infinity, nesting deeper than `http.MAX_JSON_DEPTH`).
+    Infinity, nesting deeper than `http.MAX_JSON_DEPTH`). Without a token, a request a browser
+    marks as coming from another site's page is refused (403), and a source listening on a
+    loopback address answers only requests addressed to a loopback name (`Host`; else 421),
+    against DNS rebinding.
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
@@ -118,13 +124,30 @@ class RestEventSource(EventSource):
         return self._token is not None and same_token(token, self._token)
 
     # -- serving -----------------------------------------------------------------------------
-    async def _handle(self, request: web.Request) -> web.Response:
-        if self._token is not None and not self.acceptsToken(bearer_token(request)):
+    def _refuse_strangers(self, request: web.Request) -> None:
+        if self._token is not None:
+            if not self.acceptsToken(bearer_token(request)):
+                raise json_error(
+                    web.HTTPUnauthorized,
+                    "missing or wrong bearer token",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            return
+        loopback_only = self.host is not None and is_loopback(self.host)
+        if loopback_only and not is_loopback(host_name(request.host)):
             raise json_error(
-                web.HTTPUnauthorized,
-                "missing or wrong bearer token",
-                headers={"WWW-Authenticate": "Bearer"},
+                web.HTTPMisdirectedRequest,
+                f"Host {request.host!r} is not a loopback name: this server only answers "
+                "requests addressed to 127.0.0.1, localhost or ::1",
             )
+        reason = cross_site(request)
+        if reason is not None:
+            raise json_error(
+                web.HTTPForbidden, f"refused a cross-site request from a browser ({reason})"
+            )
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        self._refuse_strangers(request)
         path = "/" + request.match_info["tail"]
         methods = self._routes.get(path)
         if methods is None:
