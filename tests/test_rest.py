@@ -21,7 +21,8 @@ from reactive_spark import (
     Time,
     VirtualClock,
 )
-from reactive_spark.sources.rest import SOURCE_KEY
+from reactive_spark.errors import ListenError
+from reactive_spark.sources.rest import SOURCE_KEY, RestEventSource
 
 from .helpers import gather
 from .raw_http import exchange
@@ -348,3 +349,22 @@ async def test_bodies_the_console_could_not_show_are_refused(  # type: ignore[no
         assert response.status == 202
     await ssc.advanceTo(T0)
     assert len(seen) == 1
+
+
+async def test_a_non_loopback_trigger_needs_a_token_or_insecure(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    public = ssc.restServer("0.0.0.0", 0, "public").post("/x")
+    ssc.queueStream([]).bind(public)
+    with pytest.raises(ListenError, match=r"refusing to listen on host '0\.0\.0\.0' without a"):
+        await ssc.start()
+    assert ssc.state == "stopped"
+    with pytest.raises(InvalidArgumentError, match="insecure must be a bool, got 'yes'"):
+        RestEventSource(ssc, "127.0.0.1", 0, "x", insecure="yes")  # type: ignore[arg-type]
+
+    for options in ({"token": "t"}, {"insecure": True}):
+        ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+        rest = RestEventSource(ssc, "0.0.0.0", 0, "open", **options).post("/x")  # type: ignore[arg-type]
+        ssc.queueStream([]).bind(rest)
+        await ssc.start()
+        assert rest.port
+        await ssc.stop(stopSparkContext=False)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from reactive_spark.errors import ContextStateError, InvalidArgumentError
+from reactive_spark.errors import ContextStateError, InvalidArgumentError, ListenError
 from reactive_spark.events import Event, EventSource, RestEvent
 from reactive_spark.sources.http import (
     bearer_token,
@@ -53,7 +53,8 @@ class RestEventSource(EventSource):
     Infinity, nesting deeper than `http.MAX_JSON_DEPTH`). Without a token, a request a browser
     marks as coming from another site's page is refused (403), and a source listening on a
     loopback address answers only requests addressed to a loopback name (`Host`; else 421),
-    against DNS rebinding.
+    against DNS rebinding. Listening on another address needs a token, or `insecure=True`
+    (`start()` refuses otherwise).
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
@@ -72,6 +73,7 @@ class RestEventSource(EventSource):
         *,
         token: str | None = None,
         maxBodySize: int = DEFAULT_MAX_BODY,
+        insecure: bool = False,
     ) -> None:
         if host is not None and (not isinstance(host, str) or not host):
             raise InvalidArgumentError(f"host must be a non-empty str or None, got {host!r}")
@@ -80,10 +82,13 @@ class RestEventSource(EventSource):
         token = require_token(token)
         if isinstance(maxBodySize, bool) or not isinstance(maxBodySize, int) or maxBodySize <= 0:
             raise InvalidArgumentError(f"maxBodySize must be a positive int, got {maxBodySize!r}")
+        if not isinstance(insecure, bool):
+            raise InvalidArgumentError(f"insecure must be a bool, got {insecure!r}")
         super().__init__(context, name)
         self.host = host
         self.port = port
         self._token = token
+        self.insecure = insecure
         self.maxBodySize = maxBodySize
         self._routes: dict[str, set[str]] = {}
         self._accepted: dict[int, asyncio.Future[Event]] = {}
@@ -186,9 +191,22 @@ class RestEventSource(EventSource):
             accepted.set_result(event)
 
     async def start(self) -> None:
-        """Serve on `host:port` (unless `host` is None: then only mounted in another app)."""
+        """Serve on `host:port` (unless `host` is None: then only mounted in another app).
+
+        Raises:
+            ListenError: `host` is not a loopback address and the source has no token (and is
+                not `insecure`).
+        """
         if self.host is None:
             return
+        if not is_loopback(self.host) and self._token is None and not self.insecure:
+            raise ListenError(
+                f"refusing to listen on host {self.host!r} without a token: it is not a "
+                "loopback address (give the triggers a token, or insecure=True on a network "
+                "you trust)"
+            )
+        if not is_loopback(self.host) and self._token is None:
+            log.warning("REST triggers of %r take requests from anyone (insecure)", self.name)
         self._runner = web.AppRunner(self.app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
