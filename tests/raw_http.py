@@ -1,4 +1,4 @@
-"""HTTP as hostile clients speak it: raw bytes on a socket."""
+"""HTTP as hostile clients speak it: raw bytes on a socket, trickled bodies."""
 
 from __future__ import annotations
 
@@ -41,3 +41,15 @@ async def exchange(url: str, request: bytes, timeout: float = 10) -> Answer:
         return Answer(await asyncio.wait_for(reader.read(), timeout))
     finally:
         writer.close()
+
+
+async def half_sent(url: str, path: str, declared: int = 1000) -> asyncio.StreamWriter:
+    """Open a POST to `path` declaring `declared` body bytes and send only one; the writer."""
+    host, port = address(url)
+    _, writer = await asyncio.open_connection(host, port)
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {declared}\r\n\r\n[".encode()
+    )
+    await writer.drain()
+    return writer

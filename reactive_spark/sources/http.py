@@ -1,8 +1,9 @@
 """What every HTTP endpoint of reactive-spark does with a request: REST triggers and the console.
 
 JSON errors (`{"error": ...}` with a 4xx status), bearer tokens (scheme case-insensitive, as
-RFC 7235 says), strict JSON bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH` deep)
-and the browser's cross-site markers (`Origin`, `Sec-Fetch-Site`).
+RFC 7235 says), strict JSON bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH` deep,
+read within `BODY_TIMEOUT` seconds) and the browser's cross-site markers (`Origin`,
+`Sec-Fetch-Site`).
 
 Examples:
     >>> parse_json(b'{"day": "2024-01-01"}')
@@ -15,6 +16,7 @@ Examples:
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
@@ -27,6 +29,7 @@ from aiohttp import web
 from reactive_spark.errors import InvalidArgumentError
 
 __all__ = [
+    "BODY_TIMEOUT",
     "MAX_JSON_DEPTH",
     "bearer_token",
     "cross_site",
@@ -41,6 +44,8 @@ __all__ = [
 
 #: How deeply a JSON body may nest (objects and arrays); deeper bodies are refused with 400.
 MAX_JSON_DEPTH = 256
+#: Seconds a client has to send a whole request body; a slower one gets 408 and is closed.
+BODY_TIMEOUT = 10.0
 
 
 def json_error(kind: type[web.HTTPException], message: str, **kwargs: Any) -> web.HTTPException:
@@ -157,19 +162,33 @@ def parse_json(raw: bytes) -> Any:
 
 
 async def read_json(request: web.Request, max_size: int) -> Any:
-    """The request's JSON body (see `parse_json`): at most `max_size` bytes.
+    """The request's JSON body (see `parse_json`): at most `max_size` bytes, in time.
 
-    Every failure is a 4xx JSON error (413 too large, 400 not strict JSON).
+    The body must arrive within `BODY_TIMEOUT` seconds; every failure is a 4xx JSON error
+    (413 too large, 408 too slow, 400 not strict JSON).
     """
     if request.content_length is not None and request.content_length > max_size:
         raise _too_large(max_size)
     chunks, size = [], 0
-    async for chunk in request.content.iter_chunked(64 * 1024):
-        size += len(chunk)
-        if size > max_size:
-            raise _too_large(max_size)
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT):
+            async for chunk in request.content.iter_chunked(64 * 1024):
+                size += len(chunk)
+                if size > max_size:
+                    raise _too_large(max_size)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _closing(
+            web.HTTPRequestTimeout, f"the body did not arrive within {BODY_TIMEOUT:g} s"
+        ) from None
     return parse_json(b"".join(chunks))
+
+
+def _closing(kind: type[web.HTTPException], message: str) -> web.HTTPException:
+    """`json_error(kind, message)` that closes the connection (its body was not read whole)."""
+    error = json_error(kind, message)
+    error.force_close()
+    return error
 
 
 def _too_large(limit: int) -> web.HTTPException:

@@ -27,6 +27,7 @@ from reactive_spark.sources.http import (
     require_token,
     same_token,
 )
+from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
@@ -49,12 +50,13 @@ class RestEventSource(EventSource):
     Bad requests fire nothing and get a JSON `{"error": ...}`: 401 without the right
     `Authorization: Bearer <token>` (when a token is set; the scheme in any case), 404 for an
     unknown path (an encoded slash, `%2F`, is not a separator), 405 for a method the path does
-    not take, 413 for a body over `maxBodySize`, 400 for a body that is not strict JSON (NaN,
-    Infinity, nesting deeper than `http.MAX_JSON_DEPTH`). Without a token, a request a browser
-    marks as coming from another site's page is refused (403), and a source listening on a
-    loopback address answers only requests addressed to a loopback name (`Host`; else 421),
-    against DNS rebinding. Listening on another address needs a token, or `insecure=True`
-    (`start()` refuses otherwise).
+    not take, 413 for a body over `maxBodySize`, 408 for a body slower than
+    `http.BODY_TIMEOUT`, 400 for a body that is not strict JSON (NaN, Infinity, nesting deeper
+    than `http.MAX_JSON_DEPTH`). Without a token, a request a browser marks as coming from
+    another site's page is refused (403), and a source listening on a loopback address answers
+    only requests addressed to a loopback name (`Host`; else 421), against DNS rebinding.
+    Listening on another address needs a token, or `insecure=True` (`start()` refuses
+    otherwise).
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
@@ -92,7 +94,7 @@ class RestEventSource(EventSource):
         self.maxBodySize = maxBodySize
         self._routes: dict[str, set[str]] = {}
         self._accepted: dict[int, asyncio.Future[Event]] = {}
-        self._runner: web.AppRunner | None = None
+        self._server: HttpServer | None = None
         self.app = web.Application(middlewares=[json_errors])
         self.app[SOURCE_KEY] = self
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
@@ -207,25 +209,24 @@ class RestEventSource(EventSource):
             )
         if not is_loopback(self.host) and self._token is None:
             log.warning("REST triggers of %r take requests from anyone (insecure)", self.name)
-        self._runner = web.AppRunner(self.app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
+        self._server = HttpServer(self.app)
+        self.port = await self._server.start(self.host, self.port)
         log.info("REST triggers of %r on http://%s:%d", self.name, self.host, self.port)
 
     async def stop(self) -> None:
-        """Stop serving; requests whose events were not accepted get 503 (they never run)."""
+        """Stop serving; requests whose events were not accepted get 503 (they never run).
+
+        Requests still running (a body still arriving) are cancelled after
+        `http_server.SHUTDOWN_TIMEOUT` seconds: no client can make a stop wait.
+        """
         for accepted in self._accepted.values():
             if not accepted.done():
                 accepted.set_exception(
                     json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
                 )
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
 
     def eventFromRecord(self, fields: dict[str, Any]) -> RestEvent:
         """The `RestEvent` a checkpoint recorded."""

@@ -1,0 +1,86 @@
+"""Serving an aiohttp application on a port so that no client can hold it: REST triggers, console.
+
+- A connection that has not sent a whole request head within `IDLE_TIMEOUT` seconds (or sits
+  idle that long between requests) is closed; bodies have `http.BODY_TIMEOUT`.
+- `stop()` gives running requests `SHUTDOWN_TIMEOUT` seconds, then cancels them; the rest of
+  a refused body is read for `LINGERING_TIME` seconds at most (aiohttp's default is 10).
+
+Examples:
+    ```python
+    # a fragment, inside a coroutine; app is an aiohttp web.Application
+    server = HttpServer(app)
+    port = await server.start("127.0.0.1", 0)
+    await server.stop()
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+
+from aiohttp import web
+
+__all__ = ["IDLE_TIMEOUT", "SHUTDOWN_TIMEOUT", "HttpServer"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a connection may take to send a request head, or stay idle between requests.
+IDLE_TIMEOUT = 15.0
+#: Seconds running requests get to finish when the server stops; then they are cancelled.
+SHUTDOWN_TIMEOUT = 1.0
+#: Seconds the rest of a refused body is still read (so the client sees the answer), at most.
+LINGERING_TIME = 1.0
+
+
+class HttpServer:
+    """`app` served on a port with bounded timeouts (see module)."""
+
+    def __init__(self, app: web.Application) -> None:
+        self._runner = web.AppRunner(
+            app,
+            access_log=None,
+            shutdown_timeout=SHUTDOWN_TIMEOUT,
+            keepalive_timeout=IDLE_TIMEOUT,
+            lingering_time=LINGERING_TIME,
+        )
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int | None:
+        """The port it listens on, once started."""
+        if self._server is None or not self._server.sockets:
+            return None
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    async def start(self, host: str, port: int, *, attempts: int = 1) -> int:
+        """Listen on `host:port` (or, when taken, the next of `attempts` ports); the port."""
+        await self._runner.setup()
+        loop = asyncio.get_running_loop()
+        factory = self._runner.server
+        assert factory is not None
+        tries = attempts if port else 1
+        for attempt in range(tries):
+            wanted = port + attempt if port else 0
+            try:
+                self._server = await loop.create_server(
+                    factory, host, wanted, reuse_address=True, backlog=128
+                )
+                return self.port or wanted
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE and attempt < tries - 1:
+                    continue
+                await self._runner.cleanup()
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def stop(self) -> None:
+        """Stop listening; running requests get `SHUTDOWN_TIMEOUT` seconds, then are cancelled."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        await self._runner.cleanup()
+        if server is not None:
+            await server.wait_closed()
