@@ -48,14 +48,21 @@ MAX_JSON_DEPTH = 256
 BODY_TIMEOUT = 10.0
 
 
-def json_error(kind: type[web.HTTPException], message: str, **kwargs: Any) -> web.HTTPException:
+def json_error(
+    kind: type[web.HTTPException], message: str, *, close: bool = False, **kwargs: Any
+) -> web.HTTPException:
     """An HTTP error whose body is `{"error": message}`.
+
+    `close=True` closes the connection after it (for a request whose body was not read whole).
 
     Examples:
         >>> json_error(web.HTTPNotFound, "no trigger at /x").text
         '{"error": "no trigger at /x"}'
     """
-    return kind(text=json.dumps({"error": message}), content_type="application/json", **kwargs)
+    error = kind(text=json.dumps({"error": message}), content_type="application/json", **kwargs)
+    if close:
+        error.force_close()
+    return error
 
 
 def refuse(kind: type[web.HTTPException], message: str) -> NoReturn:
@@ -178,17 +185,12 @@ async def read_json(request: web.Request, max_size: int) -> Any:
                     raise _too_large(max_size)
                 chunks.append(chunk)
     except TimeoutError:
-        raise _closing(
-            web.HTTPRequestTimeout, f"the body did not arrive within {BODY_TIMEOUT:g} s"
+        raise json_error(
+            web.HTTPRequestTimeout,
+            f"the body did not arrive within {BODY_TIMEOUT:g} s",
+            close=True,
         ) from None
     return parse_json(b"".join(chunks))
-
-
-def _closing(kind: type[web.HTTPException], message: str) -> web.HTTPException:
-    """`json_error(kind, message)` that closes the connection (its body was not read whole)."""
-    error = json_error(kind, message)
-    error.force_close()
-    return error
 
 
 def _too_large(limit: int) -> web.HTTPException:

@@ -62,19 +62,20 @@ class HttpServer:
         factory = self._runner.server
         assert factory is not None
         tries = attempts if port else 1
-        for attempt in range(tries):
+        attempt = 0
+        while True:
             wanted = port + attempt if port else 0
             try:
                 self._server = await loop.create_server(
                     factory, host, wanted, reuse_address=True, backlog=128
                 )
-                return self.port or wanted
             except OSError as exc:
                 if exc.errno == errno.EADDRINUSE and attempt < tries - 1:
+                    attempt += 1
                     continue
                 await self._runner.cleanup()
                 raise
-        raise AssertionError("unreachable")  # pragma: no cover
+            return self.port or wanted
 
     async def stop(self) -> None:
         """Stop listening; running requests get `SHUTDOWN_TIMEOUT` seconds, then are cancelled."""
