@@ -351,6 +351,15 @@ async def test_bodies_the_console_could_not_show_are_refused(  # type: ignore[no
     assert len(seen) == 1
 
 
+async def test_a_host_that_cannot_be_resolved_is_named_at_start(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer("256.256.256.256", 0, "nowhere", token="t").post("/x")
+    ssc.queueStream([]).bind(rest)
+    with pytest.raises(ListenError, match=r"cannot listen on host '256\.256\.256\.256'"):
+        await ssc.start()
+    assert ssc.state == "stopped"
+
+
 async def test_a_non_loopback_trigger_needs_a_token_or_insecure(sc: SparkContext) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     public = ssc.restServer("0.0.0.0", 0, "public").post("/x")

@@ -19,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import socket
 
 from aiohttp import web
+
+from reactive_spark.errors import ListenError
 
 __all__ = ["IDLE_TIMEOUT", "SHUTDOWN_TIMEOUT", "HttpServer"]
 
@@ -56,7 +59,11 @@ class HttpServer:
         return port
 
     async def start(self, host: str, port: int, *, attempts: int = 1) -> int:
-        """Listen on `host:port` (or, when taken, the next of `attempts` ports); the port."""
+        """Listen on `host:port` (or, when taken, the next of `attempts` ports); the port.
+
+        Raises:
+            ListenError: `host` does not resolve, or no port could be bound; names them.
+        """
         await self._runner.setup()
         loop = asyncio.get_running_loop()
         factory = self._runner.server
@@ -69,12 +76,18 @@ class HttpServer:
                 self._server = await loop.create_server(
                     factory, host, wanted, reuse_address=True, backlog=128
                 )
+            except socket.gaierror as exc:
+                await self._runner.cleanup()
+                raise ListenError(f"cannot listen on host {host!r}: {exc.strerror}") from exc
             except OSError as exc:
                 if exc.errno == errno.EADDRINUSE and attempt < tries - 1:
                     attempt += 1
                     continue
                 await self._runner.cleanup()
-                raise
+                raise ListenError(
+                    f"cannot listen on {host}:{wanted} (host {host!r}, port {wanted}): "
+                    f"{exc.strerror or exc}"
+                ) from exc
             return self.port or wanted
 
     async def stop(self) -> None:

@@ -196,8 +196,9 @@ class RestEventSource(EventSource):
         """Serve on `host:port` (unless `host` is None: then only mounted in another app).
 
         Raises:
-            ListenError: `host` is not a loopback address and the source has no token (and is
-                not `insecure`).
+            ListenError: `host` does not resolve, `port` cannot be bound (names both), or
+                `host` is not a loopback address and the source has no token (and is not
+                `insecure`).
         """
         if self.host is None:
             return
