@@ -322,6 +322,7 @@ async def test_a_trigger_without_token_answers_its_own_origin_and_loopback_names
         for headers in allowed:
             async with http.post(f"{base}/run", json={"n": 1}, headers=headers) as response:
                 assert response.status == 202, (headers, await response.text())
+                assert response.headers["Server"] == "reactive-spark"
     await ssc.advanceTo(T0)
     assert len(seen) == len(allowed)
 
@@ -349,6 +350,28 @@ async def test_bodies_the_console_could_not_show_are_refused(  # type: ignore[no
         assert response.status == 202
     await ssc.advanceTo(T0)
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GE T /run HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n",
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Encoding: br\r\n"
+        b"Content-Length: 3\r\n\r\nabc",
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # TLS to a plain HTTP port
+    ],
+)
+async def test_requests_the_http_parser_rejects_are_4xx_and_fire_nothing(  # type: ignore[no-untyped-def]
+    open_trigger, request_bytes
+) -> None:
+    """aiohttp answers these itself, before any handler (text/plain: docs/security.md)."""
+    ssc, base, seen = open_trigger
+    answer = await exchange(base, request_bytes + b"\r\n\r\n")
+    assert answer.status == 400  # and the server closed the connection (exchange reads to EOF)
+    await ssc.advanceTo(T0)
+    assert seen == []
 
 
 async def test_a_host_that_cannot_be_resolved_is_named_at_start(sc: SparkContext) -> None:

@@ -31,6 +31,7 @@ from reactive_spark.errors import InvalidArgumentError
 __all__ = [
     "BODY_TIMEOUT",
     "MAX_JSON_DEPTH",
+    "SERVER",
     "bearer_token",
     "cross_site",
     "is_loopback",
@@ -46,6 +47,8 @@ __all__ = [
 MAX_JSON_DEPTH = 256
 #: Seconds a client has to send a whole request body; a slower one gets 408 and is closed.
 BODY_TIMEOUT = 10.0
+#: The `Server` header of every answer (no aiohttp or Python version).
+SERVER = "reactive-spark"
 
 
 def json_error(

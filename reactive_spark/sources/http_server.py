@@ -4,6 +4,11 @@
   idle that long between requests) is closed; bodies have `http.BODY_TIMEOUT`.
 - `stop()` gives running requests `SHUTDOWN_TIMEOUT` seconds, then cancels them; the rest of
   a refused body is read for `LINGERING_TIME` seconds at most (aiohttp's default is 10).
+- Every answer of the application says `Server: reactive-spark`, without versions. Requests
+  aiohttp's HTTP parser rejects before any application code runs (a malformed request line or
+  header, a `Content-Encoding` it cannot decode, such as `br` without Brotli installed) keep
+  aiohttp's own answer: 400, `text/plain`, its `Server` header, the connection closed; aiohttp
+  offers no hook for it short of replacing its protocol class.
 
 Examples:
     ```python
@@ -24,8 +29,9 @@ import socket
 from aiohttp import web
 
 from reactive_spark.errors import ListenError
+from reactive_spark.sources.http import SERVER
 
-__all__ = ["IDLE_TIMEOUT", "SHUTDOWN_TIMEOUT", "HttpServer"]
+__all__ = ["IDLE_TIMEOUT", "SHUTDOWN_TIMEOUT", "HttpServer", "server_header"]
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +43,16 @@ SHUTDOWN_TIMEOUT = 1.0
 LINGERING_TIME = 1.0
 
 
+async def server_header(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare` signal: `Server: reactive-spark` instead of aiohttp's version."""
+    response.headers["Server"] = SERVER
+
+
 class HttpServer:
-    """`app` served on a port with bounded timeouts (see module)."""
+    """`app` served on a port with bounded timeouts and no version in `Server` (see module)."""
 
     def __init__(self, app: web.Application) -> None:
+        app.on_response_prepare.append(server_header)
         self._runner = web.AppRunner(
             app,
             access_log=None,
