@@ -353,6 +353,27 @@ async def test_bodies_the_console_could_not_show_are_refused(  # type: ignore[no
 
 
 @pytest.mark.parametrize(
+    ("encoding", "status", "message"),
+    [
+        ("gzip", 400, "unreadable body: Can not decode content-encoding: gzip"),
+        ("deflate", 400, "unreadable body: Can not decode content-encoding: deflate"),
+        ("x-unknown", 415, "Content-Encoding 'x-unknown' is not supported"),
+    ],
+)
+async def test_bad_compression_is_a_json_4xx(open_trigger, encoding, status, message) -> None:  # type: ignore[no-untyped-def]
+    ssc, base, seen = open_trigger
+    answer = await exchange(
+        base,
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Encoding: " + encoding.encode() + b"\r\nContent-Length: 12\r\n\r\nnot zipped!!",
+    )
+    assert answer.status == status and message in answer.json()["error"]
+    assert answer.headers["server"] == "reactive-spark"
+    await ssc.advanceTo(T0)
+    assert seen == []
+
+
+@pytest.mark.parametrize(
     "request_bytes",
     [
         b"GE T /run HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",

@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 
 from reactive_spark.errors import InvalidArgumentError
 
@@ -49,6 +50,8 @@ MAX_JSON_DEPTH = 256
 BODY_TIMEOUT = 10.0
 #: The `Server` header of every answer (no aiohttp or Python version).
 SERVER = "reactive-spark"
+#: The `Content-Encoding`s aiohttp decodes before a handler reads the body.
+DECODED = frozenset({"identity", "gzip", "x-gzip", "deflate", "br", "zstd"})
 
 
 def json_error(
@@ -175,10 +178,18 @@ async def read_json(request: web.Request, max_size: int) -> Any:
     """The request's JSON body (see `parse_json`): at most `max_size` bytes, in time.
 
     The body must arrive within `BODY_TIMEOUT` seconds; every failure is a 4xx JSON error
-    (413 too large, 408 too slow, 400 not strict JSON).
+    (413 too large, 408 too slow, 415 an unknown `Content-Encoding`, 400 not strict JSON or
+    not decompressible).
     """
     if request.content_length is not None and request.content_length > max_size:
         raise _too_large(max_size)
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in DECODED:
+        raise json_error(
+            web.HTTPUnsupportedMediaType,
+            f"Content-Encoding {encoding!r} is not supported (gzip, deflate or none)",
+            close=True,
+        )
     chunks, size = [], 0
     try:
         async with asyncio.timeout(BODY_TIMEOUT):
@@ -193,6 +204,10 @@ async def read_json(request: web.Request, max_size: int) -> Any:
             f"the body did not arrive within {BODY_TIMEOUT:g} s",
             close=True,
         ) from None
+    except RequestPayloadError as exc:
+        request.content.feed_eof()  # nothing more to read: aiohttp need not drain it
+        message = str(exc).split("message:", 1)[-1].strip()
+        raise json_error(web.HTTPBadRequest, f"unreadable body: {message}", close=True) from None
     return parse_json(b"".join(chunks))
 
 

@@ -52,11 +52,11 @@ class RestEventSource(EventSource):
     unknown path (an encoded slash, `%2F`, is not a separator), 405 for a method the path does
     not take, 413 for a body over `maxBodySize`, 408 for a body slower than
     `http.BODY_TIMEOUT`, 400 for a body that is not strict JSON (NaN, Infinity, nesting deeper
-    than `http.MAX_JSON_DEPTH`). Without a token, a request a browser marks as coming from
-    another site's page is refused (403), and a source listening on a loopback address answers
-    only requests addressed to a loopback name (`Host`; else 421), against DNS rebinding.
-    Listening on another address needs a token, or `insecure=True` (`start()` refuses
-    otherwise).
+    than `http.MAX_JSON_DEPTH`, bad compression). Without a token, a request a browser marks
+    as coming from another site's page is refused (403), and a source listening on a loopback
+    address answers only requests addressed to a loopback name (`Host`; else 421), against
+    DNS rebinding. Listening on another address needs a token, or `insecure=True` (`start()`
+    refuses otherwise).
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
