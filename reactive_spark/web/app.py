@@ -77,6 +77,8 @@ def setup(
         >>> service = web.Application()
         >>> console = setup(service, ssc, prefix="/reactive")
     """
+    if not isinstance(app, web.Application):
+        raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
     console = create_app(ssc, prefix=prefix)
     app.add_subapp(_prefix(prefix), console)
     return console
@@ -118,6 +120,8 @@ class Console:
     """
 
     def __init__(self, ssc: StreamingContext, host: str = "127.0.0.1", port: int = 4040) -> None:
+        if not isinstance(ssc, StreamingContext):
+            raise InvalidArgumentError(f"ssc must be a StreamingContext, got {ssc!r}")
         if not isinstance(host, str) or not host:
             raise InvalidArgumentError(f"host must be a non-empty str, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
