@@ -3,16 +3,25 @@ security headers, what unauthenticated viewers see, and JSON that is always vali
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
 from reactive_spark import Days, InvalidArgumentError, StreamingContext, Time, VirtualClock
-from reactive_spark.web import Console, setup
+from reactive_spark.web import BearerToken, Console, create_app, setup
 
 T0 = Time.fromDatetime(datetime(2026, 4, 6, tzinfo=UTC))
+JSON = {"Content-Type": "application/json"}
+CONSOLE_TOKEN = "console-token"
 TRIGGER_TOKEN = "trigger-token"
+Client = TestClient[Any, Any]
 
 
 def fail(line: str) -> int:
@@ -29,8 +38,120 @@ def build(ssc: StreamingContext) -> None:
     lines.map(fail).foreachRDD(lambda rdd: rdd.count()).bind(broken)
 
 
+def strict_json(text: str) -> Any:
+    """`json.loads` that refuses NaN and Infinity, as browsers' JSON.parse does."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+async def answer(response: Any, status: int) -> Any:
+    assert response.status == status, await response.text()
+    assert response.content_type == "application/json"
+    return strict_json(await response.text())
+
+
+async def fire(client: Client, name: str, body: Any = None, **headers: str) -> Any:
+    return await client.post(
+        f"/api/sources/{name}/fire", data=json.dumps(body), headers={**JSON, **headers}
+    )
+
+
+def bearer(token: str, scheme: str = "Bearer") -> dict[str, str]:
+    return {"Authorization": f"{scheme} {token}"}
+
+
+@pytest.fixture
+async def make_console(
+    sc: SparkContext,
+) -> AsyncIterator[Callable[..., Awaitable[tuple[StreamingContext, Client]]]]:
+    """Consoles made with `create_app(ssc, **options)`, served by aiohttp's test server."""
+    opened: list[Client] = []
+
+    async def make(**options: Any) -> tuple[StreamingContext, Client]:
+        ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+        build(ssc)
+        client: Client = TestClient(TestServer(create_app(ssc, **options)))
+        await client.start_server()
+        opened.append(client)
+        return ssc, client
+
+    yield make
+    for client in opened:
+        await client.close()
+
+
+# -- authentication --------------------------------------------------------------------------
+async def test_a_token_console_lets_in_only_its_token(make_console: Any) -> None:
+    ssc, client = await make_console(auth=BearerToken(CONSOLE_TOKEN))
+    for path in ("/api/sources", "/api/events", "/api/batches", "/api/graph", "/metrics"):
+        refused = await client.get(path)
+        error = await answer(refused, 401)
+        assert "sign in" in error["error"]
+        assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+        assert (await client.get(path, headers=bearer("wrong"))).status == 401
+    assert (await client.get("/api/events/stream")).status == 401
+    await answer(await fire(client, "rerun"), 401)
+    for scheme in ("Bearer", "bearer", "BEARER"):
+        await answer(await client.get("/api/sources", headers=bearer(CONSOLE_TOKEN, scheme)), 200)
+    fired = await answer(await fire(client, "rerun", {"n": 1}, **bearer(CONSOLE_TOKEN)), 202)
+    await ssc.advanceTo(T0)
+    batch = await answer(await client.get(fired["status"], headers=bearer(CONSOLE_TOKEN)), 200)
+    assert batch["status"] == "succeeded"
+    for public in ("/", "/static/console.js", "/api/openapi.json"):  # no data in them
+        assert (await client.get(public)).status == 200
+
+
+async def test_the_view_scope_does_not_fire(make_console: Any) -> None:
+    ssc, client = await make_console(auth=BearerToken("reader", scopes={"view"}))
+    await answer(await client.get("/api/batches", headers=bearer("reader")), 200)
+    error = await answer(await fire(client, "rerun", **bearer("reader")), 403)
+    assert error["error"] == "this needs the control scope"
+    await ssc.advanceTo(T0)
+    assert (await answer(await client.get("/api/events", headers=bearer("reader")), 200)) == []
+
+
+async def test_a_service_plugs_in_its_own_auth(sc: SparkContext) -> None:
+    """The service's middleware authenticates; the console's authenticator reads what it
+    stored (here a coroutine function: it could look the user up)."""
+    user_key = web.RequestKey("user", str)
+
+    @web.middleware
+    async def service_auth(request: web.Request, handler: Any) -> web.StreamResponse:
+        user = request.headers.get("X-Service-User")
+        if user is not None:
+            request[user_key] = user
+        return await handler(request)
+
+    async def console_scopes(request: web.Request) -> set[str]:
+        return {"ops": {"view", "control"}, "analyst": {"view"}}.get(
+            request.get(user_key, ""), set()
+        )
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    service = web.Application(middlewares=[service_auth])
+    setup(service, ssc, prefix="/reactive", auth=console_scopes)
+    async with TestClient(TestServer(service)) as client:
+        assert (await client.get("/reactive/api/sources")).status == 401
+        analyst = {"X-Service-User": "analyst"}
+        assert (await client.get("/reactive/api/sources", headers=analyst)).status == 200
+        as_analyst = await client.post(
+            "/reactive/api/sources/rerun/fire", data="null", headers={**JSON, **analyst}
+        )
+        assert as_analyst.status == 403
+        as_ops = await client.post(
+            "/reactive/api/sources/rerun/fire",
+            data="null",
+            headers={**JSON, "X-Service-User": "ops"},
+        )
+        assert as_ops.status == 202
+
+
 # -- arguments -----------------------------------------------------------------------------------
-async def test_console_arguments_are_checked(sc: SparkContext) -> None:
+async def test_console_arguments_are_checked(sc: SparkContext, caplog: Any) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     build(ssc)
     with pytest.raises(InvalidArgumentError, match="ssc must be a StreamingContext, got None"):
@@ -39,3 +160,20 @@ async def test_console_arguments_are_checked(sc: SparkContext) -> None:
         InvalidArgumentError, match=r"app must be an aiohttp web\.Application, got None"
     ):
         setup(None, ssc)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"host '0\.0\.0\.0' is not a loopback address"):
+        Console(ssc, "0.0.0.0")
+    with pytest.raises(InvalidArgumentError, match="token must be printable ASCII"):
+        Console(ssc, token="two words")
+    with pytest.raises(InvalidArgumentError, match="auth must be a callable"):
+        create_app(ssc, auth="s3cret")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="scopes must be some of"):
+        BearerToken("t", scopes={"admin"})
+    assert "t0ken" not in repr(BearerToken("t0ken"))
+    signed = Console(ssc, "0.0.0.0", 0, token="t0ken")
+    assert signed.loginUrl.endswith("/?token=t0ken")
+    insecure = Console(ssc, "0.0.0.0", 0, insecure=True)
+    with caplog.at_level(logging.INFO, logger="reactive_spark"):
+        await insecure.start()
+        await insecure.stop()
+    assert "has no authentication (insecure=True)" in caplog.text
+    assert "t0ken" not in caplog.text

@@ -15,6 +15,7 @@ from aiohttp import web
 from reactive_spark.events import Event, RestEvent
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource
+from reactive_spark.web.auth import GRANT_KEY, refuse_without
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
 
@@ -78,11 +79,13 @@ async def fire(request: web.Request) -> web.Response:
     """`POST /api/sources/{name}/fire`: fire a REST or manual trigger; 202 with its status link.
 
     A manual source's event carries the JSON body as its value; a REST source's body is
-    `{"path": ..., "body": ...}` (`path` may be left out when the source has one route).
+    `{"path": ..., "body": ...}` (`path` may be left out when the source has one route). It
+    needs the control scope.
     """
     ssc, history = request.app[CONTEXT_KEY], request.app[HISTORY_KEY]
     name = request.match_info["name"]
     source = next((s for s in ssc.sources if s.name == name), None)
+    refuse_without(request[GRANT_KEY], "control")
     if source is None:
         raise json_error(web.HTTPNotFound, f"no event source named {name!r}")
     body = await _json_body(request)
@@ -172,12 +175,12 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
-    """The API's routes."""
-    app.router.add_get("/api/sources", sources)
-    app.router.add_post("/api/sources/{name}/fire", fire)
-    app.router.add_get("/api/graph", graph)
-    app.router.add_get("/api/events", events)
-    app.router.add_get("/api/events/stream", stream)
-    app.router.add_get("/api/batches", batches)
-    app.router.add_get("/api/batches/{instanceId}", batch)
-    app.router.add_get("/metrics", metrics)
+    """The API's routes (their names say which scope they need: `auth.CONTROL_ROUTES`)."""
+    app.router.add_get("/api/sources", sources, name="sources")
+    app.router.add_post("/api/sources/{name}/fire", fire, name="fire")
+    app.router.add_get("/api/graph", graph, name="graph")
+    app.router.add_get("/api/events", events, name="events")
+    app.router.add_get("/api/events/stream", stream, name="stream")
+    app.router.add_get("/api/batches", batches, name="batches")
+    app.router.add_get("/api/batches/{instanceId}", batch, name="batch")
+    app.router.add_get("/metrics", metrics, name="metrics")

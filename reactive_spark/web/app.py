@@ -17,8 +17,14 @@ from aiohttp import web
 
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
-from reactive_spark.sources.rest import json_errors
+from reactive_spark.sources.http import is_loopback, json_errors
 from reactive_spark.web import api
+from reactive_spark.web.auth import (
+    Authenticator,
+    BearerToken,
+    authentication,
+    require_authenticator,
+)
 from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.openapi import openapi
@@ -38,48 +44,65 @@ def _prefix(prefix: str) -> str:
     return prefix.rstrip("/")
 
 
-def create_app(ssc: StreamingContext, *, prefix: str = "", history: int = 1000) -> web.Application:
+def create_app(
+    ssc: StreamingContext,
+    *,
+    prefix: str = "",
+    history: int = 1000,
+    auth: Authenticator | None = None,
+) -> web.Application:
     """The console for `ssc`: dashboard at `/`, JSON API under `/api`, `/metrics`.
 
     `prefix` is where it will be mounted (for the links it gives, such as a REST trigger's
-    `status`); `history` how many events and batches it keeps.
+    `status`); `history` how many events and batches it keeps. `auth` grants each request its
+    scopes (`BearerToken(token)`, or the service's own callable: see `web.auth`); without it,
+    serve the console on loopback only.
 
     Examples:
         >>> from aiohttp import web
         >>> service = web.Application()
-        >>> resource = service.add_subapp("/reactive", create_app(ssc, prefix="/reactive"))
+        >>> console = create_app(ssc, prefix="/reactive", auth=BearerToken("s3cret-token"))
+        >>> resource = service.add_subapp("/reactive", console)
     """
     if not isinstance(ssc, StreamingContext):
         raise InvalidArgumentError(f"ssc must be a StreamingContext, got {ssc!r}")
     if isinstance(history, bool) or not isinstance(history, int) or history < 1:
         raise InvalidArgumentError(f"history must be a positive int, got {history!r}")
-    app = web.Application(middlewares=[json_errors])
+    auth = require_authenticator(auth)
+    app = web.Application(middlewares=[json_errors, authentication(auth)])
     app[CONTEXT_KEY] = ssc
     app[PREFIX_KEY] = _prefix(prefix)
     app[HISTORY_KEY] = recorder = History(ssc, history)
     ssc.addStreamingListener(recorder)
     ssc.console_prefix = app[PREFIX_KEY]
     api.add_routes(app)
-    app.router.add_get("/api/openapi.json", _openapi)
-    app.router.add_get("/", _index)
+    app.router.add_get("/api/openapi.json", _openapi, name="openapi")
+    app.router.add_get("/", _index, name="index")
     app.router.add_static("/static", str(STATIC), name="static")
     app.cleanup_ctx.append(_context_lifecycle)
     return app
 
 
 def setup(
-    app: web.Application, ssc: StreamingContext, prefix: str = "/reactive"
+    app: web.Application,
+    ssc: StreamingContext,
+    prefix: str = "/reactive",
+    *,
+    auth: Authenticator | None = None,
+    history: int = 1000,
 ) -> web.Application:
     """Mount the console for `ssc` in `app` under `prefix`; returns the console application.
+
+    `auth` and `history` are `create_app`'s.
 
     Examples:
         >>> from aiohttp import web
         >>> service = web.Application()
-        >>> console = setup(service, ssc, prefix="/reactive")
+        >>> console = setup(service, ssc, prefix="/reactive", auth=BearerToken("s3cret-token"))
     """
     if not isinstance(app, web.Application):
         raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
-    console = create_app(ssc, prefix=prefix)
+    console = create_app(ssc, prefix=prefix, history=history, auth=auth)
     app.add_subapp(_prefix(prefix), console)
     return console
 
@@ -109,26 +132,53 @@ async def _openapi(request: web.Request) -> web.Response:
 class Console:
     """The console served on a port of its own (what `ssc.serve` uses).
 
+    `token` (or `auth`, an authenticator: see `web.auth`) is what viewers sign in with;
+    `console.loginUrl` carries the token for a browser, which keeps it in the tab's session
+    storage. Without either, the console refuses a `host` that is not a loopback address,
+    unless `insecure=True` (then anyone who reaches the port may view and fire).
+
     Examples:
         ```python
         # a fragment, inside a coroutine; ssc is a StreamingContext
-        console = await Console(ssc, port=4040).start()   # also starts ssc
-        print(console.url)
+        console = await Console(ssc, port=4040, token=secrets.token_urlsafe()).start()
+        print(console.loginUrl)   # http://127.0.0.1:4040/?token=...  (also starts ssc)
         await ssc.awaitTermination()
         await console.stop()
         ```
     """
 
-    def __init__(self, ssc: StreamingContext, host: str = "127.0.0.1", port: int = 4040) -> None:
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        host: str = "127.0.0.1",
+        port: int = 4040,
+        *,
+        token: str | None = None,
+        auth: Authenticator | None = None,
+        insecure: bool = False,
+    ) -> None:
         if not isinstance(ssc, StreamingContext):
             raise InvalidArgumentError(f"ssc must be a StreamingContext, got {ssc!r}")
         if not isinstance(host, str) or not host:
             raise InvalidArgumentError(f"host must be a non-empty str, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidArgumentError(f"port must be an int from 0 to 65535, got {port!r}")
+        if not isinstance(insecure, bool):
+            raise InvalidArgumentError(f"insecure must be a bool, got {insecure!r}")
+        if token is not None and auth is not None:
+            raise InvalidArgumentError("give token or auth, not both")
+        self.auth = BearerToken(token) if token is not None else require_authenticator(auth)
+        if self.auth is None and not is_loopback(host) and not insecure:
+            raise InvalidArgumentError(
+                f"host {host!r} is not a loopback address and the console has no "
+                "authentication: give it a token (or auth), or insecure=True on a network "
+                "you trust"
+            )
         self.ssc = ssc
         self.host = host
         self.port = port
+        self.insecure = insecure
+        self._token = token
         self._runner: web.AppRunner | None = None
 
     @property
@@ -136,13 +186,21 @@ class Console:
         """`http://host:port/`."""
         return f"http://{self.host}:{self.port}/"
 
+    @property
+    def loginUrl(self) -> str:
+        """`url` with `?token=...` when the console has a token, else `url`.
+
+        The page keeps the token in the tab's session storage and drops it from the address.
+        """
+        return self.url if self._token is None else f"{self.url}?token={self._token}"
+
     async def start(self) -> Console:
         """Serve; starts the context if it is not running. Returns this console.
 
         As Spark's UI does, when the port is taken the next ones are tried (up to
         `PORT_ATTEMPTS`); `url` says where it is.
         """
-        self._runner = web.AppRunner(create_app(self.ssc), access_log=None)
+        self._runner = web.AppRunner(create_app(self.ssc, auth=self.auth), access_log=None)
         await self._runner.setup()
         wanted = self.port
         for attempt in range(PORT_ATTEMPTS if wanted else 1):
@@ -158,7 +216,9 @@ class Console:
         self.port = self._runner.addresses[0][1]
         if wanted and self.port != wanted:
             log.warning("port %d is taken: the console is on %s", wanted, self.url)
-        log.info("reactive-spark console on %s", self.url)
+        if self.auth is None and not is_loopback(self.host):
+            log.warning("the console on %s has no authentication (insecure=True)", self.url)
+        log.info("reactive-spark console on %s", self.url)  # never the login URL: no token
         return self
 
     async def stop(self) -> None:
@@ -168,18 +228,28 @@ class Console:
             self._runner = None
 
 
-async def serve(ssc: StreamingContext, host: str = "127.0.0.1", port: int = 4040) -> None:
+async def serve(
+    ssc: StreamingContext,
+    host: str = "127.0.0.1",
+    port: int = 4040,
+    *,
+    token: str | None = None,
+    auth: Authenticator | None = None,
+    insecure: bool = False,
+) -> None:
     """Serve the console of `ssc` until the context stops (`ssc.serve` calls this).
 
-    Failed jobs do not end it (the console shows them); a scheduler crash does.
+    The keyword arguments are `Console`'s. Failed jobs do not end it (the console shows them);
+    a scheduler crash does.
 
     Examples:
         ```python
         # a fragment, inside a coroutine; ssc is a StreamingContext
-        await serve(ssc, port=4040)  # or: await ssc.serve(port=4040)
+        await serve(ssc, port=4040, token=token)  # or: await ssc.serve(port=4040)
         ```
     """
-    console = await Console(ssc, host, port).start()
+    console = Console(ssc, host, port, token=token, auth=auth, insecure=insecure)
+    await console.start()
     try:
         while True:
             try:

@@ -172,6 +172,13 @@ def _error(description: str) -> Schema:
     return {"description": description, **_json(_ref("Error"))}
 
 
+#: Answers any request may get before its handler runs (docs/security.md).
+_REFUSED: Schema = {
+    "401": _error("Not signed in (the console has auth): send Authorization: Bearer <token>."),
+    "403": _error("Signed in without the scope this needs."),
+}
+
+
 _LIMIT: Schema = {
     "name": "limit",
     "in": "query",
@@ -179,6 +186,11 @@ _LIMIT: Schema = {
     "description": "How many, newest first (default 100).",
     "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
 }
+
+
+def _viewed(responses: Schema) -> Schema:
+    """`responses` of a request that needs the view scope, with its refusals."""
+    return {**responses, **_REFUSED}
 
 
 def openapi(prefix: str) -> Schema:
@@ -195,12 +207,14 @@ def openapi(prefix: str) -> Schema:
             "/api/sources": {
                 "get": {
                     "summary": "Every event source: events fired, next fire time, catch-up policy.",
-                    "responses": {
-                        "200": {
-                            "description": "The sources.",
-                            **_json({"type": "array", "items": _ref("Source")}),
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "The sources.",
+                                **_json({"type": "array", "items": _ref("Source")}),
+                            }
                         }
-                    },
+                    ),
                 }
             },
             "/api/sources/{name}/fire": {
@@ -223,6 +237,7 @@ def openapi(prefix: str) -> Schema:
                     "responses": {
                         "202": {"description": "Accepted: it will run.", **_json(_ref("Fired"))},
                         "400": _error("The body is not valid."),
+                        **_REFUSED,
                         "404": _error("No such source."),
                         "409": _error("The source is not a REST or manual trigger."),
                         "503": _error("The context is not running."),
@@ -232,45 +247,53 @@ def openapi(prefix: str) -> Schema:
             "/api/graph": {
                 "get": {
                     "summary": "The lineage: streams, dependencies, bindings, outputs, sources.",
-                    "responses": {"200": {"description": "The lineage.", **_json(_ref("Graph"))}},
+                    "responses": _viewed(
+                        {"200": {"description": "The lineage.", **_json(_ref("Graph"))}}
+                    ),
                 }
             },
             "/api/events": {
                 "get": {
                     "summary": "The latest accepted events.",
                     "parameters": [_LIMIT],
-                    "responses": {
-                        "200": {
-                            "description": "Events, newest first.",
-                            **_json({"type": "array", "items": _ref("Event")}),
-                        },
-                        "400": _error("A bad limit."),
-                    },
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "Events, newest first.",
+                                **_json({"type": "array", "items": _ref("Event")}),
+                            },
+                            "400": _error("A bad limit."),
+                        }
+                    ),
                 }
             },
             "/api/events/stream": {
                 "get": {
                     "summary": "Server-sent events: every event, batch and job transition.",
-                    "responses": {
-                        "200": {
-                            "description": "An endless text/event-stream; event types: event, "
-                            "batch, job, source-error, receiver.",
-                            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "An endless text/event-stream; event types: event, "
+                                "batch, job, source-error, receiver.",
+                                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                            }
                         }
-                    },
+                    ),
                 }
             },
             "/api/batches": {
                 "get": {
                     "summary": "The latest batches (with their jobs).",
                     "parameters": [_LIMIT],
-                    "responses": {
-                        "200": {
-                            "description": "Batches, newest first.",
-                            **_json({"type": "array", "items": _ref("Batch")}),
-                        },
-                        "400": _error("A bad limit."),
-                    },
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "Batches, newest first.",
+                                **_json({"type": "array", "items": _ref("Batch")}),
+                            },
+                            "400": _error("A bad limit."),
+                        }
+                    ),
                 }
             },
             "/api/batches/{instanceId}": {
@@ -284,24 +307,39 @@ def openapi(prefix: str) -> Schema:
                             "schema": {"type": "integer", "minimum": 0},
                         }
                     ],
-                    "responses": {
-                        "200": {"description": "The batch.", **_json(_ref("Batch"))},
-                        "400": _error("Not an instanceId."),
-                        "404": _error("No such event in the history."),
-                    },
+                    "responses": _viewed(
+                        {
+                            "200": {"description": "The batch.", **_json(_ref("Batch"))},
+                            "400": _error("Not an instanceId."),
+                            "404": _error("No such event in the history."),
+                        }
+                    ),
                 }
             },
             "/metrics": {
                 "get": {
                     "summary": "Prometheus metrics.",
-                    "responses": {
-                        "200": {
-                            "description": "Prometheus' text format.",
-                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "Prometheus' text format.",
+                                "content": {"text/plain": {"schema": {"type": "string"}}},
+                            }
                         }
-                    },
+                    ),
                 }
             },
         },
-        "components": {"schemas": SCHEMAS},
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The console's token (or what its authenticator takes); "
+                    "without authentication configured, loopback clients need none.",
+                }
+            },
+        },
+        "security": [{"bearer": []}, {}],
     }
