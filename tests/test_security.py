@@ -99,7 +99,7 @@ async def test_a_token_console_lets_in_only_its_token(make_console: Any) -> None
     fired = await answer(await fire(client, "rerun", {"n": 1}, **bearer(CONSOLE_TOKEN)), 202)
     await ssc.advanceTo(T0)
     batch = await answer(await client.get(fired["status"], headers=bearer(CONSOLE_TOKEN)), 200)
-    assert batch["status"] == "succeeded"
+    assert batch["status"] == "succeeded" and batch["event"]["firedBy"] == "console"
     for public in ("/", "/static/console.js", "/api/openapi.json"):  # no data in them
         assert (await client.get(public)).status == 200
 
@@ -148,6 +148,75 @@ async def test_a_service_plugs_in_its_own_auth(sc: SparkContext) -> None:
             headers={**JSON, "X-Service-User": "ops"},
         )
         assert as_ops.status == 202
+
+
+# -- token-protected REST triggers through the console ------------------------------------------
+async def test_a_console_without_auth_cannot_fire_a_protected_trigger(make_console: Any) -> None:
+    ssc, client = await make_console()
+    error = await answer(await fire(client, "guarded", {"body": {"x": 1}}), 403)
+    assert "'guarded' is token-protected" in error["error"]
+    assert "this console has none configured" in error["error"]
+    wrong = await fire(client, "guarded", {"body": {"x": 1}}, **bearer("guess"))
+    assert wrong.status == 403
+    await ssc.advanceTo(T0)
+    assert await answer(await client.get("/api/events"), 200) == []
+    own = await answer(
+        await fire(client, "guarded", {"body": {"x": 2}}, **bearer(TRIGGER_TOKEN)), 202
+    )
+    await ssc.advanceTo(T0)
+    event = (await answer(await client.get(own["status"]), 200))["event"]
+    assert event["firedBy"] == "console" and event["protected"]
+
+
+async def test_control_scope_fires_a_protected_trigger(make_console: Any) -> None:
+    ssc, client = await make_console(auth=BearerToken(CONSOLE_TOKEN))
+    signed_in = bearer(CONSOLE_TOKEN)
+    fired = await answer(await fire(client, "guarded", {"body": {"x": 1}}, **signed_in), 202)
+    by_own_token = await fire(client, "guarded", {"body": {"x": 2}}, **bearer(TRIGGER_TOKEN))
+    assert by_own_token.status == 202
+    await ssc.advanceTo(T0)
+    batch = await answer(await client.get(fired["status"], headers=signed_in), 200)
+    assert batch["status"] == "succeeded"
+    assert batch["event"]["fields"]["body"] == {"x": 1} and batch["event"]["firedBy"] == "console"
+
+
+async def test_protected_requests_are_shown_to_authenticated_viewers_only(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    guarded = next(source for source in ssc.sources if source.name == "guarded")
+    open_console = create_app(ssc)
+    token_console = create_app(ssc, auth=BearerToken(CONSOLE_TOKEN))
+    service = web.Application()
+    service.add_subapp("/open", open_console)
+    service.add_subapp("/signed", token_console)
+    service.add_subapp("/triggers", guarded.app)  # type: ignore[attr-defined]
+    async with TestClient(TestServer(service)) as client:
+        stream = await client.get("/open/api/events/stream")
+        assert await stream.content.readline() == b": connected\n"
+        posted = await client.post(
+            "/triggers/run?account=zebra",
+            json={"secret": "s3-hidden"},
+            headers=bearer(TRIGGER_TOKEN),
+        )
+        assert posted.status == 202
+        await ssc.advanceTo(T0)
+        [hidden] = await answer(await client.get("/open/api/events"), 200)
+        assert hidden["protected"] and hidden["fields"]["path"] == "/run"
+        assert "s3-hidden" not in json.dumps(hidden) and "zebra" not in json.dumps(hidden)
+        assert hidden["fields"]["body"].startswith("(hidden: sign in")
+        [batch] = await answer(await client.get("/open/api/batches"), 200)
+        assert "s3-hidden" not in json.dumps(batch) and "zebra" not in json.dumps(batch)
+        single = await answer(await client.get(f"/open/api/batches/{batch['instanceId']}"), 200)
+        assert "s3-hidden" not in json.dumps(single)
+        shown = await client.get("/signed/api/events", headers=bearer(CONSOLE_TOKEN))
+        [full] = await answer(shown, 200)
+        assert full["fields"]["body"] == {"secret": "s3-hidden"}
+        assert full["fields"]["query"] == {"account": "zebra"}
+        live = b""
+        while b"event: batch" not in live:
+            live += await stream.content.readany()
+        assert b"event: event" in live and b"s3-hidden" not in live and b"zebra" not in live
+        stream.close()
 
 
 # -- arguments -----------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: An
     batch = await ok(await client.get(rest["status"]))
     assert batch["event"]["fields"]["path"] == "/report"
     assert batch["event"]["fields"]["body"] == {"x": 1}
+    assert batch["event"]["firedBy"] == "console" and not batch["event"]["protected"]
 
 
 @pytest.mark.parametrize(

@@ -126,6 +126,11 @@ class RestEventSource(EventSource):
         """Accepted methods per path."""
         return {path: set(methods) for path, methods in self._routes.items()}
 
+    @property
+    def requiresToken(self) -> bool:
+        """Whether requests need `Authorization: Bearer <token>`."""
+        return self._token is not None
+
     def acceptsToken(self, token: str | None) -> bool:
         """Whether `token` is this source's token (compared in constant time)."""
         return self._token is not None and same_token(token, self._token)

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 from aiohttp import web
 
 from reactive_spark.events import Event, RestEvent
+from reactive_spark.sources.http import bearer_token
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource
-from reactive_spark.web.auth import GRANT_KEY, refuse_without
+from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
+from reactive_spark.web.history import Record, redacted
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
 
 __all__ = ["add_routes", "json_error"]
+
+log = logging.getLogger(__name__)
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
@@ -41,6 +46,13 @@ def _limit(request: web.Request) -> int:
     return int(raw)
 
 
+def _shown(request: web.Request, records: list[Record]) -> list[Record]:
+    """`records` as the viewer may see them: protected requests' data for the signed-in only."""
+    if request[GRANT_KEY].authenticated:
+        return records
+    return [redacted(record) for record in records]
+
+
 async def sources(request: web.Request) -> web.Response:
     """`GET /api/sources`: every source, what it fired, when it fires next, its catch-up."""
     return web.json_response(request.app[HISTORY_KEY].sources())
@@ -54,12 +66,12 @@ async def graph(request: web.Request) -> web.Response:
 
 async def events(request: web.Request) -> web.Response:
     """`GET /api/events?limit=`: the latest events, newest first."""
-    return web.json_response(request.app[HISTORY_KEY].events(_limit(request)))
+    return web.json_response(_shown(request, request.app[HISTORY_KEY].events(_limit(request))))
 
 
 async def batches(request: web.Request) -> web.Response:
     """`GET /api/batches?limit=`: the latest batches, newest first."""
-    return web.json_response(request.app[HISTORY_KEY].batches(_limit(request)))
+    return web.json_response(_shown(request, request.app[HISTORY_KEY].batches(_limit(request))))
 
 
 async def batch(request: web.Request) -> web.Response:
@@ -72,7 +84,7 @@ async def batch(request: web.Request) -> web.Response:
     record = request.app[HISTORY_KEY].batch(int(raw))
     if record is None:
         raise json_error(web.HTTPNotFound, f"no event {raw} in the console's history")
-    return web.json_response(record)
+    return web.json_response(_shown(request, [record])[0])
 
 
 async def fire(request: web.Request) -> web.Response:
@@ -80,12 +92,17 @@ async def fire(request: web.Request) -> web.Response:
 
     A manual source's event carries the JSON body as its value; a REST source's body is
     `{"path": ..., "body": ...}` (`path` may be left out when the source has one route). It
-    needs the control scope.
+    needs the control scope; a token-protected REST trigger needs an authenticated one, or
+    the trigger's own token (`Authorization: Bearer <it>`).
     """
     ssc, history = request.app[CONTEXT_KEY], request.app[HISTORY_KEY]
     name = request.match_info["name"]
     source = next((s for s in ssc.sources if s.name == name), None)
-    refuse_without(request[GRANT_KEY], "control")
+    grant = request[GRANT_KEY]
+    if isinstance(source, RestEventSource) and source.requiresToken:
+        _allow_protected(source, grant, bearer_token(request))
+    else:
+        refuse_without(grant, "control")
     if source is None:
         raise json_error(web.HTTPNotFound, f"no event source named {name!r}")
     body = await _json_body(request)
@@ -105,6 +122,7 @@ async def fire(request: web.Request) -> web.Response:
         await asyncio.wait_for(numbered, 30)
     except TimeoutError:
         raise json_error(web.HTTPServiceUnavailable, "the event was not accepted") from None
+    log.info("the console fired %s (event %d)", source.name, event.instanceId)
     prefix = request.app[PREFIX_KEY]
     answer = {
         "source": source.name,
@@ -114,6 +132,23 @@ async def fire(request: web.Request) -> web.Response:
         "status": f"{prefix}/api/batches/{event.instanceId}",
     }
     return web.json_response(answer, status=202)
+
+
+def _allow_protected(source: RestEventSource, grant: Grant, token: str | None) -> None:
+    if source.acceptsToken(token) or (grant.authenticated and "control" in grant.scopes):
+        return
+    if not grant.authenticated and not grant.scopes:
+        refuse_without(grant, "control")  # 401: sign in
+    why = (
+        "a signed-in viewer with the control scope"
+        if grant.authenticated
+        else "authentication, and this console has none configured"
+    )
+    raise json_error(
+        web.HTTPForbidden,
+        f"REST trigger {source.name!r} is token-protected: firing it from the console needs "
+        f"{why} (or the trigger's own token: Authorization: Bearer <token>)",
+    )
 
 
 async def _json_body(request: web.Request) -> Any:
@@ -149,6 +184,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     )
     await response.prepare(request)
+    authenticated = request[GRANT_KEY].authenticated
     subscriber = history.subscribe()
     try:
         await response.write(b": connected\n\n")
@@ -158,7 +194,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
             except TimeoutError:
                 await response.write(b": keep-alive\n\n")
                 continue
-            data = json.dumps(message["data"], default=str)
+            record = message["data"] if authenticated else redacted(message["data"])
+            data = json.dumps(record, default=str)
             await response.write(f"event: {message['type']}\ndata: {data}\n\n".encode())
     except (ConnectionResetError, asyncio.CancelledError):
         pass

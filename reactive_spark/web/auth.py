@@ -12,7 +12,8 @@ request. What needs which scope:
 | control | `POST /api/sources/{name}/fire` |
 
 Without an authenticator (`auth=None`) every request has both scopes but is not
-*authenticated*: such a console must stay on loopback.
+*authenticated*: such a console must stay on loopback, cannot fire token-protected REST
+triggers, and hides the bodies and queries of their requests.
 
 Examples:
     >>> auth = BearerToken("s3cret-token")
@@ -128,7 +129,10 @@ def refuse_without(grant: Grant, scope: str) -> None:
 
 
 def _required(request: web.Request) -> str | None:
-    """The scope a route needs before its handler runs (control routes check it themselves)."""
+    """The scope a route needs before its handler runs.
+
+    Control routes check it themselves: a token-protected trigger also takes its own token.
+    """
     match = request.match_info
     if match.http_exception is not None:  # 404, 405: nothing to protect
         return None

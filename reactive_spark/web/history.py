@@ -5,6 +5,9 @@ and batches as JSON-ready records, counts what every source fired, feeds the Pro
 and pushes every event, batch and job transition to the server-sent-event subscribers. Listener
 callbacks arrive on the event loop and in the scheduler's worker threads; records are guarded
 by a lock and subscribers are fed on the loop.
+
+The records of requests to token-protected REST triggers are marked `"protected"`: their
+`query` and `body` are shown only to authenticated viewers (`redacted` hides them).
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ from reactive_spark.web.metrics import ConsoleMetrics
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["History"]
+__all__ = ["History", "redacted"]
 
 Record = dict[str, Any]
+#: What replaces the query and body of a protected request for unauthenticated viewers.
+HIDDEN = "(hidden: sign in to the console to see it)"
 
 #: How many messages a slow server-sent-event subscriber may fall behind before it loses some.
 SUBSCRIBER_BACKLOG = 1000
@@ -56,8 +61,8 @@ def error_record(error: UserError | None) -> Record | None:
     }
 
 
-def event_record(event: Event) -> Record:
-    """An accepted event as JSON."""
+def event_record(event: Event, firedBy: str | None = None) -> Record:
+    """An accepted event as JSON; `firedBy` names who fired it from outside (the console)."""
     fields = event.describe()
     return {
         "instanceId": event.instanceId,
@@ -67,7 +72,20 @@ def event_record(event: Event) -> Record:
         "timeUtc": event.time.isoformat(),
         "kind": type(event).__name__,
         "fields": {key: json_friendly(value) for key, value in fields.items()},
+        "protected": bool(getattr(event.source, "requiresToken", False)),
+        "firedBy": firedBy,
     }
+
+
+def redacted(record: Record) -> Record:
+    """`record` (an event's, or a batch's with its event) without a protected request's data."""
+    if "event" in record:
+        return {**record, "event": redacted(record["event"])}
+    if not record.get("protected"):
+        return record
+    fields = record.get("fields", {})
+    hidden = {key: HIDDEN for key in ("query", "body") if key in fields}
+    return {**record, "fields": {**fields, **hidden}}
 
 
 def job_record(job: JobInfo) -> Record:
@@ -145,7 +163,7 @@ class History(StreamingListener):
             record = self._batches.get(instance_id)
             if record is not None:
                 return dict(record)
-            event = next((e for e in self._events if e["instanceId"] == instance_id), None)
+            event = self._event(instance_id)
         if event is None:
             return None
         processed = self.ssc.processedThrough >= instance_id
@@ -178,13 +196,21 @@ class History(StreamingListener):
             )
         return records
 
+    def _event(self, instance_id: int) -> Record | None:
+        """The record of event `instance_id` (newest first: batches follow their events)."""
+        return next((e for e in reversed(self._events) if e["instanceId"] == instance_id), None)
+
     def _source(self, name: str) -> EventSource:
         return next(source for source in self.ssc.sources if source.name == name)
 
     # -- waiting for an event's number -------------------------------------------------------
     def numbered(self, event: Event) -> asyncio.Future[Event]:
-        """A future that resolves once `event` was accepted (has its `instanceId`); on the loop."""
-        future = asyncio.get_running_loop().create_future()
+        """A future that resolves once `event` was accepted (has its `instanceId`); on the loop.
+
+        The event is recorded as fired by the console.
+        """
+        self._loop = loop = asyncio.get_running_loop()
+        future = loop.create_future()
         self._waiting[id(event)] = future
         return future
 
@@ -227,7 +253,8 @@ class History(StreamingListener):
     # -- listener callbacks --------------------------------------------------------------------
     def onEventFired(self, event: Event) -> None:
         """Record the event; count it for its source."""
-        record = event_record(event)
+        waiting = self._waiting.pop(id(event), None)
+        record = event_record(event, None if waiting is None else "console")
         assert event.instanceId is not None
         with self._lock:
             self._events.append(record)
@@ -238,7 +265,6 @@ class History(StreamingListener):
             while len(self._accepted) > self.limit:
                 self._accepted.popitem(last=False)
         self.metrics.event(event.source.name)
-        waiting = self._waiting.pop(id(event), None)
         if waiting is not None and not waiting.done():
             waiting.set_result(event)
         self._publish("event", record)
@@ -302,7 +328,8 @@ class History(StreamingListener):
         with self._lock:
             record = self._batches.get(instance_id)
             if record is None:
-                record = {**_batch_head(event_record(info.event)), "jobs": []}
+                event = self._event(instance_id) or event_record(info.event)
+                record = {**_batch_head(event), "jobs": []}
                 self._batches[instance_id] = record
                 while len(self._batches) > self.limit:
                     self._batches.popitem(last=False)

@@ -62,6 +62,16 @@ SCHEMAS: dict[str, Schema] = {
             "timeUtc": {"type": "string"},
             "kind": {"type": "string"},
             "fields": {"type": "object"},
+            "protected": {
+                "type": "boolean",
+                "description": "A request to a token-protected REST trigger: its query and body "
+                "are shown to authenticated viewers only.",
+            },
+            "firedBy": {
+                "type": "string",
+                "nullable": True,
+                "description": '"console" for an event fired from the console.',
+            },
         },
     },
     "Job": {
@@ -177,6 +187,11 @@ _REFUSED: Schema = {
     "401": _error("Not signed in (the console has auth): send Authorization: Bearer <token>."),
     "403": _error("Signed in without the scope this needs."),
 }
+_WRITE_REFUSED: Schema = {
+    "403": _error(
+        "Too little scope; or a token-protected trigger without control scope or its own token."
+    ),
+}
 
 
 _LIMIT: Schema = {
@@ -238,6 +253,7 @@ def openapi(prefix: str) -> Schema:
                         "202": {"description": "Accepted: it will run.", **_json(_ref("Fired"))},
                         "400": _error("The body is not valid."),
                         **_REFUSED,
+                        **_WRITE_REFUSED,
                         "404": _error("No such source."),
                         "409": _error("The source is not a REST or manual trigger."),
                         "503": _error("The context is not running."),
