@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -219,6 +220,67 @@ async def test_protected_requests_are_shown_to_authenticated_viewers_only(sc: Sp
         stream.close()
 
 
+# -- cross-site requests and DNS rebinding ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "message"),
+    [
+        ({**JSON, "Origin": "http://evil.example"}, "null", 403, "Origin http://evil.example"),
+        ({**JSON, "Origin": "null"}, "null", 403, "Origin null is not"),
+        ({**JSON, "Sec-Fetch-Site": "cross-site"}, "null", 403, "Sec-Fetch-Site is cross-site"),
+        ({"Content-Type": "text/plain"}, "null", 415, "send Content-Type: application/json"),
+        ({"Content-Type": "application/x-www-form-urlencoded"}, "a=1", 415, "application/json"),
+        ({"Content-Type": "multipart/form-data; boundary=x"}, "--x--", 415, "application/json"),
+        ({}, None, 415, "application/json"),
+        ({**JSON, "Host": "evil.example"}, "null", 421, "Host 'evil.example' is not a name"),
+        ({**JSON, "Host": "evil.example:4040"}, "null", 421, "allowedHosts: 127.0.0.1, ::1"),
+    ],
+)
+async def test_cross_site_and_rebound_requests_fire_nothing(  # type: ignore[no-untyped-def]
+    make_console, headers, body, status, message
+) -> None:
+    ssc, client = await make_console()
+    refused = await client.post("/api/sources/rerun/fire", data=body, headers=headers)
+    assert message in (await answer(refused, status))["error"]
+    await ssc.advanceTo(T0)
+    assert await answer(await client.get("/api/events"), 200) == []
+
+
+async def test_same_origin_requests_and_allowed_hosts_are_served(make_console: Any) -> None:
+    _, client = await make_console()
+    own = f"http://127.0.0.1:{client.port}"
+    same_origin = {"Origin": own, "Sec-Fetch-Site": "same-origin"}
+    await answer(await fire(client, "rerun", None, **same_origin), 202)
+    for host in ("localhost:4040", "[::1]:4040", "127.0.0.1"):
+        assert (await client.get("/api/sources", headers={"Host": host})).status == 200
+    assert (await client.get("/api/sources", headers={"Host": "evil.example"})).status == 421
+    _, named = await make_console(allowedHosts=["reports.example.com"])
+    assert (await named.get("/api/sources", headers={"Host": "reports.example.com"})).status == 200
+    assert (await named.get("/api/sources")).status == 421  # 127.0.0.1 was not listed
+    _, anyone = await make_console(allowedHosts=["*"])
+    assert (await anyone.get("/api/sources", headers={"Host": "evil.example"})).status == 200
+
+
+# -- headers and the page ------------------------------------------------------------------------
+async def test_every_answer_carries_security_headers(make_console: Any) -> None:
+    _, client = await make_console()
+    for path in ("/", "/api/sources", "/static/console.js", "/api/nothing"):
+        response = await client.get(path)
+        csp = response.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+        assert "unsafe-inline" not in csp
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Referrer-Policy"] == "no-referrer"
+        assert response.headers["Server"] == "reactive-spark"
+
+
+async def test_the_page_has_no_inline_script_or_style(make_console: Any) -> None:
+    _, client = await make_console()
+    page = await (await client.get("/")).text()
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", page, re.S)
+    assert scripts and all('src="' in attrs and not body.strip() for attrs, body in scripts)
+    assert "<style" not in page and " style=" not in page and " on" + "click=" not in page
+
+
 # -- arguments -----------------------------------------------------------------------------------
 async def test_console_arguments_are_checked(sc: SparkContext, caplog: Any) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
@@ -237,6 +299,8 @@ async def test_console_arguments_are_checked(sc: SparkContext, caplog: Any) -> N
         create_app(ssc, auth="s3cret")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="scopes must be some of"):
         BearerToken("t", scopes={"admin"})
+    with pytest.raises(InvalidArgumentError, match="allowedHosts must be a list"):
+        create_app(ssc, allowedHosts="localhost")
     assert "t0ken" not in repr(BearerToken("t0ken"))
     signed = Console(ssc, "0.0.0.0", 0, token="t0ken")
     assert signed.loginUrl.endswith("/?token=t0ken")

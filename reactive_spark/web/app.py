@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from importlib import resources
 
 from aiohttp import web
@@ -28,6 +28,7 @@ from reactive_spark.web.auth import (
 from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.openapi import openapi
+from reactive_spark.web.security import LOOPBACK_NAMES, allowed_hosts, guard, security_headers
 
 __all__ = ["Console", "create_app", "serve", "setup"]
 
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 STATIC = resources.files("reactive_spark.web") / "static"
 #: Ports tried from the one asked for, when it is taken (as Spark's UI does from 4040).
 PORT_ATTEMPTS = 16
+#: Addresses that mean "every interface".
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 
 
 def _prefix(prefix: str) -> str:
@@ -50,13 +53,15 @@ def create_app(
     prefix: str = "",
     history: int = 1000,
     auth: Authenticator | None = None,
+    allowedHosts: Iterable[str] | None = None,
 ) -> web.Application:
     """The console for `ssc`: dashboard at `/`, JSON API under `/api`, `/metrics`.
 
     `prefix` is where it will be mounted (for the links it gives, such as a REST trigger's
     `status`); `history` how many events and batches it keeps. `auth` grants each request its
     scopes (`BearerToken(token)`, or the service's own callable: see `web.auth`); without it,
-    serve the console on loopback only.
+    serve the console on loopback only. `allowedHosts` are the `Host` names it answers to
+    (loopback names by default, any port; `["*"]` for any): see docs/security.md.
 
     Examples:
         >>> from aiohttp import web
@@ -69,7 +74,8 @@ def create_app(
     if isinstance(history, bool) or not isinstance(history, int) or history < 1:
         raise InvalidArgumentError(f"history must be a positive int, got {history!r}")
     auth = require_authenticator(auth)
-    app = web.Application(middlewares=[json_errors, authentication(auth)])
+    hosts = allowed_hosts(allowedHosts)
+    app = web.Application(middlewares=[json_errors, guard(hosts), authentication(auth)])
     app[CONTEXT_KEY] = ssc
     app[PREFIX_KEY] = _prefix(prefix)
     app[HISTORY_KEY] = recorder = History(ssc, history)
@@ -79,6 +85,7 @@ def create_app(
     app.router.add_get("/api/openapi.json", _openapi, name="openapi")
     app.router.add_get("/", _index, name="index")
     app.router.add_static("/static", str(STATIC), name="static")
+    app.on_response_prepare.append(security_headers)
     app.cleanup_ctx.append(_context_lifecycle)
     return app
 
@@ -89,11 +96,12 @@ def setup(
     prefix: str = "/reactive",
     *,
     auth: Authenticator | None = None,
+    allowedHosts: Iterable[str] | None = None,
     history: int = 1000,
 ) -> web.Application:
     """Mount the console for `ssc` in `app` under `prefix`; returns the console application.
 
-    `auth` and `history` are `create_app`'s.
+    `auth`, `allowedHosts` and `history` are `create_app`'s.
 
     Examples:
         >>> from aiohttp import web
@@ -102,7 +110,7 @@ def setup(
     """
     if not isinstance(app, web.Application):
         raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
-    console = create_app(ssc, prefix=prefix, history=history, auth=auth)
+    console = create_app(ssc, prefix=prefix, history=history, auth=auth, allowedHosts=allowedHosts)
     app.add_subapp(_prefix(prefix), console)
     return console
 
@@ -127,6 +135,13 @@ async def _index(request: web.Request) -> web.StreamResponse:
 
 async def _openapi(request: web.Request) -> web.Response:
     return web.json_response(openapi(request.app[PREFIX_KEY]))
+
+
+def _host_names(host: str) -> frozenset[str]:
+    """The `Host` names a console listening on `host` answers to by default."""
+    if host in WILDCARDS:
+        return frozenset({"*"})
+    return LOOPBACK_NAMES | {host.strip("[]").lower()}
 
 
 class Console:
@@ -155,6 +170,7 @@ class Console:
         *,
         token: str | None = None,
         auth: Authenticator | None = None,
+        allowedHosts: Iterable[str] | None = None,
         insecure: bool = False,
     ) -> None:
         if not isinstance(ssc, StreamingContext):
@@ -179,12 +195,14 @@ class Console:
         self.port = port
         self.insecure = insecure
         self._token = token
+        self._hosts = allowed_hosts(allowedHosts) if allowedHosts is not None else None
         self._runner: web.AppRunner | None = None
 
     @property
     def url(self) -> str:
         """`http://host:port/`."""
-        return f"http://{self.host}:{self.port}/"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
 
     @property
     def loginUrl(self) -> str:
@@ -200,7 +218,9 @@ class Console:
         As Spark's UI does, when the port is taken the next ones are tried (up to
         `PORT_ATTEMPTS`); `url` says where it is.
         """
-        self._runner = web.AppRunner(create_app(self.ssc, auth=self.auth), access_log=None)
+        hosts = self._hosts if self._hosts is not None else _host_names(self.host)
+        app = create_app(self.ssc, auth=self.auth, allowedHosts=hosts)
+        self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         wanted = self.port
         for attempt in range(PORT_ATTEMPTS if wanted else 1):
@@ -235,6 +255,7 @@ async def serve(
     *,
     token: str | None = None,
     auth: Authenticator | None = None,
+    allowedHosts: Iterable[str] | None = None,
     insecure: bool = False,
 ) -> None:
     """Serve the console of `ssc` until the context stops (`ssc.serve` calls this).
@@ -248,7 +269,9 @@ async def serve(
         await serve(ssc, port=4040, token=token)  # or: await ssc.serve(port=4040)
         ```
     """
-    console = Console(ssc, host, port, token=token, auth=auth, insecure=insecure)
+    console = Console(
+        ssc, host, port, token=token, auth=auth, allowedHosts=allowedHosts, insecure=insecure
+    )
     await console.start()
     try:
         while True:

@@ -186,11 +186,14 @@ def _error(description: str) -> Schema:
 _REFUSED: Schema = {
     "401": _error("Not signed in (the console has auth): send Authorization: Bearer <token>."),
     "403": _error("Signed in without the scope this needs."),
+    "421": _error("The Host header is not one the console answers to (allowedHosts)."),
 }
 _WRITE_REFUSED: Schema = {
     "403": _error(
-        "Too little scope; or a token-protected trigger without control scope or its own token."
+        "A cross-site request (Origin, Sec-Fetch-Site); too little scope; or a "
+        "token-protected trigger without control scope or its own token."
     ),
+    "415": _error("Not Content-Type: application/json."),
 }
 
 

@@ -1,6 +1,7 @@
 // The reactive-spark console: sources, live batches and jobs, and the lineage as SVG.
-// Plain JavaScript served from the package: no CDN, no build step. Paths are relative, so the
-// console works wherever it is mounted (`/`, `/reactive/`, ...).
+// Plain JavaScript served from the package: no CDN, no build step, nothing inline (the page's
+// Content-Security-Policy allows only these files). Paths are relative, so the console works
+// wherever it is mounted (`/`, `/reactive/`, ...).
 //
 // Signing in: a login URL's `?token=` is moved to the tab's sessionStorage and removed from the
 // address bar; every API request then sends `Authorization: Bearer <token>`. The live stream is
@@ -106,7 +107,11 @@ async function fire(name) {
   const button = document.querySelector(`button.fire[data-source="${CSS.escape(name)}"]`);
   if (button) button.disabled = true;
   try {
-    const response = await api(`api/sources/${encodeURIComponent(name)}/fire`, { method: "POST" });
+    const response = await api(`api/sources/${encodeURIComponent(name)}/fire`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: "null",
+    });
     const answer = await response.json();
     if (!response.ok) alert(`${name}: ${answer.error}`);
   } finally {
