@@ -281,6 +281,35 @@ async def test_the_page_has_no_inline_script_or_style(make_console: Any) -> None
     assert "<style" not in page and " style=" not in page and " on" + "click=" not in page
 
 
+# -- valid JSON whatever the events hold ---------------------------------------------------------
+async def test_non_finite_and_deep_values_keep_the_json_valid(make_console: Any) -> None:
+    ssc, client = await make_console()
+    stream = await client.get("/api/events/stream")
+    assert await stream.content.readline() == b": connected\n"
+    rerun = next(source for source in ssc.sources if source.name == "rerun")
+    deep: Any = 1
+    for _ in range(980):
+        deep = [deep]
+    values_in = (float("nan"), {"v": float("inf"), "w": [-float("inf")]}, deep, object())
+    for value in values_in:
+        rerun.trigger(value)  # type: ignore[attr-defined]
+    await ssc.advanceTo(T0)
+    events = await answer(await client.get("/api/events"), 200)
+    values = [event["fields"]["value"] for event in reversed(events)]
+    assert values[0] == "NaN" and values[1] == {"v": "Infinity", "w": ["-Infinity"]}
+    assert "nested deeper than 256" in json.dumps(values[2])
+    assert values[3].startswith("<object object at")
+    await answer(await client.get("/api/batches"), 200)
+    received = b""
+    while received.count(b"event: event") < 4:
+        received += await stream.content.readany()
+    for block in received.decode().split("\n\n"):
+        for line in block.splitlines():
+            if line.startswith("data: "):
+                strict_json(line[len("data: ") :])
+    stream.close()
+
+
 # -- arguments -----------------------------------------------------------------------------------
 async def test_console_arguments_are_checked(sc: SparkContext, caplog: Any) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))

@@ -21,6 +21,7 @@ from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
 from reactive_spark.web.history import Record, redacted
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
+from reactive_spark.web.values import dumps, json_response, shown
 
 __all__ = ["add_routes", "json_error"]
 
@@ -55,23 +56,23 @@ def _shown(request: web.Request, records: list[Record]) -> list[Record]:
 
 async def sources(request: web.Request) -> web.Response:
     """`GET /api/sources`: every source, what it fired, when it fires next, its catch-up."""
-    return web.json_response(request.app[HISTORY_KEY].sources())
+    return json_response(request.app[HISTORY_KEY].sources())
 
 
 async def graph(request: web.Request) -> web.Response:
     """`GET /api/graph`: streams, their dependencies, bindings and outputs; the sources."""
     ssc = request.app[CONTEXT_KEY]
-    return web.json_response(ssc.graph.describe(ssc.sources))
+    return json_response(ssc.graph.describe(ssc.sources))
 
 
 async def events(request: web.Request) -> web.Response:
     """`GET /api/events?limit=`: the latest events, newest first."""
-    return web.json_response(_shown(request, request.app[HISTORY_KEY].events(_limit(request))))
+    return json_response(_shown(request, request.app[HISTORY_KEY].events(_limit(request))))
 
 
 async def batches(request: web.Request) -> web.Response:
     """`GET /api/batches?limit=`: the latest batches, newest first."""
-    return web.json_response(_shown(request, request.app[HISTORY_KEY].batches(_limit(request))))
+    return json_response(_shown(request, request.app[HISTORY_KEY].batches(_limit(request))))
 
 
 async def batch(request: web.Request) -> web.Response:
@@ -84,7 +85,7 @@ async def batch(request: web.Request) -> web.Response:
     record = request.app[HISTORY_KEY].batch(int(raw))
     if record is None:
         raise json_error(web.HTTPNotFound, f"no event {raw} in the console's history")
-    return web.json_response(_shown(request, [record])[0])
+    return json_response(_shown(request, [record])[0])
 
 
 async def fire(request: web.Request) -> web.Response:
@@ -131,7 +132,7 @@ async def fire(request: web.Request) -> web.Response:
         "instanceId": event.instanceId,
         "status": f"{prefix}/api/batches/{event.instanceId}",
     }
-    return web.json_response(answer, status=202)
+    return json_response(answer, status=202)
 
 
 def _allow_protected(source: RestEventSource, grant: Grant, token: str | None) -> None:
@@ -195,7 +196,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
                 await response.write(b": keep-alive\n\n")
                 continue
             record = message["data"] if authenticated else redacted(message["data"])
-            data = json.dumps(record, default=str)
+            data = dumps(shown(record))
             await response.write(f"event: {message['type']}\ndata: {data}\n\n".encode())
     except (ConnectionResetError, asyncio.CancelledError):
         pass

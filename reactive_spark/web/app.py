@@ -29,6 +29,7 @@ from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.openapi import openapi
 from reactive_spark.web.security import LOOPBACK_NAMES, allowed_hosts, guard, security_headers
+from reactive_spark.web.values import json_response
 
 __all__ = ["Console", "create_app", "serve", "setup"]
 
@@ -134,7 +135,7 @@ async def _index(request: web.Request) -> web.StreamResponse:
 
 
 async def _openapi(request: web.Request) -> web.Response:
-    return web.json_response(openapi(request.app[PREFIX_KEY]))
+    return json_response(openapi(request.app[PREFIX_KEY]))
 
 
 def _host_names(host: str) -> frozenset[str]:

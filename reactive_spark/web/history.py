@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.events import Event, EventSource, json_friendly
+from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import (
     BatchInfo,
     JobInfo,
@@ -31,6 +31,7 @@ from reactive_spark.jobs import (
 )
 from reactive_spark.time import Time
 from reactive_spark.web.metrics import ConsoleMetrics
+from reactive_spark.web.values import shown
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -61,9 +62,21 @@ def error_record(error: UserError | None) -> Record | None:
     }
 
 
+def _fields(event: Event) -> dict[str, Any]:
+    """`event.describe()`, or the event's own attributes when that fails on a value.
+
+    A value nested too deeply for `json` must not keep its event out of the console.
+    """
+    try:
+        return event.describe()
+    except Exception:
+        names = [name for cls in type(event).__mro__ for name in getattr(cls, "__slots__", ())]
+        return {name: getattr(event, name, None) for name in names if name != "source"}
+
+
 def event_record(event: Event, firedBy: str | None = None) -> Record:
     """An accepted event as JSON; `firedBy` names who fired it from outside (the console)."""
-    fields = event.describe()
+    fields = _fields(event)
     return {
         "instanceId": event.instanceId,
         "source": event.source.name,
@@ -71,7 +84,7 @@ def event_record(event: Event, firedBy: str | None = None) -> Record:
         "time": event.time.milliseconds,
         "timeUtc": event.time.isoformat(),
         "kind": type(event).__name__,
-        "fields": {key: json_friendly(value) for key, value in fields.items()},
+        "fields": shown(fields),
         "protected": bool(getattr(event.source, "requiresToken", False)),
         "firedBy": firedBy,
     }
@@ -340,7 +353,7 @@ class History(StreamingListener):
                 completed=completed,
                 duration=duration,
                 records=info.numRecords(),
-                inputs={name: json_friendly(read) for name, read in info.inputs.items()},
+                inputs=shown(info.inputs),
                 jobs=[job_record(job) for job in info.jobs] or record["jobs"],
             )
             summary = {key: value for key, value in record.items() if key != "inputs"}
