@@ -107,6 +107,9 @@ async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: An
         ("GET", "/api/batches?limit=0", None, 400, "limit must be an integer from 1 to 1000"),
         ("GET", "/api/events?limit=x", None, 400, "limit must be an integer"),
         ("GET", "/api/batches/abc", None, 400, "instanceId must be a non-negative integer"),
+        ("GET", "/api/batches/%C2%B2", None, 400, "instanceId must be a non-negative integer"),
+        ("GET", "/api/batches?limit=%C2%B2", None, 400, "limit must be an integer"),
+        ("GET", "/api/events?limit=%EF%BC%95", None, 400, "limit must be an integer"),
         ("GET", "/api/batches/99999", None, 404, "no event 99999"),
         ("GET", "/api/nothing", None, 404, "Not Found"),
         ("DELETE", "/api/sources", None, 405, "Method Not Allowed"),
@@ -116,6 +119,9 @@ async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: An
         ("POST", "/api/sources/rerun/fire", b"[" * 100_000, 400, "nested too deeply"),
         ("POST", "/api/sources/triggers/fire", b'{"path": "/x"}', 400, "path must be one of"),
         ("POST", "/api/sources/triggers/fire", b"[1]", 400, "body must be an object"),
+        ("POST", "/api/sources/triggers/fire", b'{"path": ["/report"]}', 400, "path must be"),
+        ("POST", "/api/sources/rerun/fire", b'{"v": NaN}', 400, "NaN is not a JSON number"),
+        ("POST", "/api/sources/rerun/fire", b"[" * 257 + b"]" * 257, 400, "more than 256"),
     ],
 )
 async def test_bad_requests_get_a_json_4xx(  # type: ignore[no-untyped-def]

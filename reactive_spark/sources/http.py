@@ -90,7 +90,10 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
     except web.HTTPException as exc:
         if exc.content_type == "application/json" or exc.status < 400:
             raise
-        return web.json_response({"error": exc.reason}, status=exc.status)
+        answer = web.json_response({"error": exc.reason}, status=exc.status)
+        if exc.status == 405 and "Allow" in exc.headers:
+            answer.headers["Allow"] = exc.headers["Allow"]
+        return answer
 
 
 # -- bearer tokens ---------------------------------------------------------------------------

@@ -7,14 +7,14 @@ what a client sent.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
+import re
 from typing import Any
 
 from aiohttp import web
 
 from reactive_spark.events import Event, RestEvent
-from reactive_spark.sources.http import bearer_token
+from reactive_spark.sources.http import bearer_token, json_error, read_json
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource
 from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
@@ -23,28 +23,31 @@ from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
 from reactive_spark.web.values import dumps, json_response, shown
 
-__all__ = ["add_routes", "json_error"]
+__all__ = ["add_routes"]
 
 log = logging.getLogger(__name__)
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
+#: The largest body `POST /api/sources/{name}/fire` takes.
+MAX_FIRE_BODY = 1024 * 1024
 #: Seconds between keep-alive comments on an idle server-sent-event stream.
 KEEPALIVE = 15.0
+_DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII digits only: "²".isdigit() is true
 
 
-def json_error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
-    """An HTTP error whose body is `{"error": message}`."""
-    return kind(text=json.dumps({"error": message}), content_type="application/json")
+def _number(raw: str) -> int | None:
+    return int(raw) if _DIGITS.fullmatch(raw) else None
 
 
 def _limit(request: web.Request) -> int:
     raw = request.query.get("limit", str(DEFAULT_LIMIT))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    limit = _number(raw)
+    if limit is None or not 1 <= limit <= MAX_LIMIT:
         raise json_error(
             web.HTTPBadRequest, f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw!r}"
         )
-    return int(raw)
+    return limit
 
 
 def _shown(request: web.Request, records: list[Record]) -> list[Record]:
@@ -78,11 +81,12 @@ async def batches(request: web.Request) -> web.Response:
 async def batch(request: web.Request) -> web.Response:
     """`GET /api/batches/{instanceId}`: an event's batch, its jobs, their errors."""
     raw = request.match_info["instanceId"]
-    if not raw.isdigit() or len(raw) > 18:
+    instance_id = _number(raw)
+    if instance_id is None:
         raise json_error(
             web.HTTPBadRequest, f"instanceId must be a non-negative integer, got {raw!r}"
         )
-    record = request.app[HISTORY_KEY].batch(int(raw))
+    record = request.app[HISTORY_KEY].batch(instance_id)
     if record is None:
         raise json_error(web.HTTPNotFound, f"no event {raw} in the console's history")
     return json_response(_shown(request, [record])[0])
@@ -106,7 +110,7 @@ async def fire(request: web.Request) -> web.Response:
         refuse_without(grant, "control")
     if source is None:
         raise json_error(web.HTTPNotFound, f"no event source named {name!r}")
-    body = await _json_body(request)
+    body = await read_json(request, MAX_FIRE_BODY)
     if isinstance(source, ManualEventSource):
         event: Event = source.event(body)
     elif isinstance(source, RestEventSource):
@@ -152,18 +156,6 @@ def _allow_protected(source: RestEventSource, grant: Grant, token: str | None) -
     )
 
 
-async def _json_body(request: web.Request) -> Any:
-    raw = await request.read()
-    if not raw.strip():
-        return None
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
-        raise json_error(web.HTTPBadRequest, "body is not valid JSON") from None
-    except RecursionError:
-        raise json_error(web.HTTPBadRequest, "body is nested too deeply") from None
-
-
 def _rest_event(source: RestEventSource, body: Any) -> Event:
     if body is not None and not isinstance(body, dict):
         raise json_error(web.HTTPBadRequest, 'body must be an object: {"path": ..., "body": ...}')
@@ -172,7 +164,7 @@ def _rest_event(source: RestEventSource, body: Any) -> Event:
     path = fields.get("path")
     if path is None and len(routes) == 1:
         path = next(iter(routes))
-    if path not in routes:
+    if not isinstance(path, str) or path not in routes:
         raise json_error(web.HTTPBadRequest, f"path must be one of {sorted(routes)}, got {path!r}")
     method = "POST" if "POST" in routes[path] else sorted(routes[path])[0]
     return RestEvent(source, None, source.context.clock.now(), method, path, {}, fields.get("body"))

@@ -193,7 +193,9 @@ _WRITE_REFUSED: Schema = {
         "A cross-site request (Origin, Sec-Fetch-Site); too little scope; or a "
         "token-protected trigger without control scope or its own token."
     ),
-    "415": _error("Not Content-Type: application/json."),
+    "408": _error("The body did not arrive in time."),
+    "413": _error("The body is too large."),
+    "415": _error("Not Content-Type: application/json, or an unknown Content-Encoding."),
 }
 
 
@@ -254,7 +256,10 @@ def openapi(prefix: str) -> Schema:
                     },
                     "responses": {
                         "202": {"description": "Accepted: it will run.", **_json(_ref("Fired"))},
-                        "400": _error("The body is not valid."),
+                        "400": _error(
+                            "The body is not strict JSON (NaN, Infinity, nested deeper than "
+                            "256, undecodable) or not what the source takes."
+                        ),
                         **_REFUSED,
                         **_WRITE_REFUSED,
                         "404": _error("No such source."),
