@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
@@ -281,7 +282,7 @@ async def test_the_page_has_no_inline_script_or_style(make_console: Any) -> None
     assert "<style" not in page and " style=" not in page and " on" + "click=" not in page
 
 
-# -- valid JSON whatever the events hold ---------------------------------------------------------
+# -- valid JSON whatever the events hold; no library paths ----------------------------------------
 async def test_non_finite_and_deep_values_keep_the_json_valid(make_console: Any) -> None:
     ssc, client = await make_console()
     stream = await client.get("/api/events/stream")
@@ -308,6 +309,19 @@ async def test_non_finite_and_deep_values_keep_the_json_valid(make_console: Any)
             if line.startswith("data: "):
                 strict_json(line[len("data: ") :])
     stream.close()
+
+
+async def test_failures_show_no_absolute_library_paths(make_console: Any) -> None:
+    ssc, client = await make_console()
+    fired = await answer(await fire(client, "broken"), 202)
+    await ssc.advanceTo(T0)
+    batch = await answer(await client.get(fired["status"]), 200)
+    [job] = batch["jobs"]
+    traceback = job["error"]["traceback"]
+    assert "ValueError: bad line 'x'" in traceback
+    assert "site-packages" not in traceback and os.getcwd() + os.sep not in traceback
+    assert re.search(r'File "pyspark/[^"]+\.py"', traceback), traceback
+    assert 'File "tests/test_security.py"' in traceback or 'File "test_security.py"' in traceback
 
 
 # -- arguments -----------------------------------------------------------------------------------

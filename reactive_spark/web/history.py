@@ -31,7 +31,7 @@ from reactive_spark.jobs import (
 )
 from reactive_spark.time import Time
 from reactive_spark.web.metrics import ConsoleMetrics
-from reactive_spark.web.values import shown
+from reactive_spark.web.values import relative_paths, shown
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -51,14 +51,14 @@ def _when(milliseconds: int | float | None) -> str | None:
 
 
 def error_record(error: UserError | None) -> Record | None:
-    """The user's exception as JSON: type, message, where, traceback."""
+    """The user's exception as JSON: type, message, where, traceback (no library paths)."""
     if error is None:
         return None
     return {
         "type": error.type,
-        "message": error.message,
+        "message": relative_paths(error.message),
         "location": error.location,
-        "traceback": error.traceback,
+        "traceback": relative_paths(error.traceback),
     }
 
 
