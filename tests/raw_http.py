@@ -1,4 +1,4 @@
-"""HTTP as hostile clients speak it: raw bytes on a socket, trickled bodies."""
+"""HTTP as hostile clients speak it: raw bytes on a socket, trickled bodies, unread streams."""
 
 from __future__ import annotations
 
@@ -51,5 +51,23 @@ async def half_sent(url: str, path: str, declared: int = 1000) -> asyncio.Stream
         f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {declared}\r\n\r\n[".encode()
     )
+    await writer.drain()
+    return writer
+
+
+async def unread_stream(url: str, path: str, headers: str = "") -> asyncio.StreamWriter:
+    """Open a GET of `path` (an event stream) whose answer is never read; the writer.
+
+    The socket's receive buffer is made small so that the server's writes soon block.
+    """
+    import socket
+
+    host, port = address(url)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, port))
+    _, writer = await asyncio.open_connection(sock=sock, limit=1024)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}\r\n".encode())
     await writer.drain()
     return writer

@@ -21,7 +21,7 @@ from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
 from reactive_spark.web.history import Record, redacted
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
-from reactive_spark.web.values import dumps, json_response, shown
+from reactive_spark.web.values import json_response
 
 __all__ = ["add_routes"]
 
@@ -171,29 +171,32 @@ def _rest_event(source: RestEventSource, body: Any) -> Event:
 
 
 async def stream(request: web.Request) -> web.StreamResponse:
-    """`GET /api/events/stream`: server-sent events of every event, batch and job transition."""
+    """`GET /api/events/stream`: server-sent events of every event, batch and job transition.
+
+    It ends when the console stops; a viewer that does not read is dropped (see `live`).
+    """
     history = request.app[HISTORY_KEY]
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     )
     await response.prepare(request)
-    authenticated = request[GRANT_KEY].authenticated
-    subscriber = history.subscribe()
+
+    def abort() -> None:
+        if request.transport is not None:
+            request.transport.abort()
+
+    history.listen()
+    subscriber = history.live.subscribe(request[GRANT_KEY].authenticated, abort)
     try:
         await response.write(b": connected\n\n")
-        while True:
-            try:
-                message = await asyncio.wait_for(subscriber.queue.get(), KEEPALIVE)
-            except TimeoutError:
-                await response.write(b": keep-alive\n\n")
-                continue
-            record = message["data"] if authenticated else redacted(message["data"])
-            data = dumps(shown(record))
-            await response.write(f"event: {message['type']}\ndata: {data}\n\n".encode())
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
+        while (frames := await subscriber.next(KEEPALIVE)) is not None:
+            subscriber.writing(True)
+            await response.write(frames or b": keep-alive\n\n")
+            subscriber.writing(False)
+    except ConnectionResetError:
+        pass  # the viewer left, or was dropped
     finally:
-        history.unsubscribe(subscriber)
+        history.live.unsubscribe(subscriber)
     return response
 
 

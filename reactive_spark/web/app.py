@@ -8,7 +8,6 @@ application starts (if it is not running yet) and stops it, gracefully, when the
 
 from __future__ import annotations
 
-import errno
 import logging
 from collections.abc import AsyncIterator, Iterable
 from importlib import resources
@@ -18,6 +17,7 @@ from aiohttp import web
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
 from reactive_spark.sources.http import is_loopback, json_errors
+from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.web import api
 from reactive_spark.web.auth import (
     Authenticator,
@@ -87,6 +87,7 @@ def create_app(
     app.router.add_get("/", _index, name="index")
     app.router.add_static("/static", str(STATIC), name="static")
     app.on_response_prepare.append(security_headers)
+    app.on_shutdown.append(_end_live_streams)
     app.cleanup_ctx.append(_context_lifecycle)
     return app
 
@@ -127,6 +128,11 @@ async def _context_lifecycle(app: web.Application) -> AsyncIterator[None]:
         await ssc.stop(stopSparkContext=False, stopGracefully=True)
     elif not started_here:
         log.warning("the console's StreamingContext was never started")
+
+
+async def _end_live_streams(app: web.Application) -> None:
+    """`on_shutdown`: end every server-sent-event stream, so the server need not wait."""
+    app[HISTORY_KEY].live.close()
 
 
 async def _index(request: web.Request) -> web.StreamResponse:
@@ -197,7 +203,13 @@ class Console:
         self.insecure = insecure
         self._token = token
         self._hosts = allowed_hosts(allowedHosts) if allowedHosts is not None else None
-        self._runner: web.AppRunner | None = None
+        self._server: HttpServer | None = None
+        self._app: web.Application | None = None
+
+    @property
+    def app(self) -> web.Application | None:
+        """The console's aiohttp application, once started."""
+        return self._app
 
     @property
     def url(self) -> str:
@@ -218,23 +230,15 @@ class Console:
 
         As Spark's UI does, when the port is taken the next ones are tried (up to
         `PORT_ATTEMPTS`); `url` says where it is.
+
+        Raises:
+            ListenError: `host` does not resolve, or no port could be bound.
         """
         hosts = self._hosts if self._hosts is not None else _host_names(self.host)
-        app = create_app(self.ssc, auth=self.auth, allowedHosts=hosts)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
+        self._app = create_app(self.ssc, auth=self.auth, allowedHosts=hosts)
+        self._server = HttpServer(self._app)
         wanted = self.port
-        for attempt in range(PORT_ATTEMPTS if wanted else 1):
-            site = web.TCPSite(self._runner, self.host, wanted + attempt if wanted else 0)
-            try:
-                await site.start()
-            except OSError as exc:
-                if attempt == PORT_ATTEMPTS - 1 or exc.errno != errno.EADDRINUSE:
-                    await self._runner.cleanup()
-                    raise
-                continue
-            break
-        self.port = self._runner.addresses[0][1]
+        self.port = await self._server.start(self.host, wanted, attempts=PORT_ATTEMPTS)
         if wanted and self.port != wanted:
             log.warning("port %d is taken: the console is on %s", wanted, self.url)
         if self.auth is None and not is_loopback(self.host):
@@ -243,10 +247,12 @@ class Console:
         return self
 
     async def stop(self) -> None:
-        """Stop serving, and stop the context (gracefully) if it runs."""
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        """Stop serving (live streams end at once), and stop the context (gracefully) if it runs."""
+        if self._app is not None:
+            self._app[HISTORY_KEY].live.close()
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
 
 
 async def serve(

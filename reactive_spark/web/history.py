@@ -2,9 +2,9 @@
 
 `History` listens to a context (it is a `StreamingListener`): it keeps the last `limit` events
 and batches as JSON-ready records, counts what every source fired, feeds the Prometheus metrics
-and pushes every event, batch and job transition to the server-sent-event subscribers. Listener
-callbacks arrive on the event loop and in the scheduler's worker threads; records are guarded
-by a lock and subscribers are fed on the loop.
+and pushes every event, batch and job transition to the live viewers (`live.Broadcast`).
+Listener callbacks arrive on the event loop and in the scheduler's worker threads; records are
+guarded by a lock, messages are encoded where they arise and handed to the loop.
 
 The records of requests to token-protected REST triggers are marked `"protected"`: their
 `query` and `body` are shown only to authenticated viewers (`redacted` hides them).
@@ -13,10 +13,9 @@ The records of requests to token-protected REST triggers are marked `"protected"
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.events import Event, EventSource
@@ -30,6 +29,7 @@ from reactive_spark.jobs import (
     now_ms,
 )
 from reactive_spark.time import Time
+from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
 from reactive_spark.web.values import relative_paths, shown
 
@@ -41,9 +41,6 @@ __all__ = ["History", "redacted"]
 Record = dict[str, Any]
 #: What replaces the query and body of a protected request for unauthenticated viewers.
 HIDDEN = "(hidden: sign in to the console to see it)"
-
-#: How many messages a slow server-sent-event subscriber may fall behind before it loses some.
-SUBSCRIBER_BACKLOG = 1000
 
 
 def _when(milliseconds: int | float | None) -> str | None:
@@ -124,13 +121,6 @@ class SourceStats:
     last: int | None = None
 
 
-@dataclass(eq=False)
-class Subscriber:
-    """A server-sent-event client: a queue the history fills on the loop."""
-
-    queue: asyncio.Queue[Record] = field(default_factory=lambda: asyncio.Queue(SUBSCRIBER_BACKLOG))
-
-
 class History(StreamingListener):
     """Recent events, batches and jobs of `ssc`, and what every source fired (see module).
 
@@ -150,7 +140,7 @@ class History(StreamingListener):
         self._batches: OrderedDict[int, Record] = OrderedDict()
         self._accepted: OrderedDict[int, float] = OrderedDict()  # instanceId -> wall ms
         self._stats: dict[str, SourceStats] = {}
-        self._subscribers: set[Subscriber] = set()
+        self.live = Broadcast()
         self._waiting: dict[int, asyncio.Future[Event]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -227,41 +217,26 @@ class History(StreamingListener):
         self._waiting[id(event)] = future
         return future
 
-    # -- server-sent events ------------------------------------------------------------------
-    def subscribe(self) -> Subscriber:
-        """A new subscriber to every transition (call on the loop)."""
+    # -- live viewers ------------------------------------------------------------------------
+    def listen(self) -> None:
+        """Deliver live messages on the running loop (call on it, before subscribing)."""
         self._loop = asyncio.get_running_loop()
-        subscriber = Subscriber()
-        self._subscribers.add(subscriber)
-        return subscriber
-
-    def unsubscribe(self, subscriber: Subscriber) -> None:
-        """Stop feeding `subscriber`."""
-        self._subscribers.discard(subscriber)
 
     def _publish(self, kind: str, data: Record) -> None:
-        if not self._subscribers:
-            return
         loop = self._loop
-        message = {"type": kind, "data": data}
-        if loop is None or loop.is_closed():
+        if not len(self.live) or loop is None or loop.is_closed():
             return
+        full = frame(kind, data)
+        hidden = redacted(data)
+        message = Message(full, full if hidden is data else frame(kind, hidden))
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            self._deliver(message)
+            self.live.publish(message)
         else:
-            loop.call_soon_threadsafe(self._deliver, message)
-
-    def _deliver(self, message: Record) -> None:
-        for subscriber in list(self._subscribers):
-            queue = subscriber.queue
-            if queue.full():  # a slow client loses the oldest message, not the newest
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    queue.get_nowait()
-            queue.put_nowait(message)
+            loop.call_soon_threadsafe(self.live.publish, message)
 
     # -- listener callbacks --------------------------------------------------------------------
     def onEventFired(self, event: Event) -> None:
