@@ -274,12 +274,15 @@ async def test_every_answer_carries_security_headers(make_console: Any) -> None:
         assert response.headers["Server"] == "reactive-spark"
 
 
-async def test_the_page_has_no_inline_script_or_style(make_console: Any) -> None:
+async def test_the_page_has_no_inline_script_or_style_and_a_favicon(make_console: Any) -> None:
     _, client = await make_console()
     page = await (await client.get("/")).text()
     scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", page, re.S)
     assert scripts and all('src="' in attrs and not body.strip() for attrs, body in scripts)
     assert "<style" not in page and " style=" not in page and " on" + "click=" not in page
+    assert 'rel="icon"' in page and "static/favicon.svg" in page
+    icon = await client.get("/static/favicon.svg")
+    assert icon.status == 200 and icon.content_type == "image/svg+xml"
 
 
 # -- valid JSON whatever the events hold; no library paths ----------------------------------------
