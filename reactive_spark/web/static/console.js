@@ -11,7 +11,7 @@
 const MAX_ROWS = 200;
 const RECONNECT_MS = 2000;
 const TOKEN_KEY = "reactive-spark-token";
-const state = { batches: new Map(), selected: null, graph: null, failedJobs: 0, events: 0 };
+const state = { batches: new Map(), sources: new Map(), selected: null, graph: null, failedJobs: 0, events: 0 };
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -77,30 +77,44 @@ const utc = (iso) => (iso ? iso.replace("T", " ").replace("Z", "") : "—");
 const seconds = (value) => (value == null ? "—" : `${value.toFixed(2)} s`);
 
 // -- sources -------------------------------------------------------------------------------------
-async function loadSources() {
-  const sources = await getJSON("api/sources");
-  const body = document.querySelector("#sources tbody");
-  body.replaceChildren(
-    ...sources.map((source) =>
-      el(
-        "tr",
-        { id: `source-row-${source.name}` },
-        el("td", {}, source.name),
-        el("td", {}, source.kind),
-        el("td", {}, source.events),
-        el("td", {}, utc(source.lastFiredUtc)),
-        el("td", {}, utc(source.nextFireUtc)),
-        el("td", {}, source.catchUp),
-        el(
-          "td",
-          {},
-          source.fireable
-            ? el("button", { class: "fire", "data-source": source.name, onclick: () => fire(source.name) }, "fire")
-            : ""
-        )
-      )
+function sourceRow(source) {
+  return el(
+    "tr",
+    { "data-source": source.name },
+    el("td", {}, source.name),
+    el("td", {}, source.kind),
+    el("td", { class: "events" }, source.events),
+    el("td", { class: "last-fired" }, utc(source.lastFiredUtc)),
+    el("td", {}, utc(source.nextFireUtc)),
+    el("td", {}, source.catchUp),
+    el(
+      "td",
+      {},
+      source.fireable
+        ? el("button", { class: "fire", "data-source": source.name, onclick: () => fire(source.name) }, "fire")
+        : ""
     )
   );
+}
+
+async function loadSources() {
+  const sources = await getJSON("api/sources");
+  state.sources = new Map(sources.map((source) => [source.name, source]));
+  document.querySelector("#sources tbody").replaceChildren(...sources.map(sourceRow));
+}
+
+// An event the live stream reports: count it for its source at once (the poll only adds the
+// next fire times).
+function sourceFired(event) {
+  const source = state.sources.get(event.source);
+  if (!source) return;
+  source.events += 1;
+  if (source.lastFired == null || event.time >= source.lastFired) {
+    source.lastFired = event.time;
+    source.lastFiredUtc = event.timeUtc;
+  }
+  const row = document.querySelector(`#sources tr[data-source="${CSS.escape(source.name)}"]`);
+  if (row) row.replaceWith(sourceRow(source));
 }
 
 async function fire(name) {
@@ -296,9 +310,10 @@ function highlight(jobs) {
 
 // -- live updates ------------------------------------------------------------------------------------
 const liveHandlers = {
-  event() {
+  event(event) {
     state.events += 1;
     document.getElementById("count-events").textContent = state.events;
+    sourceFired(event);
   },
   batch: upsertBatch,
   "source-error"(failure) {
@@ -370,6 +385,7 @@ async function connect() {
 async function main() {
   takeTokenFromAddress();
   setUpSignIn();
+  await loadSources();
   connect();
   const [graph, batches, events] = await Promise.all([
     getJSON("api/graph"),
@@ -385,7 +401,6 @@ async function main() {
   }
   state.failedJobs = batches.flatMap((batch) => batch.jobs).filter((job) => job.status === "failed").length;
   document.getElementById("count-failed").textContent = state.failedJobs;
-  await loadSources();
   setInterval(() => loadSources().catch(() => {}), 2000);
 }
 
