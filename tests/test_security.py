@@ -356,3 +356,13 @@ async def test_console_arguments_are_checked(sc: SparkContext, caplog: Any) -> N
         await insecure.stop()
     assert "has no authentication (insecure=True)" in caplog.text
     assert "t0ken" not in caplog.text
+
+
+# -- validation gaps -----------------------------------------------------------------------------
+def test_paths_no_database_or_checkpoint_can_use_are_named(sc: SparkContext, tmp_path: Any) -> None:
+    from reactive_spark.log import Database, StateStore
+
+    with pytest.raises(InvalidArgumentError, match=r"path '.*' is a directory: give the path of"):
+        StateStore(Database.sqlite(str(tmp_path)), "counts")
+    with pytest.raises(InvalidArgumentError, match=r"checkpoint must be a directory path, got"):
+        StreamingContext(sc, None, clock=VirtualClock(T0), checkpoint=str(tmp_path) + "/a\0b")
