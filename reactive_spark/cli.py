@@ -20,6 +20,7 @@ import inspect
 import logging
 import os
 import re
+import secrets
 import signal
 import sys
 import time
@@ -153,10 +154,7 @@ async def demo(args: argparse.Namespace) -> int:
             on_day=lambda day: progress.update(days, completed=day),
         )
         ssc = runner.context(runner.spark(), runner.clock(), freezeHeap=True)
-        console = None
-        if args.ui:
-            console = await Console(ssc, args.host, args.port).start()
-            terminal.print(f"console: [link]{console.url}[/link]")
+        console = await start_console(ssc, args) if args.ui else None
         try:
             summary = await runner.run(ssc)
         finally:
@@ -187,6 +185,18 @@ def print_summary(summary: DemoSummary) -> None:
         terminal.print(f"[red]{failure}")
 
 
+async def start_console(ssc: StreamingContext, args: argparse.Namespace) -> Console:
+    """Serve the console `--ui` asks for, behind a fresh token, and print its login URL.
+
+    As Jupyter does, the token is in the printed URL only (the page keeps it in the tab), never
+    in the log. `--insecure` serves it without a token (needed on a non-loopback `--host`).
+    """
+    token = None if args.insecure else secrets.token_urlsafe(24)
+    console = await Console(ssc, args.host, args.port, token=token, insecure=args.insecure).start()
+    terminal.print(f"console: [link]{console.loginUrl}[/link]", soft_wrap=True)
+    return console
+
+
 async def run(args: argparse.Namespace) -> int:
     """Run a user's program on the system clock until it stops, `--until`, SIGINT or SIGTERM."""
     py_files = [path for paths in args.py_files for path in paths.split(",") if path]
@@ -203,8 +213,7 @@ async def run(args: argparse.Namespace) -> int:
     await build(function, ssc)
     console = None
     if args.ui:
-        console = await Console(ssc, args.host, args.port).start()  # starts ssc too
-        terminal.print(f"console: [link]{console.url}[/link]")
+        console = await start_console(ssc, args)  # starts ssc too
     else:
         await ssc.start()
     if ssc.recovered:
@@ -341,6 +350,11 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--ui", action="store_true", help="serve the web console meanwhile")
         command.add_argument("--host", default="127.0.0.1", help="console host (127.0.0.1)")
         command.add_argument("--port", type=int, default=4040, help="console port (4040)")
+        command.add_argument(
+            "--insecure",
+            action="store_true",
+            help="serve the console without a token (anyone who reaches it may view and fire)",
+        )
 
     demo_command = commands.add_parser(
         "demo", help="the daily/weekly logs job on generated files, on simulated days"
