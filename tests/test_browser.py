@@ -54,11 +54,16 @@ Promise.allSettled([
                   headers: {{ "Content-Type": "application/json" }} }}),
 ]).then(() => {{ document.title = "tried"; }});
 """
+
+    async def index(request: web.Request) -> web.Response:
+        return web.Response(text=page, content_type="text/html")
+
+    async def attack(request: web.Request) -> web.Response:
+        return web.Response(text=script, content_type="text/javascript")
+
     app = web.Application()
-    app.router.add_get("/", lambda request: web.Response(text=page, content_type="text/html"))
-    app.router.add_get(
-        "/attack.js", lambda request: web.Response(text=script, content_type="text/javascript")
-    )
+    app.router.add_get("/", index)
+    app.router.add_get("/attack.js", attack)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
