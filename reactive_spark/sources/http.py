@@ -20,6 +20,7 @@ import asyncio
 import hmac
 import ipaddress
 import json
+import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -32,6 +33,7 @@ from reactive_spark.errors import InvalidArgumentError
 __all__ = [
     "BODY_TIMEOUT",
     "MAX_JSON_DEPTH",
+    "RAW_BODIES_KEY",
     "SERVER",
     "bearer_token",
     "cross_site",
@@ -50,8 +52,13 @@ MAX_JSON_DEPTH = 256
 BODY_TIMEOUT = 10.0
 #: The `Server` header of every answer (no aiohttp or Python version).
 SERVER = "reactive-spark"
-#: The `Content-Encoding`s aiohttp decodes before a handler reads the body.
+#: The `Content-Encoding`s aiohttp decodes before a handler reads the body (by default).
 DECODED = frozenset({"identity", "gzip", "x-gzip", "deflate", "br", "zstd"})
+#: The ones `read_json` decodes itself, for a server made with `auto_decompress=False`.
+OWN_DECODING = {"gzip": 47, "x-gzip": 47, "deflate": 15}
+#: Set on an application served with `auto_decompress=False`: `read_json` decompresses
+#: (bounded, and every bad body is a JSON 400, where aiohttp's parser answers text/plain).
+RAW_BODIES_KEY: web.AppKey[bool] = web.AppKey("reactive_spark_raw_bodies", bool)
 
 
 def json_error(
@@ -187,7 +194,8 @@ async def read_json(request: web.Request, max_size: int) -> Any:
     if request.content_length is not None and request.content_length > max_size:
         raise _too_large(max_size)
     encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    if encoding not in DECODED:
+    decode_here = request.config_dict.get(RAW_BODIES_KEY, False) and encoding != "identity"
+    if encoding not in (OWN_DECODING if decode_here else DECODED) and encoding != "identity":
         raise json_error(
             web.HTTPUnsupportedMediaType,
             f"Content-Encoding {encoding!r} is not supported (gzip, deflate or none)",
@@ -211,7 +219,23 @@ async def read_json(request: web.Request, max_size: int) -> Any:
         request.content.feed_eof()  # nothing more to read: aiohttp need not drain it
         message = str(exc).split("message:", 1)[-1].strip()
         raise json_error(web.HTTPBadRequest, f"unreadable body: {message}", close=True) from None
-    return parse_json(b"".join(chunks))
+    raw = b"".join(chunks)
+    return parse_json(_decompress(raw, encoding, max_size) if decode_here else raw)
+
+
+def _decompress(raw: bytes, encoding: str, max_size: int) -> bytes:
+    """`raw` decoded as `encoding`; 413 past `max_size`, 400 when it is not that encoding."""
+    for wbits in (OWN_DECODING[encoding], -15):  # deflate is zlib-wrapped, or raw in the wild
+        decoder = zlib.decompressobj(wbits)
+        try:
+            data = decoder.decompress(raw, max_size + 1)
+        except zlib.error:
+            continue
+        if len(data) > max_size or decoder.unconsumed_tail:
+            raise _too_large(max_size)
+        if decoder.eof:
+            return data
+    raise json_error(web.HTTPBadRequest, f"unreadable body: it is not valid {encoding} data")
 
 
 def _too_large(limit: int) -> web.HTTPException:

@@ -4,11 +4,13 @@
   idle that long between requests) is closed; bodies have `http.BODY_TIMEOUT`.
 - `stop()` gives running requests `SHUTDOWN_TIMEOUT` seconds, then cancels them; the rest of
   a refused body is read for `LINGERING_TIME` seconds at most (aiohttp's default is 10).
+- Bodies are decompressed by `http.read_json` (gzip, deflate; bounded by the body limit), not
+  by aiohttp's parser, so that a body that is not what its `Content-Encoding` says gets a JSON
+  400 like every other client error.
 - Every answer of the application says `Server: reactive-spark`, without versions. Requests
   aiohttp's HTTP parser rejects before any application code runs (a malformed request line or
-  header, a `Content-Encoding` it cannot decode, such as `br` without Brotli installed) keep
-  aiohttp's own answer: 400, `text/plain`, its `Server` header, the connection closed; aiohttp
-  offers no hook for it short of replacing its protocol class.
+  header) keep aiohttp's own answer: 400, `text/plain`, its `Server` header, the connection
+  closed; aiohttp offers no hook for it short of replacing its protocol class.
 
 Examples:
     ```python
@@ -29,7 +31,7 @@ import socket
 from aiohttp import web
 
 from reactive_spark.errors import ListenError
-from reactive_spark.sources.http import SERVER
+from reactive_spark.sources.http import RAW_BODIES_KEY, SERVER
 
 __all__ = ["IDLE_TIMEOUT", "SHUTDOWN_TIMEOUT", "HttpServer", "server_header"]
 
@@ -53,9 +55,11 @@ class HttpServer:
 
     def __init__(self, app: web.Application) -> None:
         app.on_response_prepare.append(server_header)
+        app[RAW_BODIES_KEY] = True  # read_json decompresses: bad bodies get JSON errors
         self._runner = web.AppRunner(
             app,
             access_log=None,
+            auto_decompress=False,
             shutdown_timeout=SHUTDOWN_TIMEOUT,
             keepalive_timeout=IDLE_TIMEOUT,
             lingering_time=LINGERING_TIME,
