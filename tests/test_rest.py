@@ -395,15 +395,18 @@ async def test_bad_compression_is_a_json_4xx(open_trigger, encoding, status, mes
         b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n",
         b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
         b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # TLS to a plain HTTP port
+        b"POST /" + b"x" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",  # too long a line
     ],
 )
-async def test_requests_the_http_parser_rejects_are_4xx_and_fire_nothing(  # type: ignore[no-untyped-def]
+async def test_requests_the_http_parser_rejects_get_a_json_400_and_fire_nothing(  # type: ignore[no-untyped-def]
     open_trigger, request_bytes
 ) -> None:
-    """aiohttp answers these itself, before any handler (text/plain: docs/security.md)."""
+    """aiohttp's parser rejects these before any handler; HttpServer answers them in JSON."""
     ssc, base, seen = open_trigger
     answer = await exchange(base, request_bytes + b"\r\n\r\n")
     assert answer.status == 400  # and the server closed the connection (exchange reads to EOF)
+    assert answer.json()["error"].startswith("the request is not valid HTTP (")
+    assert answer.headers["server"] == "reactive-spark"
     await ssc.advanceTo(T0)
     assert seen == []
 

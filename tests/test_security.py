@@ -19,6 +19,8 @@ from pyspark import SparkContext
 from reactive_spark import Days, InvalidArgumentError, StreamingContext, Time, VirtualClock
 from reactive_spark.web import BearerToken, Console, create_app, setup
 
+from .raw_http import exchange
+
 T0 = Time.fromDatetime(datetime(2026, 4, 6, tzinfo=UTC))
 JSON = {"Content-Type": "application/json"}
 CONSOLE_TOKEN = "console-token"
@@ -283,6 +285,25 @@ async def test_the_page_has_no_inline_script_or_style_and_a_favicon(make_console
     assert 'rel="icon"' in page and "static/favicon.svg" in page
     icon = await client.get("/static/favicon.svg")
     assert icon.status == 200 and icon.content_type == "image/svg+xml"
+
+
+async def test_the_console_answers_what_the_http_parser_rejects_in_json(sc: SparkContext) -> None:
+    """On its own port, as REST triggers do: not aiohttp's text/plain with its version."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    console = await Console(ssc, port=0, token=CONSOLE_TOKEN).start()
+    try:
+        for request in (
+            b"GE T / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            b"GET /api/sources HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+            b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        ):
+            refused = await exchange(console.url, request)  # read until the server closes
+            assert refused.status == 400 and refused.headers["server"] == "reactive-spark"
+            assert refused.json()["error"].startswith("the request is not valid HTTP (")
+    finally:
+        await console.stop()
+    assert ssc.state == "stopped"
 
 
 # -- valid JSON whatever the events hold; no library paths ----------------------------------------

@@ -7,10 +7,12 @@
 - Bodies are decompressed by `http.read_json` (gzip, deflate; bounded by the body limit), not
   by aiohttp's parser, so that a body that is not what its `Content-Encoding` says gets a JSON
   400 like every other client error.
-- Every answer of the application says `Server: reactive-spark`, without versions. Requests
+- Every answer says `Server: reactive-spark`, without versions, and is JSON: also a request
   aiohttp's HTTP parser rejects before any application code runs (a malformed request line or
-  header) keep aiohttp's own answer: 400, `text/plain`, its `Server` header, the connection
-  closed; aiohttp offers no hook for it short of replacing its protocol class.
+  header) gets `{"error": "the request is not valid HTTP (...)"}` with its 400, the connection
+  closed. Connections are served by a `web.Server` whose protocol, a `web.RequestHandler`,
+  answers `handle_error` so; the application's handler and request factory are the ones its
+  `AppRunner` made, so middlewares, signals and the lifecycle are aiohttp's.
 
 Examples:
     ```python
@@ -27,13 +29,22 @@ import asyncio
 import errno
 import logging
 import socket
+from http import HTTPStatus
+from typing import Any
 
 from aiohttp import web
 
 from reactive_spark.errors import ListenError
 from reactive_spark.sources.http import RAW_BODIES_KEY, SERVER
 
-__all__ = ["IDLE_TIMEOUT", "SHUTDOWN_TIMEOUT", "HttpServer", "server_header"]
+__all__ = [
+    "IDLE_TIMEOUT",
+    "SHUTDOWN_TIMEOUT",
+    "HttpServer",
+    "JsonErrorHandler",
+    "JsonErrorServer",
+    "server_header",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,20 +61,59 @@ async def server_header(request: web.Request, response: web.StreamResponse) -> N
     response.headers["Server"] = SERVER
 
 
+class JsonErrorHandler(web.RequestHandler):
+    """aiohttp's HTTP protocol, answering what it cannot hand to the application in JSON.
+
+    `handle_error` answers requests the parser rejects (400) and handlers that raised (500);
+    aiohttp's own answer is `text/plain` (echoing the request line) with its version.
+    """
+
+    __slots__ = ()
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """`{"error": ...}` with aiohttp's status; logged, and closing, as aiohttp does."""
+        plain = super().handle_error(request, status, exc, message)  # logs; raises if sent
+        if plain.status < 500 and exc is not None:
+            error = f"the request is not valid HTTP ({type(exc).__name__})"
+        else:
+            error = HTTPStatus(plain.status).phrase
+        answer = web.json_response({"error": error}, status=plain.status)
+        answer.headers["Server"] = SERVER
+        answer.force_close()
+        return answer
+
+
+class JsonErrorServer(web.Server):
+    """aiohttp's low-level server of `template`'s application, with `JsonErrorHandler`s.
+
+    `options` are the protocol's (`keepalive_timeout`, `lingering_time`, ...).
+    """
+
+    def __init__(self, template: web.Server, **options: Any) -> None:
+        super().__init__(
+            template.request_handler, request_factory=template.request_factory, **options
+        )
+        self.protocol_options = options
+
+    def __call__(self) -> web.RequestHandler:
+        """A protocol for a new connection (what `loop.create_server` calls)."""
+        return JsonErrorHandler(self, loop=asyncio.get_running_loop(), **self.protocol_options)
+
+
 class HttpServer:
-    """`app` served on a port with bounded timeouts and no version in `Server` (see module)."""
+    """`app` served on a port with bounded timeouts and JSON parser errors (see module)."""
 
     def __init__(self, app: web.Application) -> None:
         app.on_response_prepare.append(server_header)
         app[RAW_BODIES_KEY] = True  # read_json decompresses: bad bodies get JSON errors
-        self._runner = web.AppRunner(
-            app,
-            access_log=None,
-            auto_decompress=False,
-            shutdown_timeout=SHUTDOWN_TIMEOUT,
-            keepalive_timeout=IDLE_TIMEOUT,
-            lingering_time=LINGERING_TIME,
-        )
+        self._runner = web.AppRunner(app)  # the application's lifecycle; not its connections
+        self._connections: JsonErrorServer | None = None
         self._server: asyncio.Server | None = None
 
     @property
@@ -82,8 +132,14 @@ class HttpServer:
         """
         await self._runner.setup()
         loop = asyncio.get_running_loop()
-        factory = self._runner.server
-        assert factory is not None
+        assert self._runner.server is not None
+        self._connections = factory = JsonErrorServer(
+            self._runner.server,
+            access_log=None,
+            auto_decompress=False,
+            keepalive_timeout=IDLE_TIMEOUT,
+            lingering_time=LINGERING_TIME,
+        )
         tries = attempts if port else 1
         attempt = 0
         while True:
@@ -109,8 +165,12 @@ class HttpServer:
     async def stop(self) -> None:
         """Stop listening; running requests get `SHUTDOWN_TIMEOUT` seconds, then are cancelled."""
         server, self._server = self._server, None
+        connections, self._connections = self._connections, None
         if server is not None:
             server.close()
+        if connections is not None:
+            connections.pre_shutdown()  # idle keep-alive connections close now
+            await connections.shutdown(SHUTDOWN_TIMEOUT)
         await self._runner.cleanup()
         if server is not None:
             await server.wait_closed()
