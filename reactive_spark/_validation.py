@@ -49,7 +49,7 @@ def require_checkpoint_path(value: object, name: str) -> str:
         >>> require_checkpoint_path("file:///data/checkpoint", "checkpoint")
         '/data/checkpoint'
     """
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or "\0" in value:
         raise InvalidArgumentError(f"{name} must be a directory path, got {value!r}")
     url = _URL.match(value)
     if url is None:

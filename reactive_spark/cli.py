@@ -21,6 +21,7 @@ import inspect
 import logging
 import os
 import re
+import secrets
 import signal
 import socket
 import sys
@@ -30,7 +31,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyspark
 from pyspark import SparkConf, SparkContext
@@ -46,6 +47,9 @@ from reactive_spark.demo import Demo, DemoSummary
 from reactive_spark.errors import InvalidArgumentError, JobFailedError, ReactiveSparkError
 from reactive_spark.lineage import FORMATS, render
 from reactive_spark.time import Duration, Time, to_duration
+
+if TYPE_CHECKING:
+    from reactive_spark.web import Console
 
 __all__ = ["main"]
 
@@ -403,12 +407,7 @@ async def demo(args: argparse.Namespace) -> int:
         with quiet_spark(not args.verbose):
             sc = runner.spark()
         ssc = runner.context(sc, runner.clock(), freezeHeap=True)
-        console = None
-        if args.ui:
-            from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
-
-            console = await Console(ssc, args.host, args.port).start()
-            terminal.print(f"console: [link]{console.url}[/link]")
+        console = await start_console(ssc, args) if args.ui else None
         try:
             summary = await runner.run(ssc)
         finally:
@@ -439,6 +438,20 @@ def print_summary(summary: DemoSummary) -> None:
         terminal.print(f"[red]{failure}")
 
 
+async def start_console(ssc: StreamingContext, args: argparse.Namespace) -> Console:
+    """Serve the console `--ui` asks for, behind a fresh token, and print its login URL.
+
+    As Jupyter does, the token is in the printed URL only (the page keeps it in the tab), never
+    in the log. `--insecure` serves it without a token (needed on a non-loopback `--host`).
+    """
+    from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
+
+    token = None if args.insecure else secrets.token_urlsafe(24)
+    console = await Console(ssc, args.host, args.port, token=token, insecure=args.insecure).start()
+    terminal.print(f"console: [link]{console.loginUrl}[/link]", soft_wrap=True)
+    return console
+
+
 async def run(args: argparse.Namespace) -> int:
     """Run a user's program on the system clock until it stops, `--until`, SIGINT or SIGTERM."""
     # the command line, the module and its function first: a mistake answers before Spark starts
@@ -458,10 +471,7 @@ async def run(args: argparse.Namespace) -> int:
     await build(function, ssc)
     console = None
     if args.ui:
-        from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
-
-        console = await Console(ssc, args.host, args.port).start()  # starts ssc too
-        terminal.print(f"console: [link]{console.url}[/link]")
+        console = await start_console(ssc, args)  # starts ssc too
     else:
         await ssc.start()
     if ssc.recovered:
@@ -604,6 +614,11 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--ui", action="store_true", help="serve the web console meanwhile")
         command.add_argument("--host", default="127.0.0.1", help="console host (127.0.0.1)")
         command.add_argument("--port", type=int, default=4040, help="console port (4040)")
+        command.add_argument(
+            "--insecure",
+            action="store_true",
+            help="serve the console without a token (anyone who reaches it may view and fire)",
+        )
 
     demo_command = commands.add_parser(
         "demo", help="the daily/weekly logs job on generated files, on simulated days"

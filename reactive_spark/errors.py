@@ -24,6 +24,7 @@ __all__ = [
     "InvalidCallbackError",
     "JobFailedError",
     "JobSkippedError",
+    "ListenError",
     "OffsetOutOfRangeError",
     "QueueFullError",
     "ReactiveSparkError",
@@ -48,6 +49,10 @@ class ContextStateError(ReactiveSparkError, RuntimeError):
 
 class ForeignContextError(InvalidArgumentError):
     """A stream or source of another StreamingContext was given."""
+
+
+class ListenError(ReactiveSparkError, OSError):
+    """A server (REST triggers, the console) cannot listen where told; names host and port."""
 
 
 class DirectoryNotFoundError(ReactiveSparkError, FileNotFoundError):

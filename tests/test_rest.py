@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
 from collections.abc import AsyncIterator
@@ -13,10 +14,19 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
-from reactive_spark import ContextStateError, RestEvent, StreamingContext, Time, VirtualClock
-from reactive_spark.sources.rest import SOURCE_KEY
+from reactive_spark import (
+    ContextStateError,
+    InvalidArgumentError,
+    RestEvent,
+    StreamingContext,
+    Time,
+    VirtualClock,
+)
+from reactive_spark.errors import ListenError
+from reactive_spark.sources.rest import SOURCE_KEY, RestEventSource
 
 from .helpers import gather
+from .raw_http import exchange
 
 T0 = Time(1_000_000)
 
@@ -201,7 +211,7 @@ async def test_a_deeply_nested_body_is_a_bad_request(sc: SparkContext) -> None:
     async with TestClient(TestServer(rest.app)) as client:
         response = await client.post("/run", data=b"[" * 100_000)
         assert response.status == 400
-        assert (await response.json())["error"] == "body is nested too deeply"
+        assert (await response.json())["error"] == "body is nested too deeply (more than 256)"
     await ssc.stop(stopSparkContext=False)
 
 
@@ -225,3 +235,205 @@ def test_routes_no_request_can_reach_raise_at_definition(
     with pytest.raises(ValueError, match=re.escape(reason)):
         rest.post(path)
     rest.post("/jobs/").get("/a/b.c")  # a trailing slash and dots inside names are fine
+
+
+# -- safe to expose: tokens, cross-site requests, DNS rebinding, strict bodies ------------------
+async def test_the_bearer_scheme_is_case_insensitive(standalone) -> None:  # type: ignore[no-untyped-def]
+    ssc, base, seen = standalone
+    async with aiohttp.ClientSession() as http:
+        for scheme in ("bearer", "BEARER", "Bearer"):
+            headers = {"Authorization": f"{scheme}  s3cret "}
+            async with http.post(f"{base}/jobs/report", headers=headers) as response:
+                assert response.status == 202, await response.text()
+    await ssc.advanceTo(T0)
+    assert len(seen) == 3
+
+
+@pytest.mark.parametrize("token", [" s3cret", "s3cret\n", "s3 cret", "s3cret\x00", "", "tök", 7])
+def test_a_token_no_client_can_send_is_refused_at_definition(sc: SparkContext, token) -> None:  # type: ignore[no-untyped-def]
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    with pytest.raises(
+        InvalidArgumentError, match=r"^token must be .*got " + re.escape(repr(token))
+    ):
+        ssc.restServer(None, name="triggers", token=token)
+
+
+async def test_an_encoded_slash_is_not_a_separator(standalone) -> None:  # type: ignore[no-untyped-def]
+    ssc, base, seen = standalone
+    for path in ("/jobs%2Freport", "/jobs%2freport"):
+        answer = await exchange(
+            base,
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret\r\n"
+            "Content-Length: 0\r\nConnection: close\r\n\r\n".encode(),
+        )
+        assert answer.status == 404 and answer.json() == {"error": f"no trigger at {path}"}
+    await ssc.advanceTo(T0)
+    assert seen == []
+
+
+@pytest.fixture
+async def open_trigger(sc: SparkContext) -> AsyncIterator[tuple[StreamingContext, str, list]]:  # type: ignore[type-arg]
+    """A REST trigger without a token on a loopback port."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer("127.0.0.1", 0, "open").post("/run")
+    out, seen = gather(ssc.queueStream([], default=[1]))
+    out.bind(rest)
+    await ssc.start()
+    yield ssc, f"http://127.0.0.1:{rest.port}", seen
+    await ssc.stop(stopSparkContext=False)
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "message"),
+    [
+        ({"Origin": "http://evil.example"}, 403, "Origin http://evil.example is not this"),
+        ({"Origin": "null"}, 403, "Origin null is not this server's"),
+        ({"Sec-Fetch-Site": "cross-site"}, 403, "Sec-Fetch-Site is cross-site"),
+        ({"Sec-Fetch-Site": "same-site"}, 403, "Sec-Fetch-Site is same-site"),
+        ({"Host": "evil.example"}, 421, "Host 'evil.example' is not a loopback name"),
+        ({"Host": "evil.example:80", "Origin": "http://evil.example"}, 421, "not a loopback"),
+    ],
+)
+async def test_a_trigger_without_token_refuses_other_sites_and_rebound_names(  # type: ignore[no-untyped-def]
+    open_trigger, headers, status, message
+) -> None:
+    ssc, base, seen = open_trigger
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{base}/run", data=b"{}", headers=headers) as response,
+    ):
+        assert response.status == status
+        assert message in (await response.json())["error"]
+    await ssc.advanceTo(T0)
+    assert seen == []
+
+
+async def test_a_trigger_without_token_answers_its_own_origin_and_loopback_names(  # type: ignore[no-untyped-def]
+    open_trigger,
+) -> None:
+    ssc, base, seen = open_trigger
+    port = base.rsplit(":", 1)[1]
+    allowed = [
+        {"Origin": base, "Sec-Fetch-Site": "same-origin"},
+        {"Host": f"localhost:{port}"},
+        {"Host": "[::1]"},
+        {},
+    ]
+    async with aiohttp.ClientSession() as http:
+        for headers in allowed:
+            async with http.post(f"{base}/run", json={"n": 1}, headers=headers) as response:
+                assert response.status == 202, (headers, await response.text())
+                assert response.headers["Server"] == "reactive-spark"
+    await ssc.advanceTo(T0)
+    assert len(seen) == len(allowed)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"v": NaN}', "NaN is not a JSON number"),
+        (b"[Infinity]", "Infinity is not a JSON number"),
+        (b'{"v": -Infinity}', "-Infinity is not a JSON number"),
+        (b"[" * 257 + b"]" * 257, "nested too deeply (more than 256)"),
+        (b'{"a":' * 300 + b"1" + b"}" * 300, "nested too deeply (more than 256)"),
+        (b"[" * 980 + b"]" * 980, "nested too deeply (more than 256)"),
+    ],
+)
+async def test_bodies_the_console_could_not_show_are_refused(  # type: ignore[no-untyped-def]
+    open_trigger, body, message
+) -> None:
+    ssc, base, seen = open_trigger
+    async with aiohttp.ClientSession() as http, http.post(f"{base}/run", data=body) as response:
+        assert response.status == 400
+        assert message in (await response.json())["error"]
+    nested = b"[" * 256 + b"]" * 256  # the documented limit itself is fine
+    async with aiohttp.ClientSession() as http, http.post(f"{base}/run", data=nested) as response:
+        assert response.status == 202
+    await ssc.advanceTo(T0)
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize(
+    ("encoding", "status", "message"),
+    [
+        ("gzip", 400, "unreadable body: it is not valid gzip data"),
+        ("deflate", 400, "unreadable body: it is not valid deflate data"),
+        ("br", 415, "Content-Encoding 'br' is not supported"),
+        ("x-unknown", 415, "Content-Encoding 'x-unknown' is not supported"),
+    ],
+)
+async def test_bad_compression_is_a_json_4xx(open_trigger, encoding, status, message) -> None:  # type: ignore[no-untyped-def]
+    ssc, base, seen = open_trigger
+    answer = await exchange(
+        base,
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Connection: close\r\nContent-Encoding: " + encoding.encode() + b"\r\n"
+        b"Content-Length: 12\r\n\r\nnot zipped!!",
+    )
+    assert answer.status == status and message in answer.json()["error"]
+    assert answer.headers["server"] == "reactive-spark"
+    zipped = gzip.compress(b'{"n": 1}')
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{base}/run", data=zipped, headers={"Content-Encoding": "gzip"}) as response,
+    ):
+        assert response.status == 202  # a body that is what it says is read
+    bomb = gzip.compress(b"[" + b"0," * 600_000 + b"0]")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{base}/run", data=bomb, headers={"Content-Encoding": "gzip"}) as response,
+    ):
+        assert response.status == 413  # decompressed within the body limit
+    await ssc.advanceTo(T0)
+    assert len(seen) == 1  # the valid gzip body only
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GE T /run HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n",
+        b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # TLS to a plain HTTP port
+        b"POST /" + b"x" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",  # too long a line
+    ],
+)
+async def test_requests_the_http_parser_rejects_get_a_json_400_and_fire_nothing(  # type: ignore[no-untyped-def]
+    open_trigger, request_bytes
+) -> None:
+    """aiohttp's parser rejects these before any handler; HttpServer answers them in JSON."""
+    ssc, base, seen = open_trigger
+    answer = await exchange(base, request_bytes + b"\r\n\r\n")
+    assert answer.status == 400  # and the server closed the connection (exchange reads to EOF)
+    assert answer.json()["error"].startswith("the request is not valid HTTP (")
+    assert answer.headers["server"] == "reactive-spark"
+    await ssc.advanceTo(T0)
+    assert seen == []
+
+
+async def test_a_host_that_cannot_be_resolved_is_named_at_start(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer("256.256.256.256", 0, "nowhere", token="t").post("/x")
+    ssc.queueStream([]).bind(rest)
+    with pytest.raises(ListenError, match=r"cannot listen on host '256\.256\.256\.256'"):
+        await ssc.start()
+    assert ssc.state == "stopped"
+
+
+async def test_a_non_loopback_trigger_needs_a_token_or_insecure(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    public = ssc.restServer("0.0.0.0", 0, "public").post("/x")
+    ssc.queueStream([]).bind(public)
+    with pytest.raises(ListenError, match=r"refusing to listen on host '0\.0\.0\.0' without a"):
+        await ssc.start()
+    assert ssc.state == "stopped"
+    with pytest.raises(InvalidArgumentError, match="insecure must be a bool, got 'yes'"):
+        RestEventSource(ssc, "127.0.0.1", 0, "x", insecure="yes")  # type: ignore[arg-type]
+
+    for options in ({"token": "t"}, {"insecure": True}):
+        ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+        rest = RestEventSource(ssc, "0.0.0.0", 0, "open", **options).post("/x")  # type: ignore[arg-type]
+        ssc.queueStream([]).bind(rest)
+        await ssc.start()
+        assert rest.port
+        await ssc.stop(stopSparkContext=False)

@@ -50,6 +50,14 @@ async def ok(response: Any, status: int = 200) -> Any:
     return await response.json()
 
 
+JSON = {"Content-Type": "application/json"}
+
+
+async def fire(client: TestClient[Any, Any], path: str, body: Any = None) -> Any:
+    """POST `body` as JSON to the console's `path` (what the dashboard sends)."""
+    return await client.post(path, data=json.dumps(body), headers=JSON)
+
+
 async def test_sources_graph_events_and_batches(console: Any) -> None:
     ssc, client = console
     await ssc.advanceTo(T0 + Days(2) + Hours(1))
@@ -80,16 +88,17 @@ async def test_sources_graph_events_and_batches(console: Any) -> None:
 
 async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: Any) -> None:
     ssc, client = console
-    fired = await ok(await client.post("/api/sources/rerun/fire", json={"day": 1}), 202)
+    fired = await ok(await fire(client, "/api/sources/rerun/fire", {"day": 1}), 202)
     assert fired["source"] == "rerun" and fired["status"] == f"/api/batches/{fired['instanceId']}"
     await ssc.advanceTo(T0)
     batch = await ok(await client.get(fired["status"]))
     assert batch["status"] == "succeeded" and batch["event"]["fields"]["value"] == {"day": 1}
-    rest = await ok(await client.post("/api/sources/triggers/fire", json={"body": {"x": 1}}), 202)
+    rest = await ok(await fire(client, "/api/sources/triggers/fire", {"body": {"x": 1}}), 202)
     await ssc.advanceTo(T0)
     batch = await ok(await client.get(rest["status"]))
     assert batch["event"]["fields"]["path"] == "/report"
     assert batch["event"]["fields"]["body"] == {"x": 1}
+    assert batch["event"]["firedBy"] == "console" and not batch["event"]["protected"]
 
 
 @pytest.mark.parametrize(
@@ -98,6 +107,9 @@ async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: An
         ("GET", "/api/batches?limit=0", None, 400, "limit must be an integer from 1 to 1000"),
         ("GET", "/api/events?limit=x", None, 400, "limit must be an integer"),
         ("GET", "/api/batches/abc", None, 400, "instanceId must be a non-negative integer"),
+        ("GET", "/api/batches/%C2%B2", None, 400, "instanceId must be a non-negative integer"),
+        ("GET", "/api/batches?limit=%C2%B2", None, 400, "limit must be an integer"),
+        ("GET", "/api/events?limit=%EF%BC%95", None, 400, "limit must be an integer"),
         ("GET", "/api/batches/99999", None, 404, "no event 99999"),
         ("GET", "/api/nothing", None, 404, "Not Found"),
         ("DELETE", "/api/sources", None, 405, "Method Not Allowed"),
@@ -107,13 +119,18 @@ async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: An
         ("POST", "/api/sources/rerun/fire", b"[" * 100_000, 400, "nested too deeply"),
         ("POST", "/api/sources/triggers/fire", b'{"path": "/x"}', 400, "path must be one of"),
         ("POST", "/api/sources/triggers/fire", b"[1]", 400, "body must be an object"),
+        ("POST", "/api/sources/triggers/fire", b'{"path": ["/report"]}', 400, "path must be"),
+        ("POST", "/api/sources/rerun/fire", b'{"v": NaN}', 400, "NaN is not a JSON number"),
+        ("POST", "/api/sources/rerun/fire", b"[" * 257 + b"]" * 257, 400, "more than 256"),
     ],
 )
 async def test_bad_requests_get_a_json_4xx(  # type: ignore[no-untyped-def]
     console, method, path, body, status, message
 ) -> None:
     _, client = console
-    response = await client.request(method, path, data=body)
+    response = await client.request(
+        method, path, data=body, headers=JSON if method == "POST" else {}
+    )
     assert response.status == status
     assert message in (await response.json())["error"]
 
@@ -123,7 +140,7 @@ async def test_server_sent_events_follow_every_transition(console: Any) -> None:
     response = await client.get("/api/events/stream")
     assert response.headers["Content-Type"] == "text/event-stream"
     assert await response.content.readline() == b": connected\n"
-    await ok(await client.post("/api/sources/rerun/fire"), 202)
+    await ok(await fire(client, "/api/sources/rerun/fire"), 202)
     await ssc.advanceTo(T0)
     seen: list[tuple[str, Any]] = []
     fields: dict[str, str] = {}
@@ -180,12 +197,12 @@ async def test_the_console_embeds_in_a_host_application(sc: SparkContext) -> Non
         assert page.status == 200 and "reactive-spark" in await page.text()
         script = await client.get("/reactive/static/console.js")
         assert script.status == 200
-        fired = await ok(await client.post("/reactive/api/sources/rerun/fire"), 202)
+        fired = await ok(await fire(client, "/reactive/api/sources/rerun/fire"), 202)
         assert fired["status"].startswith("/reactive/api/batches/")
         spec = await ok(await client.get("/reactive/api/openapi.json"))
         assert spec["servers"] == [{"url": "/reactive"}] and "/api/batches" in spec["paths"]
         # a REST trigger's answer links to the console where it is mounted
-        rest = await ok(await client.post("/reactive/api/sources/triggers/fire"), 202)
+        rest = await ok(await fire(client, "/reactive/api/sources/triggers/fire"), 202)
         assert rest["status"] == f"/reactive/api/batches/{rest['instanceId']}"
     assert ssc.state == "stopped" and calls == ["host up", "host down"]
 

@@ -12,6 +12,7 @@ picklable: executors open their own connections.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,9 +46,21 @@ class Database:
 
     @classmethod
     def sqlite(cls, path: str) -> Database:
-        """A SQLite file (the embedded default)."""
-        if not isinstance(path, str) or not path:
+        """A SQLite file (the embedded default); created when first used.
+
+        Examples:
+            >>> import tempfile
+            >>> Database.sqlite(tempfile.gettempdir())
+            Traceback (most recent call last):
+            ...
+            reactive_spark.errors.InvalidArgumentError: path ... is a directory: ...
+        """
+        if not isinstance(path, str) or not path or "\0" in path:
             raise InvalidArgumentError(f"path must be a non-empty str, got {path!r}")
+        if os.path.isdir(path):
+            raise InvalidArgumentError(
+                f"path {path!r} is a directory: give the path of a SQLite database file in it"
+            )
         return cls("sqlite", path)
 
     @classmethod
@@ -65,7 +78,12 @@ class Database:
     def connect(self) -> Any:
         """A new DB-API connection (not in autocommit mode)."""
         if self.kind == "sqlite":
-            connection = sqlite3.connect(self.target, timeout=30)
+            try:
+                connection = sqlite3.connect(self.target, timeout=30)
+            except sqlite3.OperationalError as exc:
+                raise ReactiveSparkError(
+                    f"cannot open the SQLite database {self.target!r}: {exc}"
+                ) from exc
             connection.execute("PRAGMA journal_mode=WAL")
             return connection
         import psycopg  # noqa: PLC0415 (an optional dependency)

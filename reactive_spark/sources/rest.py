@@ -8,16 +8,30 @@ The source owns an aiohttp application (`source.app`). It serves it on its own p
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from reactive_spark.errors import InvalidArgumentError, QueueFullError
+from reactive_spark.errors import (
+    InvalidArgumentError,
+    ListenError,
+    QueueFullError,
+)
 from reactive_spark.events import Event, EventSource, RestEvent
+from reactive_spark.sources.http import (
+    bearer_token,
+    cross_site,
+    host_name,
+    is_loopback,
+    json_error,
+    json_errors,
+    read_json,
+    require_token,
+    same_token,
+)
+from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
@@ -40,8 +54,15 @@ class RestEventSource(EventSource):
     with `{"source", "index", "time", "instanceId"}`.
 
     Bad requests fire nothing and get a JSON `{"error": ...}`: 401 without the right
-    `Authorization: Bearer <token>` (when a token is set), 404 for an unknown path, 405 for a
-    method the path does not take, 413 for a body over `maxBodySize`, 400 for invalid JSON.
+    `Authorization: Bearer <token>` (when a token is set; the scheme in any case), 404 for an
+    unknown path (an encoded slash, `%2F`, is not a separator), 405 for a method the path does
+    not take, 413 for a body over `maxBodySize`, 408 for a body slower than
+    `http.BODY_TIMEOUT`, 400 for a body that is not strict JSON (NaN, Infinity, nesting deeper
+    than `http.MAX_JSON_DEPTH`, bad compression). Without a token, a request a browser marks
+    as coming from another site's page is refused (403), and a source listening on a loopback
+    address answers only requests addressed to a loopback name (`Host`; else 421), against
+    DNS rebinding. Listening on another address needs a token, or `insecure=True` (`start()`
+    refuses otherwise).
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
@@ -61,23 +82,26 @@ class RestEventSource(EventSource):
         *,
         token: str | None = None,
         maxBodySize: int = DEFAULT_MAX_BODY,
+        insecure: bool = False,
     ) -> None:
         if host is not None and (not isinstance(host, str) or not host):
             raise InvalidArgumentError(f"host must be a non-empty str or None, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidArgumentError(f"port must be an int from 0 to 65535, got {port!r}")
-        if token is not None and (not isinstance(token, str) or not token):
-            raise InvalidArgumentError("token must be a non-empty str or None")
+        token = require_token(token)
         if isinstance(maxBodySize, bool) or not isinstance(maxBodySize, int) or maxBodySize <= 0:
             raise InvalidArgumentError(f"maxBodySize must be a positive int, got {maxBodySize!r}")
+        if not isinstance(insecure, bool):
+            raise InvalidArgumentError(f"insecure must be a bool, got {insecure!r}")
         super().__init__(context, name)
         self.host = host
         self.port = port
         self._token = token
+        self.insecure = insecure
         self.maxBodySize = maxBodySize
         self._routes: dict[str, set[str]] = {}
         self._accepted: dict[int, asyncio.Future[Event]] = {}
-        self._runner: web.AppRunner | None = None
+        self._server: HttpServer | None = None
         self.app = web.Application(middlewares=[json_errors])
         self.app[SOURCE_KEY] = self
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
@@ -124,16 +148,46 @@ class RestEventSource(EventSource):
         """Accepted methods per path."""
         return {path: set(methods) for path, methods in self._routes.items()}
 
+    @property
+    def requiresToken(self) -> bool:
+        """Whether requests need `Authorization: Bearer <token>`."""
+        return self._token is not None
+
+    def acceptsToken(self, token: str | None) -> bool:
+        """Whether `token` is this source's token (compared in constant time)."""
+        return self._token is not None and same_token(token, self._token)
+
     # -- serving -----------------------------------------------------------------------------
-    async def _handle(self, request: web.Request) -> web.Response:
+    def _refuse_strangers(self, request: web.Request) -> None:
         if self._token is not None:
-            given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
-            if not hmac.compare_digest(given, f"Bearer {self._token}".encode()):
-                raise _error(web.HTTPUnauthorized, "missing or wrong bearer token")
+            if not self.acceptsToken(bearer_token(request)):
+                raise json_error(
+                    web.HTTPUnauthorized,
+                    "missing or wrong bearer token",
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            return
+        loopback_only = self.host is not None and is_loopback(self.host)
+        if loopback_only and not is_loopback(host_name(request.host)):
+            raise json_error(
+                web.HTTPMisdirectedRequest,
+                f"Host {request.host!r} is not a loopback name: this server only answers "
+                "requests addressed to 127.0.0.1, localhost or ::1",
+            )
+        reason = cross_site(request)
+        if reason is not None:
+            raise json_error(
+                web.HTTPForbidden, f"refused a cross-site request from a browser ({reason})"
+            )
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        self._refuse_strangers(request)
         path = "/" + request.match_info["tail"]
         methods = self._routes.get(path)
         if methods is None:
-            raise _error(web.HTTPNotFound, f"no trigger at {path}")
+            raise json_error(web.HTTPNotFound, f"no trigger at {path}")
+        if "%2f" in request.rel_url.raw_path.lower():  # `/jobs%2Fx` is not `/jobs/x`
+            raise json_error(web.HTTPNotFound, f"no trigger at {request.rel_url.raw_path}")
         if request.method not in methods:
             raise web.HTTPMethodNotAllowed(
                 request.method,
@@ -141,10 +195,10 @@ class RestEventSource(EventSource):
                 text=json.dumps({"error": f"{path} takes {', '.join(sorted(methods))}"}),
                 content_type="application/json",
             )
-        body = await self._body(request)
+        body = await read_json(request, self.maxBodySize)
         if not self._runtime.accepting:
             state = "stopped" if self._runtime.state == "active" else self._runtime.state
-            raise _error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
+            raise json_error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
         event = RestEvent(
             self, None, self.context.clock.now(), request.method, path, dict(request.query), body
         )
@@ -156,10 +210,8 @@ class RestEventSource(EventSource):
             EventSource.post(self, event)
         except QueueFullError as full:
             self._accepted.pop(id(event), None)
-            raise web.HTTPServiceUnavailable(
-                text=json.dumps({"error": str(full)}),
-                content_type="application/json",
-                headers={"Retry-After": str(RETRY_AFTER)},
+            raise json_error(
+                web.HTTPServiceUnavailable, str(full), headers={"Retry-After": str(RETRY_AFTER)}
             ) from None
         try:
             await accepted
@@ -169,25 +221,6 @@ class RestEventSource(EventSource):
         fields["status"] = f"{self._runtime.console_prefix}/api/batches/{event.instanceId}"
         return web.json_response(fields, status=202)
 
-    async def _body(self, request: web.Request) -> Any:
-        if request.content_length is not None and request.content_length > self.maxBodySize:
-            raise _too_large(self.maxBodySize)
-        chunks, size = [], 0
-        async for chunk in request.content.iter_chunked(64 * 1024):
-            size += len(chunk)
-            if size > self.maxBodySize:
-                raise _too_large(self.maxBodySize)
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        if not raw.strip():
-            return None
-        try:
-            return json.loads(raw)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise _error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
-        except RecursionError:
-            raise _error(web.HTTPBadRequest, "body is nested too deeply") from None
-
     def _answer(self, event: Event) -> None:
         """Answer the request whose event was accepted (202)."""
         accepted = self._accepted.get(id(event))
@@ -195,26 +228,41 @@ class RestEventSource(EventSource):
             accepted.set_result(event)
 
     async def start(self) -> None:
-        """Serve on `host:port` (unless `host` is None: then only mounted in another app)."""
+        """Serve on `host:port` (unless `host` is None: then only mounted in another app).
+
+        Raises:
+            ListenError: `host` does not resolve, `port` cannot be bound (names both), or
+                `host` is not a loopback address and the source has no token (and is not
+                `insecure`).
+        """
         if self.host is None:
             return
-        self._runner = web.AppRunner(self.app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        self.port = self._runner.addresses[0][1]  # the one asked for, or the free one port 0 got
+        if not is_loopback(self.host) and self._token is None and not self.insecure:
+            raise ListenError(
+                f"refusing to listen on host {self.host!r} without a token: it is not a "
+                "loopback address (give the triggers a token, or insecure=True on a network "
+                "you trust)"
+            )
+        if not is_loopback(self.host) and self._token is None:
+            log.warning("REST triggers of %r take requests from anyone (insecure)", self.name)
+        self._server = HttpServer(self.app)
+        self.port = await self._server.start(self.host, self.port)
         log.info("REST triggers of %r on http://%s:%d", self.name, self.host, self.port)
 
     async def stop(self) -> None:
-        """Stop serving; requests whose events were not accepted get 503 (they never run)."""
+        """Stop serving; requests whose events were not accepted get 503 (they never run).
+
+        Requests still running (a body still arriving) are cancelled after
+        `http_server.SHUTDOWN_TIMEOUT` seconds: no client can make a stop wait.
+        """
         for accepted in self._accepted.values():
             if not accepted.done():
                 accepted.set_exception(
-                    _error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
+                    json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
                 )
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
 
     def eventFromRecord(self, fields: dict[str, Any]) -> RestEvent:
         """The `RestEvent` a checkpoint recorded."""
@@ -266,33 +314,3 @@ def require_reachable_path(path: object) -> str:
     if problem is not None:
         raise InvalidArgumentError(f"path {path!r} can never match a request: {problem}")
     return path
-
-
-def _error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
-    return kind(text=json.dumps({"error": message}), content_type="application/json")
-
-
-def _too_large(limit: int) -> web.HTTPException:
-    return web.HTTPRequestEntityTooLarge(
-        max_size=limit,
-        actual_size=limit + 1,
-        text=json.dumps({"error": f"body is larger than {limit} bytes"}),
-        content_type="application/json",
-    )
-
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@web.middleware
-async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Aiohttp middleware: its own errors (404 for an unknown path, 405, ...) as `{"error": ...}`.
-
-    Errors already in JSON and redirects pass through unchanged.
-    """
-    try:
-        return await handler(request)
-    except web.HTTPException as exc:
-        if exc.content_type == "application/json" or exc.status < 400:
-            raise
-        return web.json_response({"error": exc.reason}, status=exc.status)

@@ -4,20 +4,25 @@ Examples:
     >>> from aiohttp import web
     >>> from reactive_spark.web import setup
     >>> service = web.Application()
-    >>> console = setup(service, ssc, prefix="/reactive")  # GET /reactive/ is the dashboard
+    >>> console = setup(service, ssc, prefix="/reactive", auth=BearerToken("s3cret-token"))
 """
 
 from reactive_spark.web.app import Console, create_app, serve, setup
+from reactive_spark.web.auth import GRANT_KEY, Authenticator, BearerToken, Grant
 from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import ConsoleMetrics
 
 __all__ = [
     "CONTEXT_KEY",
+    "GRANT_KEY",
     "HISTORY_KEY",
     "PREFIX_KEY",
+    "Authenticator",
+    "BearerToken",
     "Console",
     "ConsoleMetrics",
+    "Grant",
     "History",
     "create_app",
     "serve",

@@ -7,85 +7,110 @@ what a client sent.
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
+import re
 from typing import Any
 
 from aiohttp import web
 
 from reactive_spark.events import Event, RestEvent
+from reactive_spark.sources.http import bearer_token, json_error, read_json
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource
+from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
+from reactive_spark.web.history import Record, redacted
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
+from reactive_spark.web.values import json_response
 
-__all__ = ["add_routes", "json_error"]
+__all__ = ["add_routes"]
+
+log = logging.getLogger(__name__)
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
+#: The largest body `POST /api/sources/{name}/fire` takes.
+MAX_FIRE_BODY = 1024 * 1024
 #: Seconds between keep-alive comments on an idle server-sent-event stream.
 KEEPALIVE = 15.0
+_DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII digits only: "²".isdigit() is true
 
 
-def json_error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
-    """An HTTP error whose body is `{"error": message}`."""
-    return kind(text=json.dumps({"error": message}), content_type="application/json")
+def _number(raw: str) -> int | None:
+    return int(raw) if _DIGITS.fullmatch(raw) else None
 
 
 def _limit(request: web.Request) -> int:
     raw = request.query.get("limit", str(DEFAULT_LIMIT))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    limit = _number(raw)
+    if limit is None or not 1 <= limit <= MAX_LIMIT:
         raise json_error(
             web.HTTPBadRequest, f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw!r}"
         )
-    return int(raw)
+    return limit
+
+
+def _shown(request: web.Request, records: list[Record]) -> list[Record]:
+    """`records` as the viewer may see them: protected requests' data for the signed-in only."""
+    if request[GRANT_KEY].authenticated:
+        return records
+    return [redacted(record) for record in records]
 
 
 async def sources(request: web.Request) -> web.Response:
     """`GET /api/sources`: every source, what it fired, when it fires next, its catch-up."""
-    return web.json_response(request.app[HISTORY_KEY].sources())
+    return json_response(request.app[HISTORY_KEY].sources())
 
 
 async def graph(request: web.Request) -> web.Response:
     """`GET /api/graph`: streams, their dependencies, bindings and outputs; the sources."""
     ssc = request.app[CONTEXT_KEY]
-    return web.json_response(ssc.graph.describe(ssc.sources))
+    return json_response(ssc.graph.describe(ssc.sources))
 
 
 async def events(request: web.Request) -> web.Response:
     """`GET /api/events?limit=`: the latest events, newest first."""
-    return web.json_response(request.app[HISTORY_KEY].events(_limit(request)))
+    return json_response(_shown(request, request.app[HISTORY_KEY].events(_limit(request))))
 
 
 async def batches(request: web.Request) -> web.Response:
     """`GET /api/batches?limit=`: the latest batches, newest first."""
-    return web.json_response(request.app[HISTORY_KEY].batches(_limit(request)))
+    return json_response(_shown(request, request.app[HISTORY_KEY].batches(_limit(request))))
 
 
 async def batch(request: web.Request) -> web.Response:
     """`GET /api/batches/{instanceId}`: an event's batch, its jobs, their errors."""
     raw = request.match_info["instanceId"]
-    if not raw.isdigit() or len(raw) > 18:
+    instance_id = _number(raw)
+    if instance_id is None:
         raise json_error(
             web.HTTPBadRequest, f"instanceId must be a non-negative integer, got {raw!r}"
         )
-    record = request.app[HISTORY_KEY].batch(int(raw))
+    record = request.app[HISTORY_KEY].batch(instance_id)
     if record is None:
         raise json_error(web.HTTPNotFound, f"no event {raw} in the console's history")
-    return web.json_response(record)
+    return json_response(_shown(request, [record])[0])
 
 
 async def fire(request: web.Request) -> web.Response:
     """`POST /api/sources/{name}/fire`: fire a REST or manual trigger; 202 with its status link.
 
     A manual source's event carries the JSON body as its value; a REST source's body is
-    `{"path": ..., "body": ...}` (`path` may be left out when the source has one route).
+    `{"path": ..., "body": ...}` (`path` may be left out when the source has one route). It
+    needs the control scope; a token-protected REST trigger needs an authenticated one, or
+    the trigger's own token (`Authorization: Bearer <it>`).
     """
     ssc, history = request.app[CONTEXT_KEY], request.app[HISTORY_KEY]
     name = request.match_info["name"]
     source = next((s for s in ssc.sources if s.name == name), None)
+    grant = request[GRANT_KEY]
+    if isinstance(source, RestEventSource) and source.requiresToken:
+        _allow_protected(source, grant, bearer_token(request))
+    else:
+        refuse_without(grant, "control")
     if source is None:
         raise json_error(web.HTTPNotFound, f"no event source named {name!r}")
-    body = await _json_body(request)
+    body = await read_json(request, MAX_FIRE_BODY)
     if isinstance(source, ManualEventSource):
         event: Event = source.event(body)
     elif isinstance(source, RestEventSource):
@@ -102,6 +127,7 @@ async def fire(request: web.Request) -> web.Response:
         await asyncio.wait_for(numbered, 30)
     except TimeoutError:
         raise json_error(web.HTTPServiceUnavailable, "the event was not accepted") from None
+    log.info("the console fired %s (event %d)", source.name, event.instanceId)
     prefix = request.app[PREFIX_KEY]
     answer = {
         "source": source.name,
@@ -110,19 +136,24 @@ async def fire(request: web.Request) -> web.Response:
         "instanceId": event.instanceId,
         "status": f"{prefix}/api/batches/{event.instanceId}",
     }
-    return web.json_response(answer, status=202)
+    return json_response(answer, status=202)
 
 
-async def _json_body(request: web.Request) -> Any:
-    raw = await request.read()
-    if not raw.strip():
-        return None
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
-        raise json_error(web.HTTPBadRequest, "body is not valid JSON") from None
-    except RecursionError:
-        raise json_error(web.HTTPBadRequest, "body is nested too deeply") from None
+def _allow_protected(source: RestEventSource, grant: Grant, token: str | None) -> None:
+    if source.acceptsToken(token) or (grant.authenticated and "control" in grant.scopes):
+        return
+    if not grant.authenticated and not grant.scopes:
+        refuse_without(grant, "control")  # 401: sign in
+    why = (
+        "a signed-in viewer with the control scope"
+        if grant.authenticated
+        else "authentication, and this console has none configured"
+    )
+    raise json_error(
+        web.HTTPForbidden,
+        f"REST trigger {source.name!r} is token-protected: firing it from the console needs "
+        f"{why} (or the trigger's own token: Authorization: Bearer <token>)",
+    )
 
 
 def _rest_event(source: RestEventSource, body: Any) -> Event:
@@ -133,34 +164,39 @@ def _rest_event(source: RestEventSource, body: Any) -> Event:
     path = fields.get("path")
     if path is None and len(routes) == 1:
         path = next(iter(routes))
-    if path not in routes:
+    if not isinstance(path, str) or path not in routes:
         raise json_error(web.HTTPBadRequest, f"path must be one of {sorted(routes)}, got {path!r}")
     method = "POST" if "POST" in routes[path] else sorted(routes[path])[0]
     return RestEvent(source, None, source.context.clock.now(), method, path, {}, fields.get("body"))
 
 
 async def stream(request: web.Request) -> web.StreamResponse:
-    """`GET /api/events/stream`: server-sent events of every event, batch and job transition."""
+    """`GET /api/events/stream`: server-sent events of every event, batch and job transition.
+
+    It ends when the console stops; a viewer that does not read is dropped (see `live`).
+    """
     history = request.app[HISTORY_KEY]
     response = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
     )
     await response.prepare(request)
-    subscriber = history.subscribe()
+
+    def abort() -> None:
+        if request.transport is not None:
+            request.transport.abort()
+
+    history.listen()
+    subscriber = history.live.subscribe(request[GRANT_KEY].authenticated, abort)
     try:
         await response.write(b": connected\n\n")
-        while True:
-            try:
-                message = await asyncio.wait_for(subscriber.queue.get(), KEEPALIVE)
-            except TimeoutError:
-                await response.write(b": keep-alive\n\n")
-                continue
-            data = json.dumps(message["data"], default=str)
-            await response.write(f"event: {message['type']}\ndata: {data}\n\n".encode())
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
+        while (frames := await subscriber.next(KEEPALIVE)) is not None:
+            subscriber.writing(True)
+            await response.write(frames or b": keep-alive\n\n")
+            subscriber.writing(False)
+    except ConnectionResetError:
+        pass  # the viewer left, or was dropped
     finally:
-        history.unsubscribe(subscriber)
+        history.live.unsubscribe(subscriber)
     return response
 
 
@@ -172,12 +208,12 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
-    """The API's routes."""
-    app.router.add_get("/api/sources", sources)
-    app.router.add_post("/api/sources/{name}/fire", fire)
-    app.router.add_get("/api/graph", graph)
-    app.router.add_get("/api/events", events)
-    app.router.add_get("/api/events/stream", stream)
-    app.router.add_get("/api/batches", batches)
-    app.router.add_get("/api/batches/{instanceId}", batch)
-    app.router.add_get("/metrics", metrics)
+    """The API's routes (their names say which scope they need: `auth.CONTROL_ROUTES`)."""
+    app.router.add_get("/api/sources", sources, name="sources")
+    app.router.add_post("/api/sources/{name}/fire", fire, name="fire")
+    app.router.add_get("/api/graph", graph, name="graph")
+    app.router.add_get("/api/events", events, name="events")
+    app.router.add_get("/api/events/stream", stream, name="stream")
+    app.router.add_get("/api/batches", batches, name="batches")
+    app.router.add_get("/api/batches/{instanceId}", batch, name="batch")
+    app.router.add_get("/metrics", metrics, name="metrics")

@@ -8,9 +8,8 @@ application starts (if it is not running yet) and stops it, gracefully, when the
 
 from __future__ import annotations
 
-import errno
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from importlib import resources
 
 from aiohttp import web
@@ -18,11 +17,20 @@ from aiohttp import web
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
 from reactive_spark.runtime import Runtime
-from reactive_spark.sources.rest import json_errors
+from reactive_spark.sources.http import is_loopback, json_errors
+from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.web import api
+from reactive_spark.web.auth import (
+    Authenticator,
+    BearerToken,
+    authentication,
+    require_authenticator,
+)
 from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.openapi import openapi
+from reactive_spark.web.security import LOOPBACK_NAMES, allowed_hosts, guard, security_headers
+from reactive_spark.web.values import json_response
 
 __all__ = ["Console", "create_app", "serve", "setup"]
 
@@ -31,6 +39,8 @@ log = logging.getLogger(__name__)
 STATIC = resources.files("reactive_spark.web") / "static"
 #: Ports tried from the one asked for, when it is taken (as Spark's UI does from 4040).
 PORT_ATTEMPTS = 16
+#: Addresses that mean "every interface".
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 
 
 def _prefix(prefix: str) -> str:
@@ -39,46 +49,71 @@ def _prefix(prefix: str) -> str:
     return prefix.rstrip("/")
 
 
-def create_app(ssc: StreamingContext, *, prefix: str = "", history: int = 1000) -> web.Application:
+def create_app(
+    ssc: StreamingContext,
+    *,
+    prefix: str = "",
+    history: int = 1000,
+    auth: Authenticator | None = None,
+    allowedHosts: Iterable[str] | None = None,
+) -> web.Application:
     """The console for `ssc`: dashboard at `/`, JSON API under `/api`, `/metrics`.
 
     `prefix` is where it will be mounted (for the links it gives, such as a REST trigger's
-    `status`); `history` how many events and batches it keeps.
+    `status`); `history` how many events and batches it keeps. `auth` grants each request its
+    scopes (`BearerToken(token)`, or the service's own callable: see `web.auth`); without it,
+    serve the console on loopback only. `allowedHosts` are the `Host` names it answers to
+    (loopback names by default, any port; `["*"]` for any): see docs/security.md.
 
     Examples:
         >>> from aiohttp import web
         >>> service = web.Application()
-        >>> resource = service.add_subapp("/reactive", create_app(ssc, prefix="/reactive"))
+        >>> console = create_app(ssc, prefix="/reactive", auth=BearerToken("s3cret-token"))
+        >>> resource = service.add_subapp("/reactive", console)
     """
     if not isinstance(ssc, StreamingContext):
         raise InvalidArgumentError(f"ssc must be a StreamingContext, got {ssc!r}")
     if isinstance(history, bool) or not isinstance(history, int) or history < 1:
         raise InvalidArgumentError(f"history must be a positive int, got {history!r}")
-    app = web.Application(middlewares=[json_errors])
+    auth = require_authenticator(auth)
+    hosts = allowed_hosts(allowedHosts)
+    app = web.Application(middlewares=[json_errors, guard(hosts), authentication(auth)])
     app[CONTEXT_KEY] = ssc
     app[PREFIX_KEY] = _prefix(prefix)
     app[HISTORY_KEY] = recorder = History(ssc, history)
     ssc.addStreamingListener(recorder)
     Runtime.of(ssc).console_prefix = app[PREFIX_KEY]
     api.add_routes(app)
-    app.router.add_get("/api/openapi.json", _openapi)
-    app.router.add_get("/", _index)
+    app.router.add_get("/api/openapi.json", _openapi, name="openapi")
+    app.router.add_get("/", _index, name="index")
     app.router.add_static("/static", str(STATIC), name="static")
+    app.on_response_prepare.append(security_headers)
+    app.on_shutdown.append(_end_live_streams)
     app.cleanup_ctx.append(_context_lifecycle)
     return app
 
 
 def setup(
-    app: web.Application, ssc: StreamingContext, prefix: str = "/reactive"
+    app: web.Application,
+    ssc: StreamingContext,
+    prefix: str = "/reactive",
+    *,
+    auth: Authenticator | None = None,
+    allowedHosts: Iterable[str] | None = None,
+    history: int = 1000,
 ) -> web.Application:
     """Mount the console for `ssc` in `app` under `prefix`; returns the console application.
+
+    `auth`, `allowedHosts` and `history` are `create_app`'s.
 
     Examples:
         >>> from aiohttp import web
         >>> service = web.Application()
-        >>> console = setup(service, ssc, prefix="/reactive")
+        >>> console = setup(service, ssc, prefix="/reactive", auth=BearerToken("s3cret-token"))
     """
-    console = create_app(ssc, prefix=prefix)
+    if not isinstance(app, web.Application):
+        raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
+    console = create_app(ssc, prefix=prefix, history=history, auth=auth, allowedHosts=allowedHosts)
     app.add_subapp(_prefix(prefix), console)
     return console
 
@@ -96,87 +131,156 @@ async def _context_lifecycle(app: web.Application) -> AsyncIterator[None]:
         log.warning("the console's StreamingContext was never started")
 
 
+async def _end_live_streams(app: web.Application) -> None:
+    """`on_shutdown`: end every server-sent-event stream, so the server need not wait."""
+    app[HISTORY_KEY].live.close()
+
+
 async def _index(request: web.Request) -> web.StreamResponse:
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     return web.Response(text=page, content_type="text/html")
 
 
 async def _openapi(request: web.Request) -> web.Response:
-    return web.json_response(openapi(request.app[PREFIX_KEY]))
+    return json_response(openapi(request.app[PREFIX_KEY]))
+
+
+def _host_names(host: str) -> frozenset[str]:
+    """The `Host` names a console listening on `host` answers to by default."""
+    if host in WILDCARDS:
+        return frozenset({"*"})
+    return LOOPBACK_NAMES | {host.strip("[]").lower()}
 
 
 class Console:
     """The console served on a port of its own (what `ssc.serve` uses).
 
+    `token` (or `auth`, an authenticator: see `web.auth`) is what viewers sign in with;
+    `console.loginUrl` carries the token for a browser, which keeps it in the tab's session
+    storage. Without either, the console refuses a `host` that is not a loopback address,
+    unless `insecure=True` (then anyone who reaches the port may view and fire).
+
     Examples:
         ```python
         # a fragment, inside a coroutine; ssc is a StreamingContext
-        console = await Console(ssc, port=4040).start()   # also starts ssc
-        print(console.url)
+        console = await Console(ssc, port=4040, token=secrets.token_urlsafe()).start()
+        print(console.loginUrl)   # http://127.0.0.1:4040/?token=...  (also starts ssc)
         await ssc.awaitTermination()
         await console.stop()
         ```
     """
 
-    def __init__(self, ssc: StreamingContext, host: str = "127.0.0.1", port: int = 4040) -> None:
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        host: str = "127.0.0.1",
+        port: int = 4040,
+        *,
+        token: str | None = None,
+        auth: Authenticator | None = None,
+        allowedHosts: Iterable[str] | None = None,
+        insecure: bool = False,
+    ) -> None:
+        if not isinstance(ssc, StreamingContext):
+            raise InvalidArgumentError(f"ssc must be a StreamingContext, got {ssc!r}")
         if not isinstance(host, str) or not host:
             raise InvalidArgumentError(f"host must be a non-empty str, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidArgumentError(f"port must be an int from 0 to 65535, got {port!r}")
+        if not isinstance(insecure, bool):
+            raise InvalidArgumentError(f"insecure must be a bool, got {insecure!r}")
+        if token is not None and auth is not None:
+            raise InvalidArgumentError("give token or auth, not both")
+        self.auth = BearerToken(token) if token is not None else require_authenticator(auth)
+        if self.auth is None and not is_loopback(host) and not insecure:
+            raise InvalidArgumentError(
+                f"host {host!r} is not a loopback address and the console has no "
+                "authentication: give it a token (or auth), or insecure=True on a network "
+                "you trust"
+            )
         self.ssc = ssc
         self.host = host
         self.port = port
-        self._runner: web.AppRunner | None = None
+        self.insecure = insecure
+        self._token = token
+        self._hosts = allowed_hosts(allowedHosts) if allowedHosts is not None else None
+        self._server: HttpServer | None = None
+        self._app: web.Application | None = None
+
+    @property
+    def app(self) -> web.Application | None:
+        """The console's aiohttp application, once started."""
+        return self._app
 
     @property
     def url(self) -> str:
         """`http://host:port/`."""
-        return f"http://{self.host}:{self.port}/"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    @property
+    def loginUrl(self) -> str:
+        """`url` with `?token=...` when the console has a token, else `url`.
+
+        The page keeps the token in the tab's session storage and drops it from the address.
+        """
+        return self.url if self._token is None else f"{self.url}?token={self._token}"
 
     async def start(self) -> Console:
         """Serve; starts the context if it is not running. Returns this console.
 
         As Spark's UI does, when the port is taken the next ones are tried (up to
         `PORT_ATTEMPTS`); `url` says where it is.
+
+        Raises:
+            ListenError: `host` does not resolve, or no port could be bound.
         """
-        self._runner = web.AppRunner(create_app(self.ssc), access_log=None)
-        await self._runner.setup()
+        hosts = self._hosts if self._hosts is not None else _host_names(self.host)
+        self._app = create_app(self.ssc, auth=self.auth, allowedHosts=hosts)
+        self._server = HttpServer(self._app)
         wanted = self.port
-        for attempt in range(PORT_ATTEMPTS if wanted else 1):
-            site = web.TCPSite(self._runner, self.host, wanted + attempt if wanted else 0)
-            try:
-                await site.start()
-            except OSError as exc:
-                if attempt == PORT_ATTEMPTS - 1 or exc.errno != errno.EADDRINUSE:
-                    await self._runner.cleanup()
-                    raise
-                continue
-            break
-        self.port = self._runner.addresses[0][1]
+        self.port = await self._server.start(self.host, wanted, attempts=PORT_ATTEMPTS)
         if wanted and self.port != wanted:
             log.warning("port %d is taken: the console is on %s", wanted, self.url)
-        log.info("reactive-spark console on %s", self.url)
+        if self.auth is None and not is_loopback(self.host):
+            log.warning("the console on %s has no authentication (insecure=True)", self.url)
+        log.info("reactive-spark console on %s", self.url)  # never the login URL: no token
         return self
 
     async def stop(self) -> None:
-        """Stop serving, and stop the context (gracefully) if it runs."""
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        """Stop serving (live streams end at once), and stop the context (gracefully) if it runs."""
+        if self._app is not None:
+            self._app[HISTORY_KEY].live.close()
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
 
 
-async def serve(ssc: StreamingContext, host: str = "127.0.0.1", port: int = 4040) -> None:
+async def serve(
+    ssc: StreamingContext,
+    host: str = "127.0.0.1",
+    port: int = 4040,
+    *,
+    token: str | None = None,
+    auth: Authenticator | None = None,
+    allowedHosts: Iterable[str] | None = None,
+    insecure: bool = False,
+) -> None:
     """Serve the console of `ssc` until the context stops (`ssc.serve` calls this).
 
-    Failed jobs do not end it (the console shows them); a scheduler crash does.
+    The keyword arguments are `Console`'s. Failed jobs do not end it (the console shows them);
+    a scheduler crash does.
 
     Examples:
         ```python
         # a fragment, inside a coroutine; ssc is a StreamingContext
-        await serve(ssc, port=4040)  # or: await ssc.serve(port=4040)
+        await serve(ssc, port=4040, token=token)  # or: await ssc.serve(port=4040)
         ```
     """
-    console = await Console(ssc, host, port).start()
+    console = Console(
+        ssc, host, port, token=token, auth=auth, allowedHosts=allowedHosts, insecure=insecure
+    )
+    await console.start()
     try:
         while True:
             try:

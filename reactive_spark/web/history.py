@@ -2,36 +2,39 @@
 
 `History` listens to a context (it is a `StreamingListener`): it keeps the last `limit` events
 and batches as JSON-ready records, counts what every source fired, feeds the Prometheus metrics
-and pushes every event, batch and job transition to the server-sent-event subscribers. Listener
-callbacks arrive on the event loop and in the scheduler's worker threads; records are guarded
-by a lock and subscribers are fed on the loop.
+and pushes every event, batch and job transition to the live viewers (`live.Broadcast`).
+Listener callbacks arrive on the event loop and in the scheduler's worker threads; records are
+guarded by a lock, messages are encoded where they arise and handed to the loop.
+
+The records of requests to token-protected REST triggers are marked `"protected"`: their
+`query` and `body` are shown only to authenticated viewers (`redacted` hides them).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.events import Event, EventSource, json_friendly
+from reactive_spark.events import Event, EventSource
 from reactive_spark.failures import SourceErrorInfo, UserError
 from reactive_spark.jobs import BatchInfo, JobInfo
 from reactive_spark.listener import ReceiverInfo, StreamingListener
 from reactive_spark.time import Time, now_ms
+from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
+from reactive_spark.web.values import relative_paths, shown
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["History"]
+__all__ = ["History", "redacted"]
 
 Record = dict[str, Any]
-
-#: How many messages a slow server-sent-event subscriber may fall behind before it loses some.
-SUBSCRIBER_BACKLOG = 1000
+#: What replaces the query and body of a protected request for unauthenticated viewers.
+HIDDEN = "(hidden: sign in to the console to see it)"
 
 
 def _when(milliseconds: int | float | None) -> str | None:
@@ -39,20 +42,32 @@ def _when(milliseconds: int | float | None) -> str | None:
 
 
 def error_record(error: UserError | None) -> Record | None:
-    """The user's exception as JSON: type, message, where, traceback."""
+    """The user's exception as JSON: type, message, where, traceback (no library paths)."""
     if error is None:
         return None
     return {
         "type": error.type,
-        "message": error.message,
+        "message": relative_paths(error.message),
         "location": error.location,
-        "traceback": error.traceback,
+        "traceback": relative_paths(error.traceback),
     }
 
 
-def event_record(event: Event) -> Record:
-    """An accepted event as JSON."""
-    fields = event.describe()
+def _fields(event: Event) -> dict[str, Any]:
+    """`event.describe()`, or the event's own attributes when that fails on a value.
+
+    A value nested too deeply for `json` must not keep its event out of the console.
+    """
+    try:
+        return event.describe()
+    except Exception:
+        names = [name for cls in type(event).__mro__ for name in getattr(cls, "__slots__", ())]
+        return {name: getattr(event, name, None) for name in names if name != "source"}
+
+
+def event_record(event: Event, firedBy: str | None = None) -> Record:
+    """An accepted event as JSON; `firedBy` names who fired it from outside (the console)."""
+    fields = _fields(event)
     return {
         "instanceId": event.instanceId,
         "source": event.source.name,
@@ -60,8 +75,21 @@ def event_record(event: Event) -> Record:
         "time": event.time.milliseconds,
         "timeUtc": event.time.isoformat(),
         "kind": type(event).__name__,
-        "fields": {key: json_friendly(value) for key, value in fields.items()},
+        "fields": shown(fields),
+        "protected": bool(getattr(event.source, "requiresToken", False)),
+        "firedBy": firedBy,
     }
+
+
+def redacted(record: Record) -> Record:
+    """`record` (an event's, or a batch's with its event) without a protected request's data."""
+    if "event" in record:
+        return {**record, "event": redacted(record["event"])}
+    if not record.get("protected"):
+        return record
+    fields = record.get("fields", {})
+    hidden = {key: HIDDEN for key in ("query", "body") if key in fields}
+    return {**record, "fields": {**fields, **hidden}}
 
 
 def job_record(job: JobInfo) -> Record:
@@ -87,13 +115,6 @@ class SourceStats:
     last: int | None = None
 
 
-@dataclass(eq=False)
-class Subscriber:
-    """A server-sent-event client: a queue the history fills on the loop."""
-
-    queue: asyncio.Queue[Record] = field(default_factory=lambda: asyncio.Queue(SUBSCRIBER_BACKLOG))
-
-
 class History(StreamingListener):
     """Recent events, batches and jobs of `ssc`, and what every source fired (see module).
 
@@ -113,7 +134,7 @@ class History(StreamingListener):
         self._batches: OrderedDict[int, Record] = OrderedDict()
         self._accepted: OrderedDict[int, float] = OrderedDict()  # instanceId -> wall ms
         self._stats: dict[str, SourceStats] = {}
-        self._subscribers: set[Subscriber] = set()
+        self.live = Broadcast()
         self._waiting: dict[int, asyncio.Future[Event]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -139,7 +160,7 @@ class History(StreamingListener):
             record = self._batches.get(instance_id)
             if record is not None:
                 return dict(record)
-            event = next((e for e in self._events if e["instanceId"] == instance_id), None)
+            event = self._event(instance_id)
         if event is None:
             return None
         processed = self.ssc.processedThrough >= instance_id
@@ -172,56 +193,50 @@ class History(StreamingListener):
             )
         return records
 
+    def _event(self, instance_id: int) -> Record | None:
+        """The record of event `instance_id` (newest first: batches follow their events)."""
+        return next((e for e in reversed(self._events) if e["instanceId"] == instance_id), None)
+
     def _source(self, name: str) -> EventSource:
         return next(source for source in self.ssc.sources if source.name == name)
 
     # -- waiting for an event's number -------------------------------------------------------
     def numbered(self, event: Event) -> asyncio.Future[Event]:
-        """A future that resolves once `event` was accepted (has its `instanceId`); on the loop."""
-        future = asyncio.get_running_loop().create_future()
+        """A future that resolves once `event` was accepted (has its `instanceId`); on the loop.
+
+        The event is recorded as fired by the console.
+        """
+        self._loop = loop = asyncio.get_running_loop()
+        future = loop.create_future()
         self._waiting[id(event)] = future
         return future
 
-    # -- server-sent events ------------------------------------------------------------------
-    def subscribe(self) -> Subscriber:
-        """A new subscriber to every transition (call on the loop)."""
+    # -- live viewers ------------------------------------------------------------------------
+    def listen(self) -> None:
+        """Deliver live messages on the running loop (call on it, before subscribing)."""
         self._loop = asyncio.get_running_loop()
-        subscriber = Subscriber()
-        self._subscribers.add(subscriber)
-        return subscriber
-
-    def unsubscribe(self, subscriber: Subscriber) -> None:
-        """Stop feeding `subscriber`."""
-        self._subscribers.discard(subscriber)
 
     def _publish(self, kind: str, data: Record) -> None:
-        if not self._subscribers:
-            return
         loop = self._loop
-        message = {"type": kind, "data": data}
-        if loop is None or loop.is_closed():
+        if not len(self.live) or loop is None or loop.is_closed():
             return
+        full = frame(kind, data)
+        hidden = redacted(data)
+        message = Message(full, full if hidden is data else frame(kind, hidden))
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            self._deliver(message)
+            self.live.publish(message)
         else:
-            loop.call_soon_threadsafe(self._deliver, message)
-
-    def _deliver(self, message: Record) -> None:
-        for subscriber in list(self._subscribers):
-            queue = subscriber.queue
-            if queue.full():  # a slow client loses the oldest message, not the newest
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    queue.get_nowait()
-            queue.put_nowait(message)
+            loop.call_soon_threadsafe(self.live.publish, message)
 
     # -- listener callbacks --------------------------------------------------------------------
     def onEventFired(self, event: Event) -> None:
         """Record the event; count it for its source."""
-        record = event_record(event)
+        waiting = self._waiting.pop(id(event), None)
+        record = event_record(event, None if waiting is None else "console")
         assert event.instanceId is not None
         with self._lock:
             self._events.append(record)
@@ -232,7 +247,6 @@ class History(StreamingListener):
             while len(self._accepted) > self.limit:
                 self._accepted.popitem(last=False)
         self.metrics.event(event.source.name)
-        waiting = self._waiting.pop(id(event), None)
         if waiting is not None and not waiting.done():
             waiting.set_result(event)
         self._publish("event", record)
@@ -296,7 +310,8 @@ class History(StreamingListener):
         with self._lock:
             record = self._batches.get(instance_id)
             if record is None:
-                record = {**_batch_head(event_record(info.event)), "jobs": []}
+                event = self._event(instance_id) or event_record(info.event)
+                record = {**_batch_head(event), "jobs": []}
                 self._batches[instance_id] = record
                 while len(self._batches) > self.limit:
                     self._batches.popitem(last=False)
@@ -307,7 +322,7 @@ class History(StreamingListener):
                 completed=completed,
                 duration=duration,
                 records=info.numRecords(),
-                inputs={name: json_friendly(read) for name, read in info.inputs.items()},
+                inputs=shown(info.inputs),
                 jobs=[job_record(job) for job in info.jobs] or record["jobs"],
             )
             summary = {key: value for key, value in record.items() if key != "inputs"}

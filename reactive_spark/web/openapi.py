@@ -62,6 +62,16 @@ SCHEMAS: dict[str, Schema] = {
             "timeUtc": {"type": "string"},
             "kind": {"type": "string"},
             "fields": {"type": "object"},
+            "protected": {
+                "type": "boolean",
+                "description": "A request to a token-protected REST trigger: its query and body "
+                "are shown to authenticated viewers only.",
+            },
+            "firedBy": {
+                "type": "string",
+                "nullable": True,
+                "description": '"console" for an event fired from the console.',
+            },
         },
     },
     "Job": {
@@ -172,6 +182,23 @@ def _error(description: str) -> Schema:
     return {"description": description, **_json(_ref("Error"))}
 
 
+#: Answers any request may get before its handler runs (docs/security.md).
+_REFUSED: Schema = {
+    "401": _error("Not signed in (the console has auth): send Authorization: Bearer <token>."),
+    "403": _error("Signed in without the scope this needs."),
+    "421": _error("The Host header is not one the console answers to (allowedHosts)."),
+}
+_WRITE_REFUSED: Schema = {
+    "403": _error(
+        "A cross-site request (Origin, Sec-Fetch-Site); too little scope; or a "
+        "token-protected trigger without control scope or its own token."
+    ),
+    "408": _error("The body did not arrive in time."),
+    "413": _error("The body is too large."),
+    "415": _error("Not Content-Type: application/json, or an unknown Content-Encoding."),
+}
+
+
 _LIMIT: Schema = {
     "name": "limit",
     "in": "query",
@@ -179,6 +206,11 @@ _LIMIT: Schema = {
     "description": "How many, newest first (default 100).",
     "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
 }
+
+
+def _viewed(responses: Schema) -> Schema:
+    """`responses` of a request that needs the view scope, with its refusals."""
+    return {**responses, **_REFUSED}
 
 
 def openapi(prefix: str) -> Schema:
@@ -195,12 +227,14 @@ def openapi(prefix: str) -> Schema:
             "/api/sources": {
                 "get": {
                     "summary": "Every event source: events fired, next fire time, catch-up policy.",
-                    "responses": {
-                        "200": {
-                            "description": "The sources.",
-                            **_json({"type": "array", "items": _ref("Source")}),
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "The sources.",
+                                **_json({"type": "array", "items": _ref("Source")}),
+                            }
                         }
-                    },
+                    ),
                 }
             },
             "/api/sources/{name}/fire": {
@@ -222,7 +256,12 @@ def openapi(prefix: str) -> Schema:
                     },
                     "responses": {
                         "202": {"description": "Accepted: it will run.", **_json(_ref("Fired"))},
-                        "400": _error("The body is not valid."),
+                        "400": _error(
+                            "The body is not strict JSON (NaN, Infinity, nested deeper than "
+                            "256, undecodable) or not what the source takes."
+                        ),
+                        **_REFUSED,
+                        **_WRITE_REFUSED,
                         "404": _error("No such source."),
                         "409": _error("The source is not a REST or manual trigger."),
                         "503": _error("The context is not running."),
@@ -232,45 +271,53 @@ def openapi(prefix: str) -> Schema:
             "/api/graph": {
                 "get": {
                     "summary": "The lineage: streams, dependencies, bindings, outputs, sources.",
-                    "responses": {"200": {"description": "The lineage.", **_json(_ref("Graph"))}},
+                    "responses": _viewed(
+                        {"200": {"description": "The lineage.", **_json(_ref("Graph"))}}
+                    ),
                 }
             },
             "/api/events": {
                 "get": {
                     "summary": "The latest accepted events.",
                     "parameters": [_LIMIT],
-                    "responses": {
-                        "200": {
-                            "description": "Events, newest first.",
-                            **_json({"type": "array", "items": _ref("Event")}),
-                        },
-                        "400": _error("A bad limit."),
-                    },
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "Events, newest first.",
+                                **_json({"type": "array", "items": _ref("Event")}),
+                            },
+                            "400": _error("A bad limit."),
+                        }
+                    ),
                 }
             },
             "/api/events/stream": {
                 "get": {
                     "summary": "Server-sent events: every event, batch and job transition.",
-                    "responses": {
-                        "200": {
-                            "description": "An endless text/event-stream; event types: event, "
-                            "batch, job, source-error, receiver.",
-                            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "An endless text/event-stream; event types: event, "
+                                "batch, job, source-error, receiver.",
+                                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                            }
                         }
-                    },
+                    ),
                 }
             },
             "/api/batches": {
                 "get": {
                     "summary": "The latest batches (with their jobs).",
                     "parameters": [_LIMIT],
-                    "responses": {
-                        "200": {
-                            "description": "Batches, newest first.",
-                            **_json({"type": "array", "items": _ref("Batch")}),
-                        },
-                        "400": _error("A bad limit."),
-                    },
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "Batches, newest first.",
+                                **_json({"type": "array", "items": _ref("Batch")}),
+                            },
+                            "400": _error("A bad limit."),
+                        }
+                    ),
                 }
             },
             "/api/batches/{instanceId}": {
@@ -284,24 +331,39 @@ def openapi(prefix: str) -> Schema:
                             "schema": {"type": "integer", "minimum": 0},
                         }
                     ],
-                    "responses": {
-                        "200": {"description": "The batch.", **_json(_ref("Batch"))},
-                        "400": _error("Not an instanceId."),
-                        "404": _error("No such event in the history."),
-                    },
+                    "responses": _viewed(
+                        {
+                            "200": {"description": "The batch.", **_json(_ref("Batch"))},
+                            "400": _error("Not an instanceId."),
+                            "404": _error("No such event in the history."),
+                        }
+                    ),
                 }
             },
             "/metrics": {
                 "get": {
                     "summary": "Prometheus metrics.",
-                    "responses": {
-                        "200": {
-                            "description": "Prometheus' text format.",
-                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "Prometheus' text format.",
+                                "content": {"text/plain": {"schema": {"type": "string"}}},
+                            }
                         }
-                    },
+                    ),
                 }
             },
         },
-        "components": {"schemas": SCHEMAS},
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The console's token (or what its authenticator takes); "
+                    "without authentication configured, loopback clients need none.",
+                }
+            },
+        },
+        "security": [{"bearer": []}, {}],
     }

@@ -1,10 +1,17 @@
 // The reactive-spark console: sources, live batches and jobs, and the lineage as SVG.
-// Plain JavaScript served from the package: no CDN, no build step. Paths are relative, so the
-// console works wherever it is mounted (`/`, `/reactive/`, ...).
+// Plain JavaScript served from the package: no CDN, no build step, nothing inline (the page's
+// Content-Security-Policy allows only these files). Paths are relative, so the console works
+// wherever it is mounted (`/`, `/reactive/`, ...).
+//
+// Signing in: a login URL's `?token=` is moved to the tab's sessionStorage and removed from the
+// address bar; every API request then sends `Authorization: Bearer <token>`. The live stream is
+// read with fetch() (EventSource cannot send that header) and parsed as server-sent events.
 "use strict";
 
 const MAX_ROWS = 200;
-const state = { batches: new Map(), selected: null, graph: null, failedJobs: 0, events: 0 };
+const RECONNECT_MS = 2000;
+const TOKEN_KEY = "reactive-spark-token";
+const state = { batches: new Map(), sources: new Map(), selected: null, graph: null, failedJobs: 0, events: 0 };
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -24,8 +31,44 @@ function svg(tag, attrs = {}, text) {
   return node;
 }
 
+// -- signing in ------------------------------------------------------------------------------------
+function takeTokenFromAddress() {
+  const address = new URL(window.location.href);
+  const token = address.searchParams.get("token");
+  if (token === null) return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  address.searchParams.delete("token");
+  window.history.replaceState(null, "", address.pathname + address.search + address.hash);
+}
+
+function withToken(headers = {}) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { ...headers, Authorization: `Bearer ${token}` } : headers;
+}
+
+function askToSignIn() {
+  const form = document.getElementById("signin");
+  form.hidden = false;
+  document.getElementById("connection").textContent = "sign in to see it live";
+}
+
+function setUpSignIn() {
+  const form = document.getElementById("signin");
+  form.addEventListener("submit", (submitted) => {
+    submitted.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, document.getElementById("signin-token").value.trim());
+    window.location.reload();
+  });
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { ...options, cache: "no-store", headers: withToken(options.headers) });
+  if (response.status === 401) askToSignIn();
+  return response;
+}
+
 async function getJSON(path) {
-  const response = await fetch(path);
+  const response = await api(path);
   if (!response.ok) throw new Error(`${path}: ${response.status}`);
   return response.json();
 }
@@ -34,37 +77,55 @@ const utc = (iso) => (iso ? iso.replace("T", " ").replace("Z", "") : "—");
 const seconds = (value) => (value == null ? "—" : `${value.toFixed(2)} s`);
 
 // -- sources -------------------------------------------------------------------------------------
-async function loadSources() {
-  const sources = await getJSON("api/sources");
-  const body = document.querySelector("#sources tbody");
-  body.replaceChildren(
-    ...sources.map((source) =>
-      el(
-        "tr",
-        { id: `source-row-${source.name}` },
-        el("td", {}, source.name),
-        el("td", {}, source.kind),
-        el("td", {}, source.events),
-        el("td", {}, utc(source.lastFiredUtc)),
-        el("td", {}, utc(source.nextFireUtc)),
-        el("td", {}, source.catchUp),
-        el(
-          "td",
-          {},
-          source.fireable
-            ? el("button", { class: "fire", "data-source": source.name, onclick: () => fire(source.name) }, "fire")
-            : ""
-        )
-      )
+function sourceRow(source) {
+  return el(
+    "tr",
+    { "data-source": source.name },
+    el("td", {}, source.name),
+    el("td", {}, source.kind),
+    el("td", { class: "events" }, source.events),
+    el("td", { class: "last-fired" }, utc(source.lastFiredUtc)),
+    el("td", {}, utc(source.nextFireUtc)),
+    el("td", {}, source.catchUp),
+    el(
+      "td",
+      {},
+      source.fireable
+        ? el("button", { class: "fire", "data-source": source.name, onclick: () => fire(source.name) }, "fire")
+        : ""
     )
   );
+}
+
+async function loadSources() {
+  const sources = await getJSON("api/sources");
+  state.sources = new Map(sources.map((source) => [source.name, source]));
+  document.querySelector("#sources tbody").replaceChildren(...sources.map(sourceRow));
+}
+
+// An event the live stream reports: count it for its source at once (the poll only adds the
+// next fire times).
+function sourceFired(event) {
+  const source = state.sources.get(event.source);
+  if (!source) return;
+  source.events += 1;
+  if (source.lastFired == null || event.time >= source.lastFired) {
+    source.lastFired = event.time;
+    source.lastFiredUtc = event.timeUtc;
+  }
+  const row = document.querySelector(`#sources tr[data-source="${CSS.escape(source.name)}"]`);
+  if (row) row.replaceWith(sourceRow(source));
 }
 
 async function fire(name) {
   const button = document.querySelector(`button.fire[data-source="${CSS.escape(name)}"]`);
   if (button) button.disabled = true;
   try {
-    const response = await fetch(`api/sources/${encodeURIComponent(name)}/fire`, { method: "POST" });
+    const response = await api(`api/sources/${encodeURIComponent(name)}/fire`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: "null",
+    });
     const answer = await response.json();
     if (!response.ok) alert(`${name}: ${answer.error}`);
   } finally {
@@ -248,38 +309,83 @@ function highlight(jobs) {
 }
 
 // -- live updates ------------------------------------------------------------------------------------
-function connect() {
-  const status = document.getElementById("connection");
-  const stream = new EventSource("api/events/stream");
-  stream.onopen = () => {
-    status.textContent = "live";
-    status.className = "connection online";
-  };
-  stream.onerror = () => {
-    status.textContent = "reconnecting…";
-    status.className = "connection offline";
-  };
-  stream.addEventListener("event", () => {
+const liveHandlers = {
+  event(event) {
     state.events += 1;
     document.getElementById("count-events").textContent = state.events;
-  });
-  stream.addEventListener("batch", (message) => upsertBatch(JSON.parse(message.data)));
-  stream.addEventListener("source-error", (message) => {
-    const failure = JSON.parse(message.data);
+    sourceFired(event);
+  },
+  batch: upsertBatch,
+  "source-error"(failure) {
     problem(`source ${failure.source}: ${failure.description}`);
-  });
-  stream.addEventListener("job", (message) => {
-    const job = JSON.parse(message.data);
+  },
+  job(job) {
     if (job.status === "failed") {
       state.failedJobs += 1;
       document.getElementById("count-failed").textContent = state.failedJobs;
       jobProblem(job, job.instanceId);
     }
     updateJob(job);
-  });
+  },
+};
+
+// One server-sent event (the lines between blank lines): its `event:` type and `data:` JSON.
+function dispatch(block) {
+  let kind = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line === "" || line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "event") kind = value;
+    else if (field === "data") data.push(value);
+  }
+  const handler = liveHandlers[kind];
+  if (handler && data.length) handler(JSON.parse(data.join("\n")));
+}
+
+function showConnection(online, text) {
+  const status = document.getElementById("connection");
+  status.textContent = text;
+  status.className = `connection ${online ? "online" : "offline"}`;
+}
+
+async function follow() {
+  const response = await api("api/events/stream", { headers: { Accept: "text/event-stream" } });
+  if (response.status === 401) return false;
+  if (!response.ok) throw new Error(`api/events/stream: ${response.status}`);
+  showConnection(true, "live");
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return true;
+    buffer += value.replace(/\r\n?/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      dispatch(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+    }
+  }
+}
+
+async function connect() {
+  for (;;) {
+    try {
+      if (!(await follow())) return; // not signed in: the sign-in form is shown
+    } catch (lost) {
+      // the console stopped or the network dropped: try again
+    }
+    showConnection(false, "reconnecting…");
+    await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
+  }
 }
 
 async function main() {
+  takeTokenFromAddress();
+  setUpSignIn();
+  await loadSources();
   connect();
   const [graph, batches, events] = await Promise.all([
     getJSON("api/graph"),
@@ -295,8 +401,10 @@ async function main() {
   }
   state.failedJobs = batches.flatMap((batch) => batch.jobs).filter((job) => job.status === "failed").length;
   document.getElementById("count-failed").textContent = state.failedJobs;
-  await loadSources();
-  setInterval(loadSources, 2000);
+  setInterval(() => loadSources().catch(() => {}), 2000);
 }
 
-main();
+main().catch((failed) => {
+  if (!sessionStorage.getItem(TOKEN_KEY)) askToSignIn();
+  else showConnection(false, String(failed.message ?? failed));
+});

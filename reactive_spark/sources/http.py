@@ -1,0 +1,304 @@
+"""What every HTTP endpoint of reactive-spark does with a request: REST triggers and the console.
+
+JSON errors (`{"error": ...}` with a 4xx status), bearer tokens (scheme case-insensitive, as
+RFC 7235 says), strict JSON bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH` deep,
+read within `BODY_TIMEOUT` seconds) and the browser's cross-site markers (`Origin`,
+`Sec-Fetch-Site`).
+
+Examples:
+    >>> parse_json(b'{"day": "2024-01-01"}')
+    {'day': '2024-01-01'}
+    >>> parse_json(b'{"v": NaN}')
+    Traceback (most recent call last):
+    ...
+    aiohttp.web_exceptions.HTTPBadRequest: Bad Request
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import zlib
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
+
+from reactive_spark.errors import InvalidArgumentError
+
+__all__ = [
+    "BODY_TIMEOUT",
+    "MAX_JSON_DEPTH",
+    "RAW_BODIES_KEY",
+    "SERVER",
+    "bearer_token",
+    "cross_site",
+    "is_loopback",
+    "json_error",
+    "json_errors",
+    "parse_json",
+    "read_json",
+    "require_token",
+    "same_token",
+]
+
+#: How deeply a JSON body may nest (objects and arrays); deeper bodies are refused with 400.
+MAX_JSON_DEPTH = 256
+#: Seconds a client has to send a whole request body; a slower one gets 408 and is closed.
+BODY_TIMEOUT = 10.0
+#: The `Server` header of every answer (no aiohttp or Python version).
+SERVER = "reactive-spark"
+#: The `Content-Encoding`s aiohttp decodes before a handler reads the body (by default).
+DECODED = frozenset({"identity", "gzip", "x-gzip", "deflate", "br", "zstd"})
+#: The ones `read_json` decodes itself, for a server made with `auto_decompress=False`.
+OWN_DECODING = {"gzip": 47, "x-gzip": 47, "deflate": 15}
+#: Set on an application served with `auto_decompress=False`: `read_json` decompresses
+#: (bounded, and every bad body is a JSON 400, where aiohttp's parser answers text/plain).
+RAW_BODIES_KEY: web.AppKey[bool] = web.AppKey("reactive_spark_raw_bodies", bool)
+
+
+def json_error(
+    kind: type[web.HTTPException], message: str, *, close: bool = False, **kwargs: Any
+) -> web.HTTPException:
+    """An HTTP error whose body is `{"error": message}`.
+
+    `close=True` closes the connection after it (for a request whose body was not read whole).
+
+    Examples:
+        >>> json_error(web.HTTPNotFound, "no trigger at /x").text
+        '{"error": "no trigger at /x"}'
+    """
+    error = kind(text=json.dumps({"error": message}), content_type="application/json", **kwargs)
+    if close:
+        error.force_close()
+    return error
+
+
+def refuse(kind: type[web.HTTPException], message: str) -> NoReturn:
+    """Raise `json_error(kind, message)`."""
+    raise json_error(kind, message)
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Aiohttp middleware: its own errors (404 for an unknown path, 405, ...) as `{"error": ...}`.
+
+    Errors already in JSON and redirects pass through unchanged.
+    """
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.content_type == "application/json" or exc.status < 400:
+            raise
+        answer = web.json_response({"error": exc.reason}, status=exc.status)
+        if exc.status == 405 and "Allow" in exc.headers:
+            answer.headers["Allow"] = exc.headers["Allow"]
+        return answer
+
+
+# -- bearer tokens ---------------------------------------------------------------------------
+def require_token(value: object, name: str = "token") -> str | None:
+    """Return `value` if a client can present it as a bearer token (or None), else raise.
+
+    A token is printable ASCII without spaces (what an `Authorization` header carries intact).
+
+    Examples:
+        >>> require_token("s3cret")
+        's3cret'
+        >>> require_token(" s3cret")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: token must be printable ASCII without ...
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(f"{name} must be a non-empty str or None, got {value!r}")
+    if not all("!" <= char <= "~" for char in value):
+        raise InvalidArgumentError(
+            f"{name} must be printable ASCII without spaces or control characters "
+            f"(no client can send it otherwise), got {value!r}"
+        )
+    return value
+
+
+def bearer_token(request: web.BaseRequest) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header (any case of `Bearer`), or None."""
+    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def same_token(given: str | None, expected: str) -> bool:
+    """Whether `given` is `expected`, compared in constant time."""
+    if given is None:
+        return False
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogateescape"), expected.encode("utf-8", "surrogateescape")
+    )
+
+
+# -- JSON bodies -----------------------------------------------------------------------------
+def _no_constant(name: str) -> NoReturn:
+    refuse(web.HTTPBadRequest, f"body is not valid JSON: {name} is not a JSON number")
+
+
+def _depth(value: Any) -> int:
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            pending.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return deepest
+
+
+def parse_json(raw: bytes) -> Any:
+    """The JSON value of `raw` (None when blank); 400 (JSON error) when it is not strict JSON.
+
+    NaN and Infinity are refused, and so is nesting deeper than `MAX_JSON_DEPTH`.
+    """
+    if not raw.strip():
+        return None
+    try:
+        value = json.loads(raw, parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise json_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        value = None
+        depth = MAX_JSON_DEPTH + 1
+    else:
+        depth = _depth(value)
+    if depth > MAX_JSON_DEPTH:
+        refuse(web.HTTPBadRequest, f"body is nested too deeply (more than {MAX_JSON_DEPTH})")
+    return value
+
+
+async def read_json(request: web.Request, max_size: int) -> Any:
+    """The request's JSON body (see `parse_json`): at most `max_size` bytes, in time.
+
+    The body must arrive within `BODY_TIMEOUT` seconds; every failure is a 4xx JSON error
+    (413 too large, 408 too slow, 415 an unknown `Content-Encoding`, 400 not strict JSON or
+    not decompressible).
+    """
+    if request.content_length is not None and request.content_length > max_size:
+        raise _too_large(max_size)
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    decode_here = request.config_dict.get(RAW_BODIES_KEY, False) and encoding != "identity"
+    if encoding not in (OWN_DECODING if decode_here else DECODED) and encoding != "identity":
+        raise json_error(
+            web.HTTPUnsupportedMediaType,
+            f"Content-Encoding {encoding!r} is not supported (gzip, deflate or none)",
+            close=True,
+        )
+    chunks, size = [], 0
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT):
+            async for chunk in request.content.iter_chunked(64 * 1024):
+                size += len(chunk)
+                if size > max_size:
+                    raise _too_large(max_size)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise json_error(
+            web.HTTPRequestTimeout,
+            f"the body did not arrive within {BODY_TIMEOUT:g} s",
+            close=True,
+        ) from None
+    except RequestPayloadError as exc:
+        request.content.feed_eof()  # nothing more to read: aiohttp need not drain it
+        message = str(exc).split("message:", 1)[-1].strip()
+        raise json_error(web.HTTPBadRequest, f"unreadable body: {message}", close=True) from None
+    raw = b"".join(chunks)
+    return parse_json(_decompress(raw, encoding, max_size) if decode_here else raw)
+
+
+def _decompress(raw: bytes, encoding: str, max_size: int) -> bytes:
+    """`raw` decoded as `encoding`; 413 past `max_size`, 400 when it is not that encoding."""
+    for wbits in (OWN_DECODING[encoding], -15):  # deflate is zlib-wrapped, or raw in the wild
+        decoder = zlib.decompressobj(wbits)
+        try:
+            data = decoder.decompress(raw, max_size + 1)
+        except zlib.error:
+            continue
+        if len(data) > max_size or decoder.unconsumed_tail:
+            raise _too_large(max_size)
+        if decoder.eof:
+            return data
+    raise json_error(web.HTTPBadRequest, f"unreadable body: it is not valid {encoding} data")
+
+
+def _too_large(limit: int) -> web.HTTPException:
+    return web.HTTPRequestEntityTooLarge(
+        max_size=limit,
+        actual_size=limit + 1,
+        text=json.dumps({"error": f"body is larger than {limit} bytes"}),
+        content_type="application/json",
+    )
+
+
+# -- where a request comes from --------------------------------------------------------------
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address, without port) is this machine only.
+
+    Examples:
+        >>> [is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "example.com")]
+        [True, True, True, False, False]
+    """
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(authority: str) -> str:
+    """The host of a `Host` header or URL authority, without port, lower case.
+
+    Examples:
+        >>> host_name("[::1]:4040"), host_name("LocalHost:80"), host_name("example.com")
+        ('::1', 'localhost', 'example.com')
+    """
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        return authority[1:].partition("]")[0]
+    if authority.count(":") > 1:  # a bare IPv6 address
+        return authority
+    return authority.partition(":")[0]
+
+
+def _authority(scheme: str, netloc: str) -> str:
+    default = {"http": ":80", "https": ":443"}.get(scheme, "")
+    netloc = netloc.lower()
+    return netloc[: -len(default)] if default and netloc.endswith(default) else netloc
+
+
+def cross_site(request: web.BaseRequest) -> str | None:
+    """Why `request` comes from another site's page (a browser said so), or None.
+
+    Browsers mark cross-origin requests with `Sec-Fetch-Site` and an `Origin` that is not the
+    server's own (`Host`); clients that are not browsers send neither.
+    """
+    fetch_site = request.headers.get("Sec-Fetch-Site", "").lower()
+    if fetch_site and fetch_site not in ("same-origin", "none"):
+        return f"Sec-Fetch-Site is {fetch_site}"
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return None
+    parts = urlsplit(origin)
+    own = _authority("https" if parts.scheme == "https" else "http", request.host)
+    if origin == "null" or _authority(parts.scheme, parts.netloc) != own:
+        return f"Origin {origin} is not this server's"
+    return None

@@ -1,0 +1,176 @@
+"""Serving an aiohttp application on a port so that no client can hold it: REST triggers, console.
+
+- A connection that has not sent a whole request head within `IDLE_TIMEOUT` seconds (or sits
+  idle that long between requests) is closed; bodies have `http.BODY_TIMEOUT`.
+- `stop()` gives running requests `SHUTDOWN_TIMEOUT` seconds, then cancels them; the rest of
+  a refused body is read for `LINGERING_TIME` seconds at most (aiohttp's default is 10).
+- Bodies are decompressed by `http.read_json` (gzip, deflate; bounded by the body limit), not
+  by aiohttp's parser, so that a body that is not what its `Content-Encoding` says gets a JSON
+  400 like every other client error.
+- Every answer says `Server: reactive-spark`, without versions, and is JSON: also a request
+  aiohttp's HTTP parser rejects before any application code runs (a malformed request line or
+  header) gets `{"error": "the request is not valid HTTP (...)"}` with its 400, the connection
+  closed. Connections are served by a `web.Server` whose protocol, a `web.RequestHandler`,
+  answers `handle_error` so; the application's handler and request factory are the ones its
+  `AppRunner` made, so middlewares, signals and the lifecycle are aiohttp's.
+
+Examples:
+    ```python
+    # a fragment, inside a coroutine; app is an aiohttp web.Application
+    server = HttpServer(app)
+    port = await server.start("127.0.0.1", 0)
+    await server.stop()
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+from http import HTTPStatus
+from typing import Any
+
+from aiohttp import web
+
+from reactive_spark.errors import ListenError
+from reactive_spark.sources.http import RAW_BODIES_KEY, SERVER
+
+__all__ = [
+    "IDLE_TIMEOUT",
+    "SHUTDOWN_TIMEOUT",
+    "HttpServer",
+    "JsonErrorHandler",
+    "JsonErrorServer",
+    "server_header",
+]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a connection may take to send a request head, or stay idle between requests.
+IDLE_TIMEOUT = 15.0
+#: Seconds running requests get to finish when the server stops; then they are cancelled.
+SHUTDOWN_TIMEOUT = 1.0
+#: Seconds the rest of a refused body is still read (so the client sees the answer), at most.
+LINGERING_TIME = 1.0
+
+
+async def server_header(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare` signal: `Server: reactive-spark` instead of aiohttp's version."""
+    response.headers["Server"] = SERVER
+
+
+class JsonErrorHandler(web.RequestHandler):
+    """aiohttp's HTTP protocol, answering what it cannot hand to the application in JSON.
+
+    `handle_error` answers requests the parser rejects (400) and handlers that raised (500);
+    aiohttp's own answer is `text/plain` (echoing the request line) with its version.
+    """
+
+    __slots__ = ()
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """`{"error": ...}` with aiohttp's status; logged, and closing, as aiohttp does."""
+        plain = super().handle_error(request, status, exc, message)  # logs; raises if sent
+        if plain.status < 500 and exc is not None:
+            error = f"the request is not valid HTTP ({type(exc).__name__})"
+        else:
+            error = HTTPStatus(plain.status).phrase
+        answer = web.json_response({"error": error}, status=plain.status)
+        answer.headers["Server"] = SERVER
+        answer.force_close()
+        return answer
+
+
+class JsonErrorServer(web.Server):
+    """aiohttp's low-level server of `template`'s application, with `JsonErrorHandler`s.
+
+    `options` are the protocol's (`keepalive_timeout`, `lingering_time`, ...).
+    """
+
+    def __init__(self, template: web.Server, **options: Any) -> None:
+        super().__init__(
+            template.request_handler, request_factory=template.request_factory, **options
+        )
+        self.protocol_options = options
+
+    def __call__(self) -> web.RequestHandler:
+        """A protocol for a new connection (what `loop.create_server` calls)."""
+        return JsonErrorHandler(self, loop=asyncio.get_running_loop(), **self.protocol_options)
+
+
+class HttpServer:
+    """`app` served on a port with bounded timeouts and JSON parser errors (see module)."""
+
+    def __init__(self, app: web.Application) -> None:
+        app.on_response_prepare.append(server_header)
+        app[RAW_BODIES_KEY] = True  # read_json decompresses: bad bodies get JSON errors
+        self._runner = web.AppRunner(app)  # the application's lifecycle; not its connections
+        self._connections: JsonErrorServer | None = None
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int | None:
+        """The port it listens on, once started."""
+        if self._server is None or not self._server.sockets:
+            return None
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    async def start(self, host: str, port: int, *, attempts: int = 1) -> int:
+        """Listen on `host:port` (or, when taken, the next of `attempts` ports); the port.
+
+        Raises:
+            ListenError: `host` does not resolve, or no port could be bound; names them.
+        """
+        await self._runner.setup()
+        loop = asyncio.get_running_loop()
+        assert self._runner.server is not None
+        self._connections = factory = JsonErrorServer(
+            self._runner.server,
+            access_log=None,
+            auto_decompress=False,
+            keepalive_timeout=IDLE_TIMEOUT,
+            lingering_time=LINGERING_TIME,
+        )
+        tries = attempts if port else 1
+        attempt = 0
+        while True:
+            wanted = port + attempt if port else 0
+            try:
+                self._server = await loop.create_server(
+                    factory, host, wanted, reuse_address=True, backlog=128
+                )
+            except socket.gaierror as exc:
+                await self._runner.cleanup()
+                raise ListenError(f"cannot listen on host {host!r}: {exc.strerror}") from exc
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE and attempt < tries - 1:
+                    attempt += 1
+                    continue
+                await self._runner.cleanup()
+                raise ListenError(
+                    f"cannot listen on {host}:{wanted} (host {host!r}, port {wanted}): "
+                    f"{exc.strerror or exc}"
+                ) from exc
+            return self.port or wanted
+
+    async def stop(self) -> None:
+        """Stop listening; running requests get `SHUTDOWN_TIMEOUT` seconds, then are cancelled."""
+        server, self._server = self._server, None
+        connections, self._connections = self._connections, None
+        if server is not None:
+            server.close()
+        if connections is not None:
+            connections.pre_shutdown()  # idle keep-alive connections close now
+            await connections.shutdown(SHUTDOWN_TIMEOUT)
+        await self._runner.cleanup()
+        if server is not None:
+            await server.wait_closed()

@@ -1,0 +1,389 @@
+"""The console is safe to expose: who may view and fire, cross-site requests, DNS rebinding,
+security headers, what unauthenticated viewers see, and JSON that is always valid."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from pyspark import SparkContext
+
+from reactive_spark import Days, InvalidArgumentError, StreamingContext, Time, VirtualClock
+from reactive_spark.web import BearerToken, Console, create_app, setup
+
+from .raw_http import exchange
+
+T0 = Time.fromDatetime(datetime(2026, 4, 6, tzinfo=UTC))
+JSON = {"Content-Type": "application/json"}
+CONSOLE_TOKEN = "console-token"
+TRIGGER_TOKEN = "trigger-token"
+Client = TestClient[Any, Any]
+
+
+def fail(line: str) -> int:
+    raise ValueError(f"bad line {line!r}")
+
+
+def build(ssc: StreamingContext) -> None:
+    ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    rerun = ssc.manualSource("rerun")
+    guarded = ssc.restServer(None, name="guarded", token=TRIGGER_TOKEN).post("/run")
+    lines = ssc.queueStream([], default=["x"])
+    lines.count().foreachRDD(lambda rdd: rdd.collect()).bind(rerun).bind(guarded)
+    broken = ssc.manualSource("broken")
+    lines.map(fail).foreachRDD(lambda rdd: rdd.count()).bind(broken)
+
+
+def strict_json(text: str) -> Any:
+    """`json.loads` that refuses NaN and Infinity, as browsers' JSON.parse does."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+async def answer(response: Any, status: int) -> Any:
+    assert response.status == status, await response.text()
+    assert response.content_type == "application/json"
+    return strict_json(await response.text())
+
+
+async def fire(client: Client, name: str, body: Any = None, **headers: str) -> Any:
+    return await client.post(
+        f"/api/sources/{name}/fire", data=json.dumps(body), headers={**JSON, **headers}
+    )
+
+
+def bearer(token: str, scheme: str = "Bearer") -> dict[str, str]:
+    return {"Authorization": f"{scheme} {token}"}
+
+
+@pytest.fixture
+async def make_console(
+    sc: SparkContext,
+) -> AsyncIterator[Callable[..., Awaitable[tuple[StreamingContext, Client]]]]:
+    """Consoles made with `create_app(ssc, **options)`, served by aiohttp's test server."""
+    opened: list[Client] = []
+
+    async def make(**options: Any) -> tuple[StreamingContext, Client]:
+        ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+        build(ssc)
+        client: Client = TestClient(TestServer(create_app(ssc, **options)))
+        await client.start_server()
+        opened.append(client)
+        return ssc, client
+
+    yield make
+    for client in opened:
+        await client.close()
+
+
+# -- authentication --------------------------------------------------------------------------
+async def test_a_token_console_lets_in_only_its_token(make_console: Any) -> None:
+    ssc, client = await make_console(auth=BearerToken(CONSOLE_TOKEN))
+    for path in ("/api/sources", "/api/events", "/api/batches", "/api/graph", "/metrics"):
+        refused = await client.get(path)
+        error = await answer(refused, 401)
+        assert "sign in" in error["error"]
+        assert refused.headers["WWW-Authenticate"].startswith("Bearer")
+        assert (await client.get(path, headers=bearer("wrong"))).status == 401
+    assert (await client.get("/api/events/stream")).status == 401
+    await answer(await fire(client, "rerun"), 401)
+    for scheme in ("Bearer", "bearer", "BEARER"):
+        await answer(await client.get("/api/sources", headers=bearer(CONSOLE_TOKEN, scheme)), 200)
+    fired = await answer(await fire(client, "rerun", {"n": 1}, **bearer(CONSOLE_TOKEN)), 202)
+    await ssc.advanceTo(T0)
+    batch = await answer(await client.get(fired["status"], headers=bearer(CONSOLE_TOKEN)), 200)
+    assert batch["status"] == "succeeded" and batch["event"]["firedBy"] == "console"
+    for public in ("/", "/static/console.js", "/api/openapi.json"):  # no data in them
+        assert (await client.get(public)).status == 200
+
+
+async def test_the_view_scope_does_not_fire(make_console: Any) -> None:
+    ssc, client = await make_console(auth=BearerToken("reader", scopes={"view"}))
+    await answer(await client.get("/api/batches", headers=bearer("reader")), 200)
+    error = await answer(await fire(client, "rerun", **bearer("reader")), 403)
+    assert error["error"] == "this needs the control scope"
+    await ssc.advanceTo(T0)
+    assert (await answer(await client.get("/api/events", headers=bearer("reader")), 200)) == []
+
+
+async def test_a_service_plugs_in_its_own_auth(sc: SparkContext) -> None:
+    """The service's middleware authenticates; the console's authenticator reads what it
+    stored (here a coroutine function: it could look the user up)."""
+    user_key = web.RequestKey("user", str)
+
+    @web.middleware
+    async def service_auth(request: web.Request, handler: Any) -> web.StreamResponse:
+        user = request.headers.get("X-Service-User")
+        if user is not None:
+            request[user_key] = user
+        return await handler(request)
+
+    async def console_scopes(request: web.Request) -> set[str]:
+        return {"ops": {"view", "control"}, "analyst": {"view"}}.get(
+            request.get(user_key, ""), set()
+        )
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    service = web.Application(middlewares=[service_auth])
+    setup(service, ssc, prefix="/reactive", auth=console_scopes)
+    async with TestClient(TestServer(service)) as client:
+        assert (await client.get("/reactive/api/sources")).status == 401
+        analyst = {"X-Service-User": "analyst"}
+        assert (await client.get("/reactive/api/sources", headers=analyst)).status == 200
+        as_analyst = await client.post(
+            "/reactive/api/sources/rerun/fire", data="null", headers={**JSON, **analyst}
+        )
+        assert as_analyst.status == 403
+        as_ops = await client.post(
+            "/reactive/api/sources/rerun/fire",
+            data="null",
+            headers={**JSON, "X-Service-User": "ops"},
+        )
+        assert as_ops.status == 202
+
+
+# -- token-protected REST triggers through the console ------------------------------------------
+async def test_a_console_without_auth_cannot_fire_a_protected_trigger(make_console: Any) -> None:
+    ssc, client = await make_console()
+    error = await answer(await fire(client, "guarded", {"body": {"x": 1}}), 403)
+    assert "'guarded' is token-protected" in error["error"]
+    assert "this console has none configured" in error["error"]
+    wrong = await fire(client, "guarded", {"body": {"x": 1}}, **bearer("guess"))
+    assert wrong.status == 403
+    await ssc.advanceTo(T0)
+    assert await answer(await client.get("/api/events"), 200) == []
+    own = await answer(
+        await fire(client, "guarded", {"body": {"x": 2}}, **bearer(TRIGGER_TOKEN)), 202
+    )
+    await ssc.advanceTo(T0)
+    event = (await answer(await client.get(own["status"]), 200))["event"]
+    assert event["firedBy"] == "console" and event["protected"]
+
+
+async def test_control_scope_fires_a_protected_trigger(make_console: Any) -> None:
+    ssc, client = await make_console(auth=BearerToken(CONSOLE_TOKEN))
+    signed_in = bearer(CONSOLE_TOKEN)
+    fired = await answer(await fire(client, "guarded", {"body": {"x": 1}}, **signed_in), 202)
+    by_own_token = await fire(client, "guarded", {"body": {"x": 2}}, **bearer(TRIGGER_TOKEN))
+    assert by_own_token.status == 202
+    await ssc.advanceTo(T0)
+    batch = await answer(await client.get(fired["status"], headers=signed_in), 200)
+    assert batch["status"] == "succeeded"
+    assert batch["event"]["fields"]["body"] == {"x": 1} and batch["event"]["firedBy"] == "console"
+
+
+async def test_protected_requests_are_shown_to_authenticated_viewers_only(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    guarded = next(source for source in ssc.sources if source.name == "guarded")
+    open_console = create_app(ssc)
+    token_console = create_app(ssc, auth=BearerToken(CONSOLE_TOKEN))
+    service = web.Application()
+    service.add_subapp("/open", open_console)
+    service.add_subapp("/signed", token_console)
+    service.add_subapp("/triggers", guarded.app)  # type: ignore[attr-defined]
+    async with TestClient(TestServer(service)) as client:
+        stream = await client.get("/open/api/events/stream")
+        assert await stream.content.readline() == b": connected\n"
+        posted = await client.post(
+            "/triggers/run?account=zebra",
+            json={"secret": "s3-hidden"},
+            headers=bearer(TRIGGER_TOKEN),
+        )
+        assert posted.status == 202
+        await ssc.advanceTo(T0)
+        [hidden] = await answer(await client.get("/open/api/events"), 200)
+        assert hidden["protected"] and hidden["fields"]["path"] == "/run"
+        assert "s3-hidden" not in json.dumps(hidden) and "zebra" not in json.dumps(hidden)
+        assert hidden["fields"]["body"].startswith("(hidden: sign in")
+        [batch] = await answer(await client.get("/open/api/batches"), 200)
+        assert "s3-hidden" not in json.dumps(batch) and "zebra" not in json.dumps(batch)
+        single = await answer(await client.get(f"/open/api/batches/{batch['instanceId']}"), 200)
+        assert "s3-hidden" not in json.dumps(single)
+        shown = await client.get("/signed/api/events", headers=bearer(CONSOLE_TOKEN))
+        [full] = await answer(shown, 200)
+        assert full["fields"]["body"] == {"secret": "s3-hidden"}
+        assert full["fields"]["query"] == {"account": "zebra"}
+        live = b""
+        while b"event: batch" not in live:
+            live += await stream.content.readany()
+        assert b"event: event" in live and b"s3-hidden" not in live and b"zebra" not in live
+        stream.close()
+
+
+# -- cross-site requests and DNS rebinding ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "message"),
+    [
+        ({**JSON, "Origin": "http://evil.example"}, "null", 403, "Origin http://evil.example"),
+        ({**JSON, "Origin": "null"}, "null", 403, "Origin null is not"),
+        ({**JSON, "Sec-Fetch-Site": "cross-site"}, "null", 403, "Sec-Fetch-Site is cross-site"),
+        ({"Content-Type": "text/plain"}, "null", 415, "send Content-Type: application/json"),
+        ({"Content-Type": "application/x-www-form-urlencoded"}, "a=1", 415, "application/json"),
+        ({"Content-Type": "multipart/form-data; boundary=x"}, "--x--", 415, "application/json"),
+        ({}, None, 415, "application/json"),
+        ({**JSON, "Host": "evil.example"}, "null", 421, "Host 'evil.example' is not a name"),
+        ({**JSON, "Host": "evil.example:4040"}, "null", 421, "allowedHosts: 127.0.0.1, ::1"),
+    ],
+)
+async def test_cross_site_and_rebound_requests_fire_nothing(  # type: ignore[no-untyped-def]
+    make_console, headers, body, status, message
+) -> None:
+    ssc, client = await make_console()
+    refused = await client.post("/api/sources/rerun/fire", data=body, headers=headers)
+    assert message in (await answer(refused, status))["error"]
+    await ssc.advanceTo(T0)
+    assert await answer(await client.get("/api/events"), 200) == []
+
+
+async def test_same_origin_requests_and_allowed_hosts_are_served(make_console: Any) -> None:
+    _, client = await make_console()
+    own = f"http://127.0.0.1:{client.port}"
+    same_origin = {"Origin": own, "Sec-Fetch-Site": "same-origin"}
+    await answer(await fire(client, "rerun", None, **same_origin), 202)
+    for host in ("localhost:4040", "[::1]:4040", "127.0.0.1"):
+        assert (await client.get("/api/sources", headers={"Host": host})).status == 200
+    assert (await client.get("/api/sources", headers={"Host": "evil.example"})).status == 421
+    _, named = await make_console(allowedHosts=["reports.example.com"])
+    assert (await named.get("/api/sources", headers={"Host": "reports.example.com"})).status == 200
+    assert (await named.get("/api/sources")).status == 421  # 127.0.0.1 was not listed
+    _, anyone = await make_console(allowedHosts=["*"])
+    assert (await anyone.get("/api/sources", headers={"Host": "evil.example"})).status == 200
+
+
+# -- headers and the page ------------------------------------------------------------------------
+async def test_every_answer_carries_security_headers(make_console: Any) -> None:
+    _, client = await make_console()
+    for path in ("/", "/api/sources", "/static/console.js", "/api/nothing"):
+        response = await client.get(path)
+        csp = response.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+        assert "unsafe-inline" not in csp
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["Referrer-Policy"] == "no-referrer"
+        assert response.headers["Server"] == "reactive-spark"
+
+
+async def test_the_page_has_no_inline_script_or_style_and_a_favicon(make_console: Any) -> None:
+    _, client = await make_console()
+    page = await (await client.get("/")).text()
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", page, re.S)
+    assert scripts and all('src="' in attrs and not body.strip() for attrs, body in scripts)
+    assert "<style" not in page and " style=" not in page and " on" + "click=" not in page
+    assert 'rel="icon"' in page and "static/favicon.svg" in page
+    icon = await client.get("/static/favicon.svg")
+    assert icon.status == 200 and icon.content_type == "image/svg+xml"
+
+
+async def test_the_console_answers_what_the_http_parser_rejects_in_json(sc: SparkContext) -> None:
+    """On its own port, as REST triggers do: not aiohttp's text/plain with its version."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    console = await Console(ssc, port=0, token=CONSOLE_TOKEN).start()
+    try:
+        for request in (
+            b"GE T / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            b"GET /api/sources HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n",
+            b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        ):
+            refused = await exchange(console.url, request)  # read until the server closes
+            assert refused.status == 400 and refused.headers["server"] == "reactive-spark"
+            assert refused.json()["error"].startswith("the request is not valid HTTP (")
+    finally:
+        await console.stop()
+    assert ssc.state == "stopped"
+
+
+# -- valid JSON whatever the events hold; no library paths ----------------------------------------
+async def test_non_finite_and_deep_values_keep_the_json_valid(make_console: Any) -> None:
+    ssc, client = await make_console()
+    stream = await client.get("/api/events/stream")
+    assert await stream.content.readline() == b": connected\n"
+    rerun = next(source for source in ssc.sources if source.name == "rerun")
+    deep: Any = 1
+    for _ in range(980):
+        deep = [deep]
+    values_in = (float("nan"), {"v": float("inf"), "w": [-float("inf")]}, deep, object())
+    for value in values_in:
+        rerun.trigger(value)  # type: ignore[attr-defined]
+    await ssc.advanceTo(T0)
+    events = await answer(await client.get("/api/events"), 200)
+    values = [event["fields"]["value"] for event in reversed(events)]
+    assert values[0] == "NaN" and values[1] == {"v": "Infinity", "w": ["-Infinity"]}
+    assert "nested deeper than 256" in json.dumps(values[2])
+    assert values[3].startswith("<object object at")
+    await answer(await client.get("/api/batches"), 200)
+    received = b""
+    while received.count(b"event: event") < 4:
+        received += await stream.content.readany()
+    for block in received.decode().split("\n\n"):
+        for line in block.splitlines():
+            if line.startswith("data: "):
+                strict_json(line[len("data: ") :])
+    stream.close()
+
+
+async def test_failures_show_no_absolute_library_paths(make_console: Any) -> None:
+    ssc, client = await make_console()
+    fired = await answer(await fire(client, "broken"), 202)
+    await ssc.advanceTo(T0)
+    batch = await answer(await client.get(fired["status"]), 200)
+    [job] = batch["jobs"]
+    traceback = job["error"]["traceback"]
+    assert "ValueError: bad line 'x'" in traceback
+    assert "site-packages" not in traceback and os.getcwd() + os.sep not in traceback
+    assert re.search(r'File "pyspark/[^"]+\.py"', traceback), traceback
+    assert 'File "tests/test_security.py"' in traceback or 'File "test_security.py"' in traceback
+
+
+# -- arguments -----------------------------------------------------------------------------------
+async def test_console_arguments_are_checked(sc: SparkContext, caplog: Any) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    with pytest.raises(InvalidArgumentError, match="ssc must be a StreamingContext, got None"):
+        Console(None)  # type: ignore[arg-type]
+    with pytest.raises(
+        InvalidArgumentError, match=r"app must be an aiohttp web\.Application, got None"
+    ):
+        setup(None, ssc)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"host '0\.0\.0\.0' is not a loopback address"):
+        Console(ssc, "0.0.0.0")
+    with pytest.raises(InvalidArgumentError, match="token must be printable ASCII"):
+        Console(ssc, token="two words")
+    with pytest.raises(InvalidArgumentError, match="auth must be a callable"):
+        create_app(ssc, auth="s3cret")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="scopes must be some of"):
+        BearerToken("t", scopes={"admin"})
+    with pytest.raises(InvalidArgumentError, match="allowedHosts must be a list"):
+        create_app(ssc, allowedHosts="localhost")
+    assert "t0ken" not in repr(BearerToken("t0ken"))
+    signed = Console(ssc, "0.0.0.0", 0, token="t0ken")
+    assert signed.loginUrl.endswith("/?token=t0ken")
+    insecure = Console(ssc, "0.0.0.0", 0, insecure=True)
+    with caplog.at_level(logging.INFO, logger="reactive_spark"):
+        await insecure.start()
+        await insecure.stop()
+    assert "has no authentication (insecure=True)" in caplog.text
+    assert "t0ken" not in caplog.text
+
+
+# -- validation gaps -----------------------------------------------------------------------------
+def test_paths_no_database_or_checkpoint_can_use_are_named(sc: SparkContext, tmp_path: Any) -> None:
+    from reactive_spark.log import Database, StateStore
+
+    with pytest.raises(InvalidArgumentError, match=r"path '.*' is a directory: give the path of"):
+        StateStore(Database.sqlite(str(tmp_path)), "counts")
+    with pytest.raises(InvalidArgumentError, match=r"checkpoint must be a directory path, got"):
+        StreamingContext(sc, None, clock=VirtualClock(T0), checkpoint=str(tmp_path) + "/a\0b")

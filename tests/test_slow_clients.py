@@ -1,0 +1,157 @@
+"""No client can make a stop wait or slow the pipeline: open and unread event streams,
+half-sent and trickled requests, slow request heads, hundreds of viewers that never read."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Days, StreamingContext, SystemClock, Time, VirtualClock
+from reactive_spark.sources import http, http_server
+from reactive_spark.web import Console
+from reactive_spark.web.keys import HISTORY_KEY
+
+from .raw_http import address, exchange, half_sent, unread_stream
+
+T0 = Time.fromDatetime(datetime(2026, 5, 4, tzinfo=UTC))
+
+
+async def reading_stream(url: str) -> tuple[aiohttp.ClientSession, aiohttp.ClientResponse]:
+    session = aiohttp.ClientSession()
+    response = await session.get(f"{url}api/events/stream")
+    assert await response.content.readline() == b": connected\n"
+    return session, response
+
+
+async def test_stops_return_within_seconds_whatever_clients_do(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    rerun = ssc.manualSource("rerun")
+    rest = ssc.restServer("127.0.0.1", 0, "triggers").post("/run")
+    ssc.queueStream([], default=[1]).count().foreachRDD(lambda rdd: rdd.collect()).bind(rerun).bind(
+        rest
+    )
+    flood = ssc.manualSource("flood")  # bound to nothing: a graceful stop has no jobs to wait for
+    console = await Console(ssc, port=0).start()
+    session, reader = await reading_stream(console.url)
+    unread = [await unread_stream(console.url, "/api/events/stream") for _ in range(3)]
+    for index in range(300):  # enough to fill the unread streams' socket buffers
+        flood.trigger("x" * 2000 + str(index))  # type: ignore[attr-defined]
+    half_console = await half_sent(console.url, "/api/sources/rerun/fire")
+    half_rest = await half_sent(f"http://127.0.0.1:{rest.port}/", "/run")
+    await asyncio.sleep(0.5)
+
+    started = time.monotonic()
+    await console.stop()
+    console_stopped = time.monotonic() - started
+    assert console_stopped < 5, f"Console.stop() took {console_stopped:.1f} s"
+    assert await asyncio.wait_for(reader.content.read(), 5) is not None  # its stream ended
+    started = time.monotonic()
+    await ssc.stop(stopSparkContext=False, stopGracefully=False)
+    context_stopped = time.monotonic() - started
+    assert context_stopped < 5, f"ssc.stop() took {context_stopped:.1f} s"
+    assert ssc.state == "stopped"
+    for writer in [*unread, half_console, half_rest]:
+        writer.close()
+    reader.close()
+    await session.close()
+
+
+async def test_a_stopping_context_does_not_wait_for_a_trickled_body(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer("127.0.0.1", 0, "triggers").post("/run")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(rest)
+    await ssc.start()
+    base = f"http://127.0.0.1:{rest.port}/"
+    writer = await half_sent(base, "/run", declared=10_000)
+
+    async def trickle() -> None:
+        while not writer.is_closing():
+            writer.write(b" ")
+            await writer.drain()
+            await asyncio.sleep(0.1)
+
+    trickling = asyncio.create_task(trickle())
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    await ssc.stop(stopSparkContext=False, stopGracefully=False)
+    assert time.monotonic() - started < 5
+    writer.close()
+    trickling.cancel()
+
+
+async def test_slow_bodies_and_slow_heads_are_closed(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http, "BODY_TIMEOUT", 0.5)
+    monkeypatch.setattr(http_server, "IDLE_TIMEOUT", 1.0)
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer("127.0.0.1", 0, "triggers").post("/run")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(rest)
+    await ssc.start()
+    base = f"http://127.0.0.1:{rest.port}/"
+    try:
+        started = time.monotonic()
+        slow_body = await exchange(
+            base,
+            b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n[1,",
+        )
+        assert slow_body.status == 408
+        assert slow_body.json() == {"error": "the body did not arrive within 0.5 s"}
+        reader, writer = await asyncio.open_connection(*address(base))
+        writer.write(b"POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the head never ends
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the server
+        assert time.monotonic() - started < 5
+        writer.close()
+    finally:
+        await ssc.stop(stopSparkContext=False)
+
+
+async def fire_all(ssc: StreamingContext, console: Console, count: int) -> float:
+    """Seconds until `count` triggers of `rerun` were all accepted and recorded."""
+    rerun = next(source for source in ssc.sources if source.name == "rerun")
+    history = console.app[HISTORY_KEY]  # type: ignore[index]
+    before = len(history.events(1000))
+    started = time.monotonic()
+    for index in range(count):
+        rerun.trigger({"n": index, "pad": "x" * 300})  # type: ignore[attr-defined]
+    while history.sources()[0]["events"] < before + count:  # rerun is the first source
+        await asyncio.sleep(0.01)
+    return time.monotonic() - started
+
+
+async def test_viewers_that_never_read_are_dropped_and_do_not_slow_the_pipeline(
+    sc: SparkContext,
+) -> None:
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    ssc.manualSource("rerun")  # bound to nothing: only the console sees its events
+    daily = ssc.timer(ssc.clock.now() + Days(1), None, Days(1), "daily")
+    ssc.queueStream([]).foreachRDD(lambda rdd: None).bind(daily)
+    console = await Console(ssc, port=0).start()
+    history = console.app[HISTORY_KEY]  # type: ignore[index]
+    try:
+        await fire_all(ssc, console, 200)  # warm up
+        alone = await fire_all(ssc, console, 1500)
+        unread: list[Any] = [
+            await unread_stream(console.url, "/api/events/stream") for _ in range(200)
+        ]
+        while len(history.live) < 200:
+            await asyncio.sleep(0.01)
+        watched = await fire_all(ssc, console, 1500)
+        assert watched < alone * 3 + 0.5, (
+            f"{watched:.2f} s with 200 unread viewers, {alone:.2f} s alone"
+        )
+        deadline = time.monotonic() + 10
+        while len(history.live) and time.monotonic() < deadline:
+            await fire_all(ssc, console, 200)
+        assert len(history.live) == 0  # every viewer that never read was dropped
+        for writer in unread:
+            writer.close()
+    finally:
+        await console.stop()
+        await ssc.stop(stopSparkContext=False, stopGracefully=False)
