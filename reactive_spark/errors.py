@@ -71,7 +71,21 @@ class QueueFullError(ReactiveSparkError):
 
     The message names the source and its bound; retry later (a REST trigger answers 503 with
     `Retry-After`).
+
+    Examples:
+        >>> str(QueueFullError("jobs", 100, 100))[:45]
+        "source 'jobs' has 100 events waiting, its bou"
     """
+
+    def __init__(self, source: str, depth: int, bound: int) -> None:
+        super().__init__(
+            f"source {source!r} has {depth} events waiting, its bound (maxQueued={bound}); its "
+            "overflow policy is 'reject': try again later"
+        )
+        #: The name of the source that refused the event.
+        self.source = source
+        #: Its bound.
+        self.bound = bound
 
 
 class JobSkippedError(ReactiveSparkError):

@@ -307,7 +307,7 @@ class EventOrder:
                 finally:
                     self._waiting_producers -= 1
             if queue.full and queue.policy == "reject":
-                raise _refused(queue)
+                raise QueueFullError(queue.source.name, queue.depth, queue.bound)
             queue.in_transit += 1
 
     def _arrive(self, event: Event, queue: SourceQueue | None) -> None:
@@ -384,7 +384,7 @@ class EventOrder:
         """`event` arrives past its source's bound (on the loop): apply the source's policy."""
         policy = queue.policy
         if policy == "reject":
-            raise _refused(queue)
+            raise QueueFullError(queue.source.name, queue.depth, queue.bound)
         if policy == "block":
             self._wait_on_loop(queue)
             self.accept(event)  # with room, or past the bound if it may not wait
@@ -619,10 +619,3 @@ class _Waiting:
         else:
             self.events[: self.start] = run
             self.start = 0
-
-
-def _refused(queue: SourceQueue) -> QueueFullError:
-    return QueueFullError(
-        f"source {queue.source.name!r} has {queue.depth} events waiting, its bound "
-        f"(maxQueued={queue.bound}); its overflow policy is 'reject': try again later",
-    )
