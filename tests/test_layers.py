@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "reactive_spark"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "reactive_spark"
 
 #: From the bottom up; a module may import its own layer and the layers below it.
 LAYERS: list[set[str]] = [
@@ -264,11 +265,22 @@ def test_no_module_reaches_into_private_attributes_it_does_not_own() -> None:
     assert private_reaches() == []
 
 
-def test_nothing_in_the_package_cites_documents_outside_the_repository() -> None:
-    citation = re.compile(r"DESIGN|\bseeds?\b.{0,3}\d{3}|seeds/|\.\./shared")
+def test_nothing_in_the_repository_cites_documents_outside_it() -> None:
+    citation = re.compile(r"DESIGN|§|\bseeds?\b.{0,3}\d{3}|seeds/|\.\./shared")
+    files = [
+        path
+        for pattern in ("*.md", "Makefile", "pyproject.toml", ".ci/*")
+        for path in ROOT.glob(pattern)
+    ] + [
+        path
+        for folder in ("reactive_spark", "tests", "docs", "examples", "benchmarks")
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in {".py", ".md", ".js", ".css", ".html", ".txt", ".properties"}
+    ]
     found = [
-        f"{module}:{number}: {line.strip()}"
-        for module, path in module_names().items()
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in files
+        if path != Path(__file__).resolve()  # the pattern itself
         for number, line in enumerate(path.read_text().splitlines(), start=1)
         if citation.search(line)
     ]

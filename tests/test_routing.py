@@ -1,4 +1,4 @@
-"""The event hot path: bursts are accepted in slices and in runs without breaking §6 order (a
+"""The event hot path: bursts are accepted in slices and in runs without breaking event order (a
 listener's event that goes first splits a run; listeners and derived sources are called in the
 order they were added; a function that fails drops only its event), the worker thread takes
 what is queued while it runs, a stop while it drains drops the rest, and events are light (no
@@ -71,7 +71,8 @@ async def test_a_burst_is_accepted_in_slices_and_in_order(sc: SparkContext) -> N
 
     # the loop ran other callbacks while the burst was being accepted
     assert 0 < accepted_when_the_loop_ran[0] < 5 * BURST
-    # §6 at one instant: lineage order (a, b, then what derives from them), posting order
+    # the event order at one instant: lineage order (a, b, then what derives from them), then
+    # posting order
     accepted.sort(key=lambda event: event.instanceId)
     assert [e.instanceId for e in accepted] == list(range(5 * BURST))
     names = [e.source.name for e in accepted]
@@ -104,7 +105,7 @@ async def test_runs_are_numbered_as_one_event_at_a_time_would_be(sc: SparkContex
     await ssc.advanceTo(T0)
     await ssc.stop(stopSparkContext=False)
 
-    # §6: a's, b's, the maps, the filtered, then the merge's (even's first, then b's)
+    # the event order: a's, b's, the maps, the filtered, then the merge's (even's first, then b's)
     half = BURST // 2
     first_merged = 3 * BURST + half
     assert seen == [(even.name, first_merged + k, 3 * BURST + k, k) for k in range(half)] + [
