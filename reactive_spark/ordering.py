@@ -162,8 +162,7 @@ class EventOrder:
         self._loop_thread = get_ident()
         self._bound = bound
         for source in sources:
-            limit = source.maxQueued if source.maxQueued is not None else self.max_queued
-            self._queues[source] = SourceQueue(source, limit, source.overflowPolicy)
+            self._queues[source] = SourceQueue(source, source.maxQueued, source.overflowPolicy)
         for source, queue in self._queues.items():
             queue.feeds = tuple(self._queues[fed] for fed in feeds(source))
             queue.holds = frozenset(holds.get(source, {source}))

@@ -211,7 +211,7 @@ def test_overflow_arguments_are_checked(sc: SparkContext) -> None:
         rest.overflow(policy="drop-oldest")
     with pytest.raises(InvalidArgumentError, match="maxQueuedEvents must be a positive int"):
         StreamingContext(sc, None, maxQueuedEvents=-1)
-    assert (tick.maxQueued, tick.overflowPolicy) == (None, "block")
+    assert (tick.maxQueued, tick.overflowPolicy) == (10_000, "block")
     assert rest.overflowPolicy == "reject"
     assert ssc.manualSource("m").overflowPolicy == "reject"
 
