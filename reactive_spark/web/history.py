@@ -211,6 +211,10 @@ class History(StreamingListener):
         self._waiting[id(event)] = future
         return future
 
+    def forget(self, event: Event) -> None:
+        """Stop waiting for `event`'s number (it was accepted, refused or never will be)."""
+        self._waiting.pop(id(event), None)
+
     # -- live viewers ------------------------------------------------------------------------
     def listen(self) -> None:
         """Deliver live messages on the running loop (call on it, before subscribing)."""
