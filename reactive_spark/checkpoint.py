@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reactive_spark.dependencies import Retention
-from reactive_spark.errors import ReactiveSparkError
+from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import Batch
 from reactive_spark.runtime import Runtime
@@ -90,6 +90,11 @@ class Checkpoint:
     """
 
     def __init__(self, directory: str) -> None:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise InvalidArgumentError(
+                f"the checkpoint directory {directory!r} is a file: give the StreamingContext "
+                "a directory (it is created if missing)"
+            )
         self.directory = os.path.abspath(directory)
         self.wal_directory = os.path.join(self.directory, "wal")
         self._retention = Retention()

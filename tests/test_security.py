@@ -16,7 +16,14 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
-from reactive_spark import Days, InvalidArgumentError, StreamingContext, Time, VirtualClock
+from reactive_spark import (
+    Days,
+    InvalidArgumentError,
+    StreamingContext,
+    Time,
+    VirtualClock,
+)
+from reactive_spark.errors import DirectoryNotFoundError, ListenError
 from reactive_spark.web import BearerToken, Console, create_app, setup
 
 from .raw_http import exchange
@@ -387,3 +394,53 @@ def test_paths_no_database_or_checkpoint_can_use_are_named(sc: SparkContext, tmp
         StateStore(Database.sqlite(str(tmp_path)), "counts")
     with pytest.raises(InvalidArgumentError, match=r"checkpoint must be a directory path, got"):
         StreamingContext(sc, None, clock=VirtualClock(T0), checkpoint=str(tmp_path) + "/a\0b")
+
+
+def test_flags_that_are_not_bools_are_refused_at_definition(
+    sc: SparkContext, tmp_path: Any
+) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    with pytest.raises(InvalidArgumentError, match="recursive must be a bool, got 'no'"):
+        ssc.fileWatcher(str(tmp_path), "uploads", recursive="no")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="oneAtATime must be a bool, got 'yes'"):
+        ssc.queueStream([[1]], oneAtATime="yes")  # type: ignore[arg-type]
+
+
+async def test_a_file_where_a_directory_belongs_is_named_at_start(
+    sc: SparkContext, tmp_path: Any
+) -> None:
+    regular = tmp_path / "regular"
+    regular.write_text("not a directory")
+    watching = StreamingContext(sc, None, clock=VirtualClock(T0))
+    watcher = watching.fileWatcher(str(regular), "uploads")
+    watching.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(watcher)
+    with pytest.raises(InvalidArgumentError, match=r"path of the file watcher 'uploads' must be"):
+        await watching.start()
+    await watching.stop(stopSparkContext=False)
+    reading = StreamingContext(sc, None, clock=VirtualClock(T0))
+    daily = reading.timer(T0, None, Days(1), "daily")
+    reading.textFileStream(str(regular)).foreachRDD(lambda rdd: None).bind(daily)
+    with pytest.raises(DirectoryNotFoundError, match=r"regular is not a directory; create it"):
+        await reading.start()
+    await reading.stop(stopSparkContext=False)
+    checkpointed = StreamingContext(sc, None, clock=VirtualClock(T0), checkpoint=str(regular))
+    ticks = checkpointed.timer(T0, None, Days(1), "ticks")
+    checkpointed.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(ticks)
+    with pytest.raises(InvalidArgumentError, match=r"checkpoint directory '.*regular' is a file"):
+        await checkpointed.start()
+    await checkpointed.stop(stopSparkContext=False)
+
+
+async def test_a_rest_server_on_the_network_needs_a_token_or_insecure(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    open_ = ssc.restServer("0.0.0.0", 0, "open").post("/run")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(open_)
+    with pytest.raises(ListenError, match="without a token: it is not a loopback address"):
+        await ssc.start()
+    await ssc.stop(stopSparkContext=False)
+    trusting = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = trusting.restServer("0.0.0.0", 0, "open", insecure=True).post("/run")
+    trusting.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(rest)
+    await trusting.start()
+    assert rest.port
+    await trusting.stop(stopSparkContext=False)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pyspark import RDD, StorageLevel
 
 from reactive_spark._callbacks import adapt_callback
+from reactive_spark._validation import require_bool
 from reactive_spark.dependencies import EventDependency
 from reactive_spark.dstream.base import DStream, TransformedDStream, UnionDStream, require_stream
 from reactive_spark.dstream.inputs import FileInputDStream, QueueInputDStream
@@ -43,6 +44,7 @@ class InputStreamDefinitions:
         """
         if isinstance(rdds, str | bytes) or not isinstance(rdds, Iterable):
             raise InvalidArgumentError(f"rdds must be a sequence of RDDs or lists, got {rdds!r}")
+        require_bool(oneAtATime, "oneAtATime")
         return QueueInputDStream(_context(self), rdds, oneAtATime, default)
 
     def textFileStream(self, directory: str) -> DStream[str]:

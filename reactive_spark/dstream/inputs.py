@@ -193,8 +193,9 @@ class FileInputDStream(InputDStream):
     def start(self) -> None:
         """Check that the directory exists (a missing one would only give empty batches)."""
         if not os.path.isdir(self.directory):
+            found = "is not a directory" if os.path.exists(self.directory) else "does not exist"
             raise DirectoryNotFoundError(
-                f"{self.name}: directory {self.directory} does not exist; create it before "
+                f"{self.name}: directory {self.directory} {found}; create it before "
                 "starting the StreamingContext",
             )
 

@@ -78,8 +78,13 @@ class EventSourceDefinitions:
         *,
         token: str | None = None,
         maxBodySize: int = 1024 * 1024,
+        insecure: bool = False,
     ) -> RestEventSource:
         """A source firing `RestEvent`s for HTTP requests on its routes (`.get` / `.post`).
+
+        On a loopback `host` it answers local clients only; on any other address it needs a
+        `token` that every request presents, or `insecure=True` to take requests from anyone
+        (it warns at start). See docs/security.md.
 
         Examples:
             >>> rest = ssc.restServer(port=4140, name="triggers").post("/jobs/report")
@@ -90,7 +95,13 @@ class EventSourceDefinitions:
         from reactive_spark.sources.rest import RestEventSource  # noqa: PLC0415
 
         return RestEventSource(
-            _context(self), host, port, name, token=token, maxBodySize=maxBodySize
+            _context(self),
+            host,
+            port,
+            name,
+            token=token,
+            maxBodySize=maxBodySize,
+            insecure=insecure,
         )
 
     def rxEventSource(self, observable: Any, name: str) -> ObservableEventSource:

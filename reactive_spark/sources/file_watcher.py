@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import watchfiles
 
+from reactive_spark._validation import require_bool
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, FileEvent
 from reactive_spark.time import Duration, Time, to_duration, to_time
@@ -77,7 +78,7 @@ class FileWatcherEventSource(EventSource):
             raise InvalidArgumentError(f"pattern must be a non-empty glob or None, got {pattern!r}")
         self.path = os.path.abspath(path)
         self.pattern = pattern
-        self.recursive = recursive
+        self.recursive = require_bool(recursive, "recursive")
         self.settle = to_duration(settle, "settle")
         self.maxDelay = to_duration(maxDelay, "maxDelay")
         if self.maxDelay < self.settle:
@@ -98,7 +99,13 @@ class FileWatcherEventSource(EventSource):
 
     def start(self) -> None:
         """Start watching (the directory is created if missing), in a thread of its own."""
-        os.makedirs(self.path, exist_ok=True)
+        try:
+            os.makedirs(self.path, exist_ok=True)
+        except OSError as error:  # a file where the directory should be, or no permission
+            raise InvalidArgumentError(
+                f"path of the file watcher {self.name!r} must be a directory it can create or "
+                f"watch, got {self.path!r} ({error.strerror})"
+            ) from None
         self._stopping = threading.Event()
         self._thread = threading.Thread(
             target=self._watch,
