@@ -191,9 +191,15 @@ class BatchInfo:
         return None if self.completedTime is None else int(self.completedTime)
 
     def schedulingDelay(self) -> int:
-        """Milliseconds from the event's time until its jobs started; -1 before that."""
+        """Milliseconds from the event's time until its jobs started; -1 before that.
+
+        On a virtual clock it is 0: a batch runs at its event's instant, as time stands still
+        while batches run (only the processing is measured on the wall clock).
+        """
         if self.startedTime is None:
             return -1
+        if self.event.source.context.clock.isVirtual:
+            return 0
         return max(0, int(self.startedTime) - self.event.time.milliseconds)
 
     def processingDelay(self) -> int:
@@ -203,10 +209,13 @@ class BatchInfo:
         return int(self.completedTime - self.startedTime)
 
     def totalDelay(self) -> int:
-        """Milliseconds from the event's time until its jobs ended; -1 until they did."""
-        if self.completedTime is None:
+        """Milliseconds from the event's time until its jobs ended; -1 until they did.
+
+        The scheduling delay plus the processing delay, as in PySpark.
+        """
+        if self.startedTime is None or self.completedTime is None:
             return -1
-        return max(0, int(self.completedTime) - self.event.time.milliseconds)
+        return self.schedulingDelay() + self.processingDelay()
 
     def numRecords(self) -> int:
         """Records the batch's inputs received (sockets and logs count; files and queues: 0)."""

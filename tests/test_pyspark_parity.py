@@ -370,6 +370,9 @@ async def test_batch_info_reports(sc: SparkContext) -> None:
         check_outputs(info, started=True)
         assert info.schedulingDelay() >= 0 and info.processingDelay() >= 0
         assert info.totalDelay() >= info.processingDelay()
+        # on the virtual clock a batch runs at its event's instant: no wall time mixed in
+        assert info.schedulingDelay() == 0
+        assert info.totalDelay() == info.processingDelay()
         assert info.numRecords() == 0
         assert len(info.outputOperationInfos()) == 1
 

@@ -350,7 +350,8 @@ async def test_backpressure_drains_a_backlog_at_the_rate_batches_sustain(
     assert final is not None and 0.7 * sustained <= final <= 1.3 * sustained, (final, sustained)
     # the rate at which a batch takes as long as the time it covers: at most
     # (0.5 s - 0.1 s) / (0.5 s * 25 us) = 32,000 records/s, less what batches cost beside the job
-    assert 0.6 * 32_000 <= final <= 32_000, final
+    # (delays are whole milliseconds: one truncated off ~500 ms is 0.2%)
+    assert 0.6 * 32_000 <= final <= 32_000 * 1.002, final
     for _, info in steady:
         assert 0.7 * span.milliseconds <= info.processingDelay() <= 1.3 * span.milliseconds
     # exactly once: the ranges follow one another from offset 0 to the latest, and the jobs

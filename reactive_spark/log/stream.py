@@ -280,8 +280,7 @@ class DirectLogInputDStream(InputDStream):
         """Feed the estimator a completed batch this stream read (not one re-run after a crash).
 
         Its records from this stream, its processing delay and scheduling delay, over the
-        span it covered. On a virtual clock no batch waits (time stands still while batches
-        run): the scheduling delay is 0 there, while `info` measures it on the wall clock.
+        span it covered.
         """
         read, mine = self._last_live_read, info.streamIdToInputInfo().get(self.id)
         ended = info.processingEndTime()
@@ -289,9 +288,12 @@ class DirectLogInputDStream(InputDStream):
             return
         if info.event.instanceId != read[0]:
             return
-        waited = 0 if self._ssc.clock.isVirtual else max(0, info.schedulingDelay())
         self._estimator.compute(
-            ended, mine.numRecords(), info.processingDelay(), waited, max(1, read[1])
+            ended,
+            mine.numRecords(),
+            info.processingDelay(),
+            info.schedulingDelay(),
+            max(1, read[1]),
         )
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
