@@ -17,7 +17,7 @@ PACKAGE = ROOT / "reactive_spark"
 LAYERS: list[set[str]] = [
     {"errors", "_validation", "_callbacks", "_collector"},
     {"time", "clock", "offsets", "failures"},
-    {"events", "listener", "runtime"},
+    {"events", "listener", "runtime", "deadlines"},
     {"sources", "operators"},
     {"dependencies", "dstream", "log"},
     {"jobs"},
