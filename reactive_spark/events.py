@@ -176,9 +176,13 @@ class FileEvent(Event):
 
 
 class RestEvent(Event):
-    """An HTTP request: `method`, `path` (no query string), `query` dict and JSON `body`."""
+    """An HTTP request: `method`, `path` (no query string), `query` dict and JSON `body`.
 
-    __slots__ = ("body", "method", "path", "query")
+    `traceparent` is the request's W3C trace context header, if it had one: traced batches
+    (`reactive_spark.tracing`) continue the caller's trace.
+    """
+
+    __slots__ = ("body", "method", "path", "query", "traceparent")
 
     def __init__(
         self,
@@ -190,12 +194,14 @@ class RestEvent(Event):
         query: dict[str, str] | None = None,
         body: Any = None,
         instanceId: int | None = None,
+        traceparent: str | None = None,
     ) -> None:
         Event.__init__(self, source, index, time, instanceId)
         self.method = method
         self.path = path
         self.query = dict(query or {})
         self.body = body
+        self.traceparent = traceparent
 
     def describe(self) -> dict[str, Any]:
         """The event as JSON-friendly fields."""

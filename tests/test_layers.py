@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"ordering", "scheduler", "loop_watchdog"},
     {"checkpoint", "virtual_time"},
     {"context"},
-    {"testing", "web", "lineage", "demo", "cluster"},
+    {"testing", "web", "lineage", "demo", "cluster", "tracing"},
     {"cli", "__main__", "reactive_spark"},
 ]
 
