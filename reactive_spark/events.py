@@ -434,9 +434,11 @@ class EventSource(ABC):
         return self
 
     @property
-    def maxQueued(self) -> int | None:
-        """The bound on this source's waiting events (None: the context's `maxQueuedEvents`)."""
-        return self._max_queued
+    def maxQueued(self) -> int:
+        """The bound on its waiting events: its own, or the context's `maxQueuedEvents`."""
+        if self._max_queued is not None:
+            return self._max_queued
+        return self._runtime.max_queued_events
 
     @property
     def overflowPolicy(self) -> str:

@@ -162,8 +162,7 @@ class EventOrder:
         self._loop_thread = get_ident()
         self._bound = bound
         for source in sources:
-            limit = source.maxQueued if source.maxQueued is not None else self.max_queued
-            self._queues[source] = SourceQueue(source, limit, source.overflowPolicy)
+            self._queues[source] = SourceQueue(source, source.maxQueued, source.overflowPolicy)
         for source, queue in self._queues.items():
             queue.feeds = tuple(self._queues[fed] for fed in feeds(source))
             queue.holds = frozenset(holds.get(source, {source}))
@@ -178,11 +177,15 @@ class EventOrder:
         self._posts_open = False
 
     def close(self) -> None:
-        """Accept nothing more: posts are refused, and so are runs of derived sources."""
+        """Accept nothing more: posts are refused, so are runs of derived sources (on the loop)."""
         self._posts_open = False
         self._closed = True
         with self._room:  # producers waiting for room give up
             self._room.notify_all()
+        waiting, self._room_callbacks = self._room_callbacks, {}
+        for callbacks in waiting.values():  # so do those on the loop (they find it closed)
+            for callback in callbacks:
+                callback()
 
     def drop(self) -> dict[EventSource, list[Event]]:
         """Forget every event waiting to be accepted (a stop that does not wait for them).

@@ -174,6 +174,11 @@ class Runtime:
         )
 
     # -- backpressure ----------------------------------------------------------------------
+    @property
+    def max_queued_events(self) -> int:
+        """The bound on a source's waiting events unless the source sets its own."""
+        return self._order.max_queued
+
     def queue_depth(self, source: EventSource) -> int:
         """`source`'s events waiting: posted and not accepted, or not processed yet."""
         queue = self._order.queue_of(source)

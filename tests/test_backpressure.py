@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import ClientSession
 from pyspark import SparkContext
 from reactivex.subject import Subject
 
@@ -211,7 +212,7 @@ def test_overflow_arguments_are_checked(sc: SparkContext) -> None:
         rest.overflow(policy="drop-oldest")
     with pytest.raises(InvalidArgumentError, match="maxQueuedEvents must be a positive int"):
         StreamingContext(sc, None, maxQueuedEvents=-1)
-    assert (tick.maxQueued, tick.overflowPolicy) == (None, "block")
+    assert (tick.maxQueued, tick.overflowPolicy) == (10_000, "block")
     assert rest.overflowPolicy == "reject"
     assert ssc.manualSource("m").overflowPolicy == "reject"
 
@@ -271,3 +272,30 @@ def test_recovery_after_a_sigkill_mid_overload_neither_loses_nor_resurrects(
     until_crash = range(first_tick, killed_at + 1, 5)
     accounted = set(processed) | dropped
     assert [t for t in until_crash if t not in accounted] == []  # nothing lost
+
+
+async def test_a_rest_request_waiting_for_room_does_not_hold_a_stop(sc: SparkContext) -> None:
+    """Under "block" a request waits for room; a stop lets it go with 503 at once."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    rest = ssc.restServer("127.0.0.1", 0, "jobs").post("/run").overflow(1, "block")
+    release = threading.Event()
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: release.wait(10)).bind(rest)
+    await ssc.start()
+    url = f"http://127.0.0.1:{rest.port}/run"
+    async with ClientSession() as session:
+        first = await session.post(url)
+        assert first.status == 202  # runs, holding the worker
+        second = await session.post(url)
+        assert second.status == 202  # waits behind it: the queue is full now
+        third = asyncio.ensure_future(session.post(url))
+        await asyncio.sleep(0.3)
+        assert not third.done()  # waiting for room
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        stopping = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
+        answer = await asyncio.wait_for(third, 5)
+        assert answer.status == 503
+        assert (await answer.json())["error"] == "the StreamingContext stopped"
+        release.set()
+        await stopping
+        assert loop.time() - began < 3

@@ -170,7 +170,7 @@ async def test_metrics_in_prometheus_text(console: Any) -> None:
     assert 'reactive_spark_events_total{source="daily"} 2.0' in text
     assert 'status="failed"' in text and 'status="succeeded"' in text
     assert "reactive_spark_job_duration_seconds_count 2.0" in text
-    assert "reactive_spark_queue_depth 0.0" in text
+    assert 'reactive_spark_queue_depth{source="daily"} 0.0' in text
     assert "reactive_spark_scheduling_lag_seconds" in text
 
 

@@ -1,9 +1,9 @@
 """What every HTTP endpoint of reactive-spark does with a request: REST triggers and the console.
 
-JSON errors (`{"error": ...}` with a 4xx status), bearer tokens (scheme case-insensitive, as
-RFC 7235 says), strict JSON bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH` deep,
-read within `BODY_TIMEOUT` seconds) and the browser's cross-site markers (`Origin`,
-`Sec-Fetch-Site`).
+Posting a request's event within its source's bound (`offer`), JSON errors (`{"error": ...}`
+with a 4xx status), bearer tokens (scheme case-insensitive, as RFC 7235 says), strict JSON
+bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH` deep, read within `BODY_TIMEOUT`
+seconds) and the browser's cross-site markers (`Origin`, `Sec-Fetch-Site`).
 
 Examples:
     >>> parse_json(b'{"day": "2024-01-01"}')
@@ -28,18 +28,22 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import InvalidArgumentError, QueueFullError
+from reactive_spark.events import Event, EventSource
+from reactive_spark.runtime import Runtime
 
 __all__ = [
     "BODY_TIMEOUT",
     "MAX_JSON_DEPTH",
     "RAW_BODIES_KEY",
+    "RETRY_AFTER",
     "SERVER",
     "bearer_token",
     "cross_site",
     "is_loopback",
     "json_error",
     "json_errors",
+    "offer",
     "parse_json",
     "read_json",
     "require_token",
@@ -50,6 +54,8 @@ __all__ = [
 MAX_JSON_DEPTH = 256
 #: Seconds a client has to send a whole request body; a slower one gets 408 and is closed.
 BODY_TIMEOUT = 10.0
+#: Seconds a caller refused for a full queue is told to wait before trying again.
+RETRY_AFTER = 1
 #: The `Server` header of every answer (no aiohttp or Python version).
 SERVER = "reactive-spark"
 #: The `Content-Encoding`s aiohttp decodes before a handler reads the body (by default).
@@ -101,6 +107,27 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         if exc.status == 405 and "Allow" in exc.headers:
             answer.headers["Allow"] = exc.headers["Allow"]
         return answer
+
+
+# -- posting within the bound -------------------------------------------------------------------
+async def offer(source: EventSource, event: Event) -> None:
+    """Post a request's `event` to `source` within its bound, as its overflow policy says.
+
+    Under `"block"` the request waits for room (the loop goes on); under `"reject"` a full
+    queue is a 503 with `Retry-After`. A request answered 202 has its event queued, never
+    merged or dropped behind its back, so these are the only two policies an HTTP source has.
+    """
+    runtime = Runtime.of(source.context)
+    if source.overflowPolicy == "block":
+        await runtime.room(source)
+        if not runtime.accepting:  # a stop let it go
+            raise json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
+    try:
+        source.post(event)
+    except QueueFullError as full:
+        raise json_error(
+            web.HTTPServiceUnavailable, str(full), headers={"Retry-After": str(RETRY_AFTER)}
+        ) from None
 
 
 # -- bearer tokens ---------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from aiohttp import web
 from reactive_spark.errors import (
     InvalidArgumentError,
     ListenError,
-    QueueFullError,
 )
 from reactive_spark.events import Event, EventSource, RestEvent
 from reactive_spark.sources.http import (
@@ -27,6 +26,7 @@ from reactive_spark.sources.http import (
     is_loopback,
     json_error,
     json_errors,
+    offer,
     read_json,
     require_token,
     same_token,
@@ -43,8 +43,6 @@ log = logging.getLogger(__name__)
 
 SOURCE_KEY: web.AppKey[RestEventSource] = web.AppKey("reactive_spark_rest_source")
 DEFAULT_MAX_BODY = 1024 * 1024
-#: Seconds a caller refused for a full queue is told to wait before trying again.
-RETRY_AFTER = 1
 
 
 class RestEventSource(EventSource):
@@ -202,18 +200,10 @@ class RestEventSource(EventSource):
         event = RestEvent(
             self, None, self.context.clock.now(), request.method, path, dict(request.query), body
         )
-        if self.overflowPolicy == "block":
-            await self._runtime.room(self)  # the request waits, the loop goes on
         accepted = asyncio.get_running_loop().create_future()
         self._accepted[id(event)] = accepted
         try:
-            EventSource.post(self, event)
-        except QueueFullError as full:
-            self._accepted.pop(id(event), None)
-            raise json_error(
-                web.HTTPServiceUnavailable, str(full), headers={"Retry-After": str(RETRY_AFTER)}
-            ) from None
-        try:
+            await offer(self, event)
             await accepted
         finally:
             self._accepted.pop(id(event), None)

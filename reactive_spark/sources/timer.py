@@ -130,7 +130,7 @@ class TimerEventSource(EventSource):
 
     def _fire_missed(self) -> None:
         """There is room again: fire the missed ticks as the catch-up policy says."""
-        if self._stopped or self._missed is None:
+        if self._stopped or self._missed is None or not self._runtime.accepting:
             return
         first, last = self._missed
         self._missed = None

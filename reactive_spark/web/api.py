@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from reactive_spark.events import Event, RestEvent
-from reactive_spark.sources.http import bearer_token, json_error, read_json
+from reactive_spark.sources.http import bearer_token, json_error, offer, read_json
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource
 from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
@@ -122,11 +122,13 @@ async def fire(request: web.Request) -> web.Response:
     if not ssc.acceptingEvents:
         raise json_error(web.HTTPServiceUnavailable, "the StreamingContext is not running")
     numbered = history.numbered(event)
-    source.post(event)
     try:
+        await offer(source, event)  # 503 with Retry-After past a "reject" bound
         await asyncio.wait_for(numbered, 30)
     except TimeoutError:
         raise json_error(web.HTTPServiceUnavailable, "the event was not accepted") from None
+    finally:
+        history.forget(event)
     log.info("the console fired %s (event %d)", source.name, event.instanceId)
     prefix = request.app[PREFIX_KEY]
     answer = {

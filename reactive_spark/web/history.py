@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from reactive_spark.events import Event, EventSource
 from reactive_spark.failures import SourceErrorInfo, UserError
 from reactive_spark.jobs import BatchInfo, JobInfo
-from reactive_spark.listener import ReceiverInfo, StreamingListener
+from reactive_spark.listener import EventsDropped, ReceiverInfo, StreamingListener
 from reactive_spark.time import Time, now_ms
 from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
@@ -109,10 +109,12 @@ def job_record(job: JobInfo) -> Record:
 
 @dataclass
 class SourceStats:
-    """How many events a source fired, and when the last one was."""
+    """How many events a source fired, when the last one was, and what it dropped."""
 
     events: int = 0
     last: int | None = None
+    dropped: int = 0
+    coalesced: int = 0
 
 
 class History(StreamingListener):
@@ -186,6 +188,11 @@ class History(StreamingListener):
                     "nextFire": next_ms,
                     "nextFireUtc": _when(next_ms),
                     "catchUp": source.catchUp,
+                    "queueDepth": source.queueDepth,
+                    "maxQueued": source.maxQueued,
+                    "overflowPolicy": source.overflowPolicy,
+                    "dropped": stats.dropped,
+                    "coalesced": stats.coalesced,
                     "parents": [parent.name for parent in source.parents],
                     "boundStreams": [s.id for s in self.ssc.graph.bound_streams(source)],
                     "fireable": source.kind in ("rest", "manual"),
@@ -210,6 +217,10 @@ class History(StreamingListener):
         future = loop.create_future()
         self._waiting[id(event)] = future
         return future
+
+    def forget(self, event: Event) -> None:
+        """Stop waiting for `event`'s number (it was accepted, refused or never will be)."""
+        self._waiting.pop(id(event), None)
 
     # -- live viewers ------------------------------------------------------------------------
     def listen(self) -> None:
@@ -276,6 +287,23 @@ class History(StreamingListener):
         self._job(job)
         self.metrics.job(job)
 
+    def onEventsDropped(self, dropped: EventsDropped) -> None:
+        """Count the drops for their source; an accepted event's batch says `"dropped"`."""
+        with self._lock:
+            stats = self._stats.setdefault(dropped.sourceName, SourceStats())
+            if dropped.reason == "coalesce":
+                stats.coalesced += dropped.count
+            else:
+                stats.dropped += dropped.count
+        self.metrics.dropped(dropped.sourceName, dropped.reason, dropped.count)
+        self._publish(
+            "dropped",
+            {"source": dropped.sourceName, "reason": dropped.reason, "count": dropped.count},
+        )
+        for event in dropped.events:
+            if event.instanceId is not None:  # accepted (a 202 pointed at its batch)
+                self._batch_dropped(event)
+
     def onSourceError(self, error: SourceErrorInfo) -> None:
         """Push a source's failure to the subscribers."""
         self._publish(
@@ -325,6 +353,21 @@ class History(StreamingListener):
                 inputs=shown(info.inputs),
                 jobs=[job_record(job) for job in info.jobs] or record["jobs"],
             )
+            summary = {key: value for key, value in record.items() if key != "inputs"}
+        self._publish("batch", summary)
+
+    def _batch_dropped(self, event: Event) -> None:
+        instance_id = event.instanceId
+        assert instance_id is not None
+        with self._lock:
+            record = self._batches.get(instance_id)
+            if record is None:
+                head = self._event(instance_id) or event_record(event)
+                record = {**_batch_head(head), "jobs": [], "inputs": {}}
+                self._batches[instance_id] = record
+                while len(self._batches) > self.limit:
+                    self._batches.popitem(last=False)
+            record["status"] = "dropped"
             summary = {key: value for key, value in record.items() if key != "inputs"}
         self._publish("batch", summary)
 

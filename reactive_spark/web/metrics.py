@@ -5,21 +5,33 @@
 | `reactive_spark_events_total` | counter | `source` |
 | `reactive_spark_jobs_total` | counter | `stream`, `status` |
 | `reactive_spark_job_duration_seconds` | histogram | |
-| `reactive_spark_queue_depth` | gauge | |
+| `reactive_spark_queue_depth` | gauge | `source` |
+| `reactive_spark_events_dropped_total` | counter | `source`, `policy` |
+| `reactive_spark_events_coalesced_total` | counter | `source`, `policy` |
+| `reactive_spark_estimated_rate` | gauge | `stream` |
 | `reactive_spark_scheduling_lag_seconds` | gauge | |
 
-The scheduling lag is the time from an event's acceptance to its batch's start, in seconds
-of wall time (so it means the same on a virtual clock).
+The queue depth is a source's events waiting: posted and not accepted, or not processed yet.
+Dropped events are counted by the overflow policy that dropped them (`drop-oldest`,
+`drop-newest`), or `stop` for those a stop did not wait for; coalesced ones by `coalesce`.
+The estimated rate is a direct log stream's backpressure estimate, in records per second (only
+streams with `backpressure=True` that have one). The scheduling lag is the time from an
+event's acceptance to its batch's start, in seconds of wall time (so it means the same on a
+virtual clock).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 
 from reactive_spark.jobs import JobInfo
+from reactive_spark.log.stream import DirectLogInputDStream
+from reactive_spark.runtime import Runtime
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -60,12 +72,19 @@ class ConsoleMetrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
             registry=self.registry,
         )
-        queue = Gauge(
-            "reactive_spark_queue_depth",
-            "Events waiting to be accepted or processed.",
+        self._dropped = Counter(
+            "reactive_spark_events_dropped",
+            "Events dropped past their source's bound, or by a stop, by source and policy.",
+            ["source", "policy"],
             registry=self.registry,
         )
-        queue.set_function(lambda: ssc.queueDepth)
+        self._coalesced = Counter(
+            "reactive_spark_events_coalesced",
+            "Events merged into a later one past their source's bound, by source and policy.",
+            ["source", "policy"],
+            registry=self.registry,
+        )
+        self.registry.register(_Gauges(ssc))
         self._lag = Gauge(
             "reactive_spark_scheduling_lag_seconds",
             "Seconds from the latest batch's event acceptance to its jobs' start.",
@@ -82,6 +101,11 @@ class ConsoleMetrics:
         if job.duration is not None:
             self._durations.observe(job.duration)
 
+    def dropped(self, source: str, policy: str, count: int) -> None:
+        """Count `count` events of `source` dropped (or coalesced, by `"coalesce"`)."""
+        counter = self._coalesced if policy == "coalesce" else self._dropped
+        counter.labels(source=source, policy=policy).inc(count)
+
     def lag(self, seconds: float) -> None:
         """The latest scheduling lag."""
         self._lag.set(seconds)
@@ -89,3 +113,30 @@ class ConsoleMetrics:
     def render(self) -> bytes:
         """The metrics in Prometheus' text format."""
         return generate_latest(self.registry)
+
+
+class _Gauges:
+    """What is read when the metrics are: each source's queue depth, each estimated rate."""
+
+    def __init__(self, ssc: StreamingContext) -> None:
+        self._ssc = ssc
+
+    def collect(self) -> Iterator[Metric]:
+        runtime = Runtime.of(self._ssc)
+        depth = GaugeMetricFamily(
+            "reactive_spark_queue_depth",
+            "Events of a source waiting to be accepted or processed.",
+            labels=["source"],
+        )
+        for source in runtime.sources:
+            depth.add_metric([source.name], runtime.queue_depth(source))
+        yield depth
+        rate = GaugeMetricFamily(
+            "reactive_spark_estimated_rate",
+            "A direct log stream's backpressure estimate, in records per second.",
+            labels=["stream"],
+        )
+        for stream in self._ssc.graph.streams:
+            if isinstance(stream, DirectLogInputDStream) and stream.estimatedRate is not None:
+                rate.add_metric([stream.name], stream.estimatedRate)
+        yield rate

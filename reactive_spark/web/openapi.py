@@ -46,6 +46,26 @@ SCHEMAS: dict[str, Schema] = {
             "nextFire": _NULLABLE_INT,
             "nextFireUtc": _NULLABLE_TEXT,
             "catchUp": {"type": "string", "enum": ["all", "coalesce", "latest", "skip"]},
+            "queueDepth": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Events waiting: posted and not accepted, or not processed yet.",
+            },
+            "maxQueued": {"type": "integer", "minimum": 1},
+            "overflowPolicy": {
+                "type": "string",
+                "enum": ["block", "reject", "coalesce", "drop-oldest", "drop-newest"],
+            },
+            "dropped": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Events dropped past the bound or by a stop.",
+            },
+            "coalesced": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Events merged into a later one past the bound.",
+            },
             "parents": {"type": "array", "items": {"type": "string"}},
             "boundStreams": {"type": "array", "items": {"type": "integer"}},
             "fireable": {"type": "boolean"},
@@ -103,7 +123,17 @@ SCHEMAS: dict[str, Schema] = {
             "timeUtc": {"type": "string"},
             "status": {
                 "type": "string",
-                "enum": ["queued", "no jobs", "planned", "running", "succeeded", "failed"],
+                "enum": [
+                    "queued",
+                    "no jobs",
+                    "planned",
+                    "running",
+                    "succeeded",
+                    "failed",
+                    "dropped",
+                ],
+                "description": '"dropped": the event was accepted, then a stop that did not '
+                "wait for it dropped it; it never ran.",
             },
             "submitted": _NULLABLE_NUMBER,
             "started": _NULLABLE_NUMBER,
@@ -255,7 +285,11 @@ def openapi(prefix: str) -> Schema:
                         **_json({}),
                     },
                     "responses": {
-                        "202": {"description": "Accepted: it will run.", **_json(_ref("Fired"))},
+                        "202": {
+                            "description": "Accepted: it will run, unless a stop that does not "
+                            "wait drops it (its batch then says dropped).",
+                            **_json(_ref("Fired")),
+                        },
                         "400": _error(
                             "The body is not strict JSON (NaN, Infinity, nested deeper than "
                             "256, undecodable) or not what the source takes."
@@ -264,7 +298,10 @@ def openapi(prefix: str) -> Schema:
                         **_WRITE_REFUSED,
                         "404": _error("No such source."),
                         "409": _error("The source is not a REST or manual trigger."),
-                        "503": _error("The context is not running."),
+                        "503": _error(
+                            "The context is not running, or the source's queue is full and its "
+                            "overflow policy is reject (retry after `Retry-After` seconds)."
+                        ),
                     },
                 }
             },
@@ -298,7 +335,7 @@ def openapi(prefix: str) -> Schema:
                         {
                             "200": {
                                 "description": "An endless text/event-stream; event types: event, "
-                                "batch, job, source-error, receiver.",
+                                "batch, job, dropped, source-error, receiver.",
                                 "content": {"text/event-stream": {"schema": {"type": "string"}}},
                             }
                         }

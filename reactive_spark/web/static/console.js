@@ -87,6 +87,8 @@ function sourceRow(source) {
     el("td", { class: "last-fired" }, utc(source.lastFiredUtc)),
     el("td", {}, utc(source.nextFireUtc)),
     el("td", {}, source.catchUp),
+    el("td", { class: "queue", title: `bound ${source.maxQueued}, ${source.overflowPolicy} past it` }, `${source.queueDepth} / ${source.maxQueued}`),
+    el("td", { class: "dropped" }, source.coalesced ? `${source.dropped} (+${source.coalesced} coalesced)` : source.dropped),
     el(
       "td",
       {},
@@ -316,6 +318,16 @@ const liveHandlers = {
     sourceFired(event);
   },
   batch: upsertBatch,
+  dropped(drop) {
+    const source = state.sources.get(drop.source);
+    if (source) {
+      if (drop.reason === "coalesce") source.coalesced += drop.count;
+      else source.dropped += drop.count;
+      const row = document.querySelector(`#sources tr[data-source="${CSS.escape(source.name)}"]`);
+      if (row) row.replaceWith(sourceRow(source));
+    }
+    if (drop.reason !== "coalesce") problem(`source ${drop.source}: ${drop.count} events dropped (${drop.reason})`);
+  },
   "source-error"(failure) {
     problem(`source ${failure.source}: ${failure.description}`);
   },
