@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -85,6 +87,34 @@ async def test_a_batch_with_two_jobs_one_failing_is_a_tree_of_spans(sc: SparkCon
     assert len(failures) == 1
     named = assert_tree(spans.get_finished_spans(), "daily")
     assert named["event daily"].parent is None  # a timer starts a trace of its own
+
+
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+
+
+async def test_a_rest_triggered_batch_continues_the_callers_trace(sc: SparkContext) -> None:
+    async with virtual(sc, start=T0) as ssc:
+        rest = ssc.restServer(None, name="triggers", token="s3cret").post("/report")
+        two_jobs_one_failing(ssc, rest)
+        spans = traced(ssc)
+        host = web.Application()
+        host.add_subapp("/triggers", rest.app)
+        await ssc.start()
+        async with TestClient(TestServer(host)) as client:
+            headers = {
+                "Authorization": "Bearer s3cret",
+                "traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01",
+            }
+            response = await client.post("/triggers/report", json={"day": 1}, headers=headers)
+            assert response.status == 202
+            await ssc.advanceTo(T0)
+    named = assert_tree(spans.get_finished_spans(), "triggers")
+    event = named["event triggers"]
+    assert f"{event.context.trace_id:032x}" == CALLER_TRACE
+    assert event.parent is not None and f"{event.parent.span_id:016x}" == CALLER_SPAN
+    assert event.parent.is_remote
+    assert event.attributes["http.route"] == "/report"
 
 
 async def test_an_event_without_a_batch_ends_its_span(sc: SparkContext) -> None:
