@@ -168,3 +168,62 @@ async def test_an_expected_stream_must_run_jobs(sc: SparkContext) -> None:
     numbers.map(str).expect(Days(1))
     with pytest.raises(ContextStateError, match="runs no job"):
         await ssc.start()
+
+
+async def test_the_console_counts_and_lists_missed_deadlines(sc: SparkContext) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from reactive_spark.web import create_app
+
+    ssc = virtual(sc, start=T0)
+    uploads_pipeline(ssc)
+    daily = ssc.timer(T0, None, Days(1), "daily")
+    day_one = (T0 + Days(1)).toDatetime()
+
+    def save(time: datetime, rdd: Any) -> None:
+        if time == day_one:
+            raise ValueError("disk full")
+
+    report = ssc.queueStream([], default=[1]).foreachRDD(save).bind(daily)
+    report.expect(Days(1), within=Hours(1))
+    async with TestClient(TestServer(create_app(ssc))) as client:
+        await ssc.advanceTo(T0 + Days(2))
+        metrics = await (await client.get("/metrics")).text()
+        response = await client.get("/api/deadlines?limit=10")
+        assert response.status == 200
+        listed = await response.json()
+        bad = await client.get("/api/deadlines?limit=0")
+        assert bad.status == 400
+        batch = await (await client.get("/api/batches")).json()
+    assert 'reactive_spark_deadlines_missed_total{source="uploads"} 2.0' in metrics
+    assert f'output_deadlines_missed_total{{stream="{report.name}"}} 1.0' in metrics
+    assert [(m["kind"], m["name"], m["deadlineUtc"]) for m in listed] == [
+        ("source", "uploads", "2026-03-03T02:00:00Z"),
+        ("output", report.name, "2026-03-03T01:00:00Z"),
+        ("source", "uploads", "2026-03-02T02:00:00Z"),
+    ]
+    assert listed[0]["description"].startswith("source uploads missed its deadline")
+    assert batch[0]["jobs"][0]["sparkJobGroup"].startswith("reactive-spark-")
+
+
+async def test_the_console_links_a_job_to_its_spark_jobs(sc: SparkContext) -> None:
+    from reactive_spark.web.api import _with_spark_jobs
+    from reactive_spark.web.history import job_record
+
+    from .helpers import Recorder
+
+    recorder = Recorder()
+    async with virtual(sc, start=T0) as ssc:
+        daily = ssc.timer(T0, None, Days(1), "daily")
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: rdd.count()).bind(daily)
+        ssc.addStreamingListener(recorder)
+        await ssc.start()
+        await ssc.advanceTo(T0)
+
+    class WithUi:  # the session's SparkContext has its UI off
+        sparkContext = type("Spark", (), {"uiWebUrl": "http://driver:4040/"})()
+        sparkContext.statusTracker = sc.statusTracker  # type: ignore[attr-defined]
+
+    [job] = _with_spark_jobs(WithUi(), [job_record(recorder.jobs[0])])  # type: ignore[arg-type]
+    [spark] = job["sparkJobs"]
+    assert spark["url"] == f"http://driver:4040/jobs/job/?id={spark['id']}"
