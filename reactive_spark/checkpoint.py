@@ -223,7 +223,8 @@ class Checkpoint:
             self._planned = {record["id"]: record for record in recovered.unfinished}
             self._progress = dict(recovered.progress)
             self._dropped = {name: set(times) for name, times in recovered.dropped.items()}
-            self._deadlines = dict(recovered.deadlines)
+            # what this run logged before the log opened (a new expectation) is newer
+            self._deadlines = {**recovered.deadlines, **self._deadlines}
             self._last_instance_id = recovered.last_instance_id
         self._roll()
 

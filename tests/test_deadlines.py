@@ -127,6 +127,26 @@ async def test_a_deadline_missed_while_down_is_reported_once_at_the_restart(
             assert misses.days() == []
 
 
+async def test_an_expectation_added_at_a_restart_is_kept_from_that_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    async with virtual(sc, start=T0, checkpoint=checkpoint) as ssc:
+        ssc.manualSource("uploads")  # nothing expected yet
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(ssc.sources[0])
+        await ssc.start()
+    async with virtual(sc, start=T0 + Days(1), checkpoint=checkpoint) as ssc:
+        uploads_pipeline(ssc)  # expected from here on; stopped before any period was decided
+        await ssc.start()
+    misses = Misses()
+    async with virtual(sc, start=T0 + Days(3), checkpoint=checkpoint) as ssc:
+        uploads_pipeline(ssc)
+        ssc.addStreamingListener(misses)
+        await ssc.start()
+        await ssc.advanceTo(T0 + Days(3))
+    assert misses.days() == [("uploads", 1, True), ("uploads", 2, True)]
+
+
 async def test_ticks_caught_up_after_downtime_meet_the_source_deadline(
     sc: SparkContext, tmp_path: Path
 ) -> None:
