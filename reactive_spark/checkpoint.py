@@ -77,6 +77,8 @@ class Recovered:
     progress: dict[str, list[int]] = field(default_factory=dict)
     #: Per source, the times of events dropped past its bound: never fired again.
     dropped: dict[str, set[int]] = field(default_factory=dict)
+    #: Per expectation (`source:name`, `output:name`), the state of its deadlines.
+    deadlines: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_instance_id: int = -1
     completed: list[Record] = field(default_factory=list)
     unfinished: list[Record] = field(default_factory=list)
@@ -105,6 +107,7 @@ class Checkpoint:
         self._recent: dict[int, Record] = {}
         self._progress: dict[str, list[int]] = {}
         self._dropped: dict[str, set[int]] = {}
+        self._deadlines: dict[str, dict[str, Any]] = {}
         # the worker thread logs batches, the loop dropped events: one writes at a time
         self._writing = threading.Lock()
         self._last_instance_id = -1
@@ -149,6 +152,8 @@ class Checkpoint:
                     planned.pop(record["id"], None)
                 elif kind == "dropped":
                     recovered.dropped.setdefault(record["source"], set()).update(record["times"])
+                elif kind == "deadline":
+                    recovered.deadlines[record["name"]] = record["state"]
                 elif kind == "progress":
                     recovered.progress = record["progress"]
                     recovered.last_instance_id = max(
@@ -223,6 +228,8 @@ class Checkpoint:
             self._planned = {record["id"]: record for record in recovered.unfinished}
             self._progress = dict(recovered.progress)
             self._dropped = {name: set(times) for name, times in recovered.dropped.items()}
+            # what this run logged before the log opened (a new expectation) is newer
+            self._deadlines = {**recovered.deadlines, **self._deadlines}
             self._last_instance_id = recovered.last_instance_id
         self._roll()
 
@@ -256,6 +263,8 @@ class Checkpoint:
             self._dropped[name] = set(later)
             if later:
                 self._append({"kind": "dropped", "source": name, "times": later})
+        for name, state in self._deadlines.items():
+            self._append({"kind": "deadline", "name": name, "state": state})
         self._sync()
         for number in older:
             os.remove(self._segment_path(number))
@@ -335,6 +344,17 @@ class Checkpoint:
             self._dropped.setdefault(source, set()).update(times)
             self._append({"kind": "dropped", "source": source, "times": list(times)})
             if self._segment is not None:
+                self._segment.flush()
+
+    def deadline(self, name: str, state: dict[str, Any]) -> None:
+        """Log the state of the expectation `name`: the periods decided and met (any thread).
+
+        So a missed deadline is reported once: a restart goes on from the last state logged.
+        """
+        with self._writing, self._disk("log a deadline"):
+            self._deadlines[name] = state
+            if self._segment is not None:  # else it is logged when the log opens
+                self._append({"kind": "deadline", "name": name, "state": state})
                 self._segment.flush()
 
     def close(self) -> None:

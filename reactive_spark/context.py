@@ -18,6 +18,7 @@ from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark._validation import require_bool, require_checkpoint_path, require_int
 from reactive_spark.checkpoint import Checkpoint, resume
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
+from reactive_spark.deadlines import OUTPUT, SOURCE, DeadlineWatch
 from reactive_spark.dstream.definitions import InputStreamDefinitions
 from reactive_spark.errors import (
     ContextStateError,
@@ -178,6 +179,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         self._starting_source: EventSource | None = None
         self._recovered = False
         self._watchdog: LoopWatchdog | None = None
+        self._deadlines: DeadlineWatch | None = None
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -423,6 +425,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
                 "nor the SparkContext has a checkpoint directory",
             )
+        self._deadlines = self._watch_deadlines({} if recovered is None else recovered.deadlines)
         self._graph.start(self._zero_time, self._runtime.sources)
         await self._blocking.run(self._graph.start_inputs)
         self._failures.attach(loop)
@@ -442,9 +445,44 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             self._starting_source = source
             await _settle(source.restart() if source.name in resumed else source.start())
         self._starting_source = None
+        if self._deadlines is not None:
+            self._deadlines.schedule(self._started_at, settle=self._accept_posted)
         if self._freeze_heap:
             hold_heap(self)  # what exists now, Spark and the lineage included, is not walked
         self._runtime.tell_listeners("onStreamingStarted", StreamingStarted(int(now_ms())))
+
+    def _accept_posted(self) -> None:
+        """Accept the events posted so far (a deadline check after a restart sees them)."""
+        self._scheduler.order.flush()
+
+    def _watch_deadlines(self, states: dict[str, dict[str, Any]]) -> DeadlineWatch | None:
+        """The watch over what `expect` asked of sources and streams, listening; None if nothing.
+
+        It starts where the checkpoint's `states` left it, and logs to the checkpoint.
+        """
+        watch = DeadlineWatch(self.clock, self._runtime.tell_listeners)
+        for source in self._runtime.sources:
+            if source.expectation is not None:
+                watch.add(SOURCE, source.name, source.expectation)
+        for stream in self._graph.streams:
+            if stream.expectation is None:
+                continue
+            if not (stream.isOutput or stream.boundSources):
+                raise ContextStateError(
+                    f"{stream.name} is expected to succeed (expect) but runs no job: "
+                    "bind it to a source, or expect its output operation instead",
+                )
+            watch.add(OUTPUT, stream.name, stream.expectation)
+        if not watch:
+            return None
+        assert self._started_at is not None
+        watch.begin(self._started_at, states)
+        if self._checkpoint is not None:
+            watch.set_record(self._checkpoint.deadline)
+            for key, state in watch.states().items():
+                self._checkpoint.deadline(key, state)  # a restart goes on from here
+        self._listeners.add(watch)
+        return watch
 
     async def stop(
         self,
@@ -496,6 +534,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 self._scheduler.order.flush()  # what was posted is accepted, and will run
                 await self._drain_receivers()
             self._runtime.state = STOPPED
+            if self._deadlines is not None:
+                self._deadlines.stop()
             self._scheduler.order.refuse_posts()  # dropped from now on; what was posted runs
             if self in StreamingContext._active:
                 StreamingContext._active.remove(self)

@@ -28,6 +28,7 @@ from reactivex import abc as rx_abc
 from reactivex.disposable import Disposable
 
 from reactive_spark._validation import require_int
+from reactive_spark.deadlines import Expectation
 from reactive_spark.errors import ForeignContextError, InvalidArgumentError, InvalidCallbackError
 from reactive_spark.runtime import Runtime
 from reactive_spark.time import Duration, Time
@@ -175,9 +176,13 @@ class FileEvent(Event):
 
 
 class RestEvent(Event):
-    """An HTTP request: `method`, `path` (no query string), `query` dict and JSON `body`."""
+    """An HTTP request: `method`, `path` (no query string), `query` dict and JSON `body`.
 
-    __slots__ = ("body", "method", "path", "query")
+    `traceparent` is the request's W3C trace context header, if it had one: traced batches
+    (`reactive_spark.tracing`) continue the caller's trace.
+    """
+
+    __slots__ = ("body", "method", "path", "query", "traceparent")
 
     def __init__(
         self,
@@ -189,12 +194,14 @@ class RestEvent(Event):
         query: dict[str, str] | None = None,
         body: Any = None,
         instanceId: int | None = None,
+        traceparent: str | None = None,
     ) -> None:
         Event.__init__(self, source, index, time, instanceId)
         self.method = method
         self.path = path
         self.query = dict(query or {})
         self.body = body
+        self.traceparent = traceparent
 
     def describe(self) -> dict[str, Any]:
         """The event as JSON-friendly fields."""
@@ -348,6 +355,7 @@ class EventSource(ABC):
         self._overflow = self.defaultOverflow
         #: The time of the last event this source fired before a restart (from the checkpoint).
         self.resumedFrom: Time | None = None
+        self._expectation: Expectation | None = None
 
     @property
     def context(self) -> StreamingContext:
@@ -465,6 +473,39 @@ class EventSource(ABC):
                 f"catchUp must be one of {', '.join(CATCH_UP_POLICIES)}, got {policy!r}",
             )
         self._catch_up = policy
+
+    # -- deadlines -------------------------------------------------------------------------
+    def expect(
+        self,
+        every: Duration | timedelta | float,
+        within: Duration | timedelta | float | None = None,
+        origin: Time | datetime | None = None,
+    ) -> EventSource:
+        """Expect an event in every period, by a deadline; a miss is reported once. Returns it.
+
+        Periods start at `origin + k * every` (`origin` defaults to the Unix epoch, so
+        `Days(1)` periods start at midnight UTC); the period starting at `start` is met by an
+        event whose time lies in `[start, start + within)` (`within` defaults to `every`). When
+        the deadline `start + within` passes without one, listeners get `onDeadlineMissed`,
+        `reactive_spark_deadlines_missed_total{source}` counts it and the console lists it.
+        Periods are watched from the first one starting at or after the context's start; with
+        a checkpoint, a deadline that passed while the process was down is reported at the
+        restart (events caught up count), once. See docs/operations-deadlines-tracing.md.
+
+        Examples:
+            >>> from reactive_spark import Days, Hours
+            >>> uploads = ssc.manualSource("uploads").expect(Days(1), within=Hours(2))
+            >>> uploads.expectation.within == Hours(2)
+            True
+        """
+        self._runtime.require_not_started(f"set what is expected of {self.name!r}")
+        self._expectation = Expectation.of(every, within, origin)
+        return self
+
+    @property
+    def expectation(self) -> Expectation | None:
+        """What `expect` said of this source, if anything."""
+        return self._expectation
 
     def coalesce(self, events: list[Event]) -> Event:
         """One event standing for `events`, missed in a row (default: the last of them).

@@ -100,6 +100,8 @@ class JobInfo(Failure):
     function: str | None = None
     cancelled: bool = False
     streamId: int = -1
+    #: The Spark job group the job's Spark jobs ran in (`sc.statusTracker()` finds them).
+    sparkJobGroup: str | None = None
 
     @property
     def status(self) -> str:

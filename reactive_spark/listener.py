@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.failures import Failure, SourceErrorInfo, UserError
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BatchTime",
+    "DeadlineMissed",
     "EventsDropped",
     "ListenerBus",
     "OutputOperationInfo",
@@ -149,6 +151,40 @@ class EventsDropped:
     reason: str
     count: int
     events: tuple[Event, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeadlineMissed:
+    """A period passed without what was expected of a source or a stream (`onDeadlineMissed`).
+
+    `kind` is `"source"` (no event of the source `name` in `[periodStart, deadline)`) or
+    `"output"` (no job of the stream `name` for an event in that window succeeded by the
+    deadline); see `EventSource.expect` and `DStream.expect`. `duringDowntime` says the
+    deadline passed while the process was down: it is reported when the context restarts from
+    its checkpoint, once.
+
+    Examples:
+        >>> from datetime import UTC, datetime
+        >>> day = datetime(2024, 1, 2, tzinfo=UTC)
+        >>> print(DeadlineMissed("source", "daily", day, day.replace(hour=2)).describe())
+        source daily missed its deadline 2024-01-02T02:00:00Z (period from 2024-01-02T00:00:00Z)
+    """
+
+    kind: str
+    name: str
+    periodStart: datetime
+    deadline: datetime
+    duringDowntime: bool = False
+
+    def describe(self) -> str:
+        """The miss in one line."""
+        start = self.periodStart.strftime("%Y-%m-%dT%H:%M:%SZ")
+        deadline = self.deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+        downtime = ", while the process was down" if self.duringDowntime else ""
+        return (
+            f"{self.kind} {self.name} missed its deadline {deadline} (period from {start}"
+            f"{downtime})"
+        )
 
 
 @dataclass(frozen=True)
@@ -291,6 +327,12 @@ class StreamingListener:
 
     def onEventsDropped(self, dropped: EventsDropped) -> None:
         """Events of a source will not run: its overflow policy or a stop dropped them."""
+
+    def onDeadlineMissed(self, missed: DeadlineMissed) -> None:
+        """A source or stream missed what it was expected to do by a deadline (on the loop).
+
+        See `EventSource.expect` and `DStream.expect`.
+        """
 
 
 class ListenerBus:

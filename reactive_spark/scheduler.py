@@ -154,6 +154,7 @@ class JobScheduler:
         self._dropping = False  # queued events are dropped, running jobs cancelled
         #: Whether posted events will be processed (not closed, not crashed).
         self.accepting = True
+        # every job's Spark jobs carry this tag (a stop cancels them) and a group of their own
         self._job_group = f"reactive-spark-{id(self):x}"
         self._batches_processed = 0  # counted in the worker thread
         #: The instanceId of the last event whose batch was processed (events go in order).
@@ -246,7 +247,7 @@ class JobScheduler:
             self._close(dropping=False)
         else:
             self.abort()
-            await self._blocking.run(self._sc.cancelJobGroup, self._job_group)
+            await self._blocking.run(self._sc.cancelJobsWithTag, self._job_group)
             await self._idle.wait()
         self._finished = True
         self._work.set()
@@ -489,6 +490,7 @@ class JobScheduler:
                 info.plannedTime,
                 function=job.stream.functionName,
                 streamId=job.stream.id,
+                sparkJobGroup=f"{self._job_group}-{batch.event.instanceId}-{job.stream.id}",
             )
             for job in batch.jobs
         ]
@@ -540,7 +542,8 @@ class JobScheduler:
             self._listeners.tell("onJobStarted", info)
             self._listeners.tell("onOutputOperationStarted", OutputOperationInfo(copy.copy(info)))
         try:
-            self._sc.setJobGroup(self._job_group, job.description, True)
+            self._sc.setJobGroup(info.sparkJobGroup or self._job_group, job.description, True)
+            self._sc.addJobTag(self._job_group)
             job.action()
         except Exception as exc:
             info.error = exc

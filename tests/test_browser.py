@@ -1,8 +1,8 @@
 """The dashboard in a real headless Chromium (Debian's `chromium`, driven by Playwright's
 Python API with `executable_path`; no browser download): a login URL signs it in, a click on a
 fire button makes a batch appear live and the sources table count within 500 ms, the lineage
-SVG has a node per stream, the browser reports no error, and a page of another origin cannot
-fire anything."""
+SVG has a node per stream, a missed deadline shows among the problems, the browser reports no
+error, and a page of another origin cannot fire anything."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from pyspark import SparkContext
 
-from reactive_spark import Days, StreamingContext, SystemClock
+from reactive_spark import Days, Seconds, StreamingContext, SystemClock
 from reactive_spark.web import Console
 from reactive_spark.web.keys import HISTORY_KEY
 
@@ -82,7 +82,7 @@ async def test_the_dashboard_signs_in_fires_and_refuses_other_sites(
     errors = lines.filter(lambda line: "ERROR" in line)
     errors.count().foreachRDD(lambda rdd: rdd.collect()).bind(rerun)
     errors.saveAsTextFiles(str(tmp_path / "errors")).bind(daily)
-    broken = ssc.manualSource("broken")
+    broken = ssc.manualSource("broken").expect(Seconds(2), within=Seconds(1))
     lines.map(explode).foreachRDD(lambda rdd: rdd.count()).bind(broken)
     console = await Console(ssc, port=0, token=TOKEN).start()
     elsewhere = await other_site(console.url)
@@ -119,6 +119,8 @@ async def test_the_dashboard_signs_in_fires_and_refuses_other_sites(
             assert "ValueError: cannot parse" in await problem.inner_text()
             assert "raised in explode (test_browser.py:" in await problem.inner_text()
             await page.locator("#batches tbody tr.failed").first.wait_for()
+            missed = page.locator("#problems li", has_text="source broken missed its deadline")
+            await missed.first.wait_for(timeout=5000)  # one comes every two seconds
 
             count = page.locator('#sources tr[data-source="rerun"] td.events')
             assert await count.inner_text() == "0"

@@ -17,7 +17,7 @@ PACKAGE = ROOT / "reactive_spark"
 LAYERS: list[set[str]] = [
     {"errors", "_validation", "_callbacks", "_collector"},
     {"time", "clock", "offsets", "failures"},
-    {"events", "listener", "runtime"},
+    {"events", "listener", "runtime", "deadlines"},
     {"sources", "operators"},
     {"dependencies", "dstream", "log"},
     {"jobs"},
@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"ordering", "scheduler", "loop_watchdog"},
     {"checkpoint", "virtual_time"},
     {"context"},
-    {"testing", "web", "lineage", "demo", "cluster"},
+    {"testing", "web", "lineage", "demo", "cluster", "tracing"},
     {"cli", "__main__", "reactive_spark"},
 ]
 

@@ -23,6 +23,7 @@ from pyspark import RDD, StorageLevel
 
 from reactive_spark._callbacks import callable_name
 from reactive_spark._validation import require_int
+from reactive_spark.deadlines import Expectation
 from reactive_spark.dependencies import Dependency, EventDependency, Retention
 from reactive_spark.dstream.files import remove_interrupted_writes
 from reactive_spark.dstream.output import OutputOperations
@@ -125,6 +126,7 @@ class DStream(
         self._retention = Retention()
         self._keep_count, self._keep_milliseconds = 1, 0
         self.isOutput = False
+        self._expectation: Expectation | None = None
         #: The operation that made the stream (`map`, `union`, `directStream(...)`, ...).
         self.operation = operation
         self._id = ssc.graph.add_stream(self)
@@ -304,6 +306,39 @@ class DStream(
         ):
             forgotten.append(generated.popleft()[1])
         return forgotten
+
+    # -- deadlines ---------------------------------------------------------------------------
+    def expect(
+        self,
+        every: Duration | timedelta | float,
+        within: Duration | timedelta | float | None = None,
+        origin: Time | datetime | None = None,
+    ) -> DStream[T]:
+        """Expect this stream's job to succeed in every period, by a deadline. Returns it.
+
+        The stream must yield jobs: an output operation, or a bound stream. Periods start at
+        `origin + k * every` (`origin` defaults to the Unix epoch: `Days(1)` periods start at
+        midnight UTC); the period starting at `start` is met when a job of this stream, for an
+        event whose time lies in `[start, start + within)`, succeeds before `start + within`
+        (`within` defaults to `every`). Otherwise listeners get `onDeadlineMissed`,
+        `reactive_spark_deadlines_missed_total{source}` counts it (labelled with the stream's
+        name) and the console lists it. With a checkpoint, a deadline that passed while the
+        process was down is reported at the restart, once.
+
+        Examples:
+            >>> from reactive_spark import Days, Hours
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> report = ssc.queueStream([], default=[1]).count().pprint().bind(daily)
+            >>> report = report.expect(Days(1), within=Hours(1))
+        """
+        self._runtime.require_not_started(f"set what is expected of {self.name}")
+        self._expectation = Expectation.of(every, within, origin)
+        return self
+
+    @property
+    def expectation(self) -> Expectation | None:
+        """What `expect` said of this stream, if anything."""
+        return self._expectation
 
     # -- storage -----------------------------------------------------------------------------
     def persist(self, storageLevel: StorageLevel) -> DStream[T]:

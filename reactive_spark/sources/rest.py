@@ -198,7 +198,14 @@ class RestEventSource(EventSource):
             state = "stopped" if self._runtime.state == "active" else self._runtime.state
             raise json_error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
         event = RestEvent(
-            self, None, self.context.clock.now(), request.method, path, dict(request.query), body
+            self,
+            None,
+            self.context.clock.now(),
+            request.method,
+            path,
+            dict(request.query),
+            body,
+            traceparent=request.headers.get("traceparent"),  # traced batches continue it
         )
         accepted = asyncio.get_running_loop().create_future()
         self._accepted[id(event)] = accepted

@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from reactive_spark.events import Event, RestEvent
+from reactive_spark.runtime import Runtime
 from reactive_spark.sources.http import bearer_token, json_error, offer, read_json
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource
@@ -22,6 +23,9 @@ from reactive_spark.web.history import Record, redacted
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
 from reactive_spark.web.values import json_response
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
 
 __all__ = ["add_routes"]
 
@@ -78,6 +82,11 @@ async def batches(request: web.Request) -> web.Response:
     return json_response(_shown(request, request.app[HISTORY_KEY].batches(_limit(request))))
 
 
+async def deadlines(request: web.Request) -> web.Response:
+    """`GET /api/deadlines?limit=`: the latest missed deadlines (`expect`), newest first."""
+    return json_response(request.app[HISTORY_KEY].deadlines(_limit(request)))
+
+
 async def batch(request: web.Request) -> web.Response:
     """`GET /api/batches/{instanceId}`: an event's batch, its jobs, their errors."""
     raw = request.match_info["instanceId"]
@@ -89,7 +98,27 @@ async def batch(request: web.Request) -> web.Response:
     record = request.app[HISTORY_KEY].batch(instance_id)
     if record is None:
         raise json_error(web.HTTPNotFound, f"no event {raw} in the console's history")
+    ssc = request.app[CONTEXT_KEY]
+    if record["jobs"] and ssc.sparkContext.uiWebUrl:
+        record["jobs"] = await Runtime.of(ssc).run_blocking(_with_spark_jobs, ssc, record["jobs"])
     return json_response(_shown(request, [record])[0])
+
+
+def _with_spark_jobs(ssc: StreamingContext, jobs: list[Record]) -> list[Record]:
+    """`jobs` with their Spark jobs and the address of each one's page in Spark's UI.
+
+    Spark's status tracker finds them by the job's own job group, as long as Spark remembers
+    them (`spark.ui.retainedJobs`).
+    """
+    sc = ssc.sparkContext
+    ui, tracker = str(sc.uiWebUrl).rstrip("/"), sc.statusTracker()
+    shown = []
+    for job in jobs:
+        group = job.get("sparkJobGroup")
+        ids = sorted(tracker.getJobIdsForGroup(group)) if group else []
+        links = [{"id": id_, "url": f"{ui}/jobs/job/?id={id_}"} for id_ in ids]
+        shown.append({**job, "sparkJobs": links})
+    return shown
 
 
 async def fire(request: web.Request) -> web.Response:
@@ -218,4 +247,5 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/events/stream", stream, name="stream")
     app.router.add_get("/api/batches", batches, name="batches")
     app.router.add_get("/api/batches/{instanceId}", batch, name="batch")
+    app.router.add_get("/api/deadlines", deadlines, name="deadlines")
     app.router.add_get("/metrics", metrics, name="metrics")

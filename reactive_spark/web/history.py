@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from reactive_spark.events import Event, EventSource
 from reactive_spark.failures import SourceErrorInfo, UserError
 from reactive_spark.jobs import BatchInfo, JobInfo
-from reactive_spark.listener import EventsDropped, ReceiverInfo, StreamingListener
+from reactive_spark.listener import DeadlineMissed, EventsDropped, ReceiverInfo, StreamingListener
 from reactive_spark.time import Time, now_ms
 from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
@@ -104,6 +104,19 @@ def job_record(job: JobInfo) -> Record:
         "ended": job.endTime,
         "duration": job.duration,
         "error": error_record(job.userError) if job.failed else None,
+        "sparkJobGroup": job.sparkJobGroup,
+    }
+
+
+def deadline_record(missed: DeadlineMissed) -> Record:
+    """A missed deadline as JSON."""
+    return {
+        "kind": missed.kind,
+        "name": missed.name,
+        "periodStartUtc": Time.fromDatetime(missed.periodStart).isoformat(),
+        "deadlineUtc": Time.fromDatetime(missed.deadline).isoformat(),
+        "duringDowntime": missed.duringDowntime,
+        "description": missed.describe(),
     }
 
 
@@ -136,6 +149,7 @@ class History(StreamingListener):
         self._batches: OrderedDict[int, Record] = OrderedDict()
         self._accepted: OrderedDict[int, float] = OrderedDict()  # instanceId -> wall ms
         self._stats: dict[str, SourceStats] = {}
+        self._deadlines: deque[Record] = deque(maxlen=limit)
         self.live = Broadcast()
         self._waiting: dict[int, asyncio.Future[Event]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -145,6 +159,11 @@ class History(StreamingListener):
         """The last `limit` events, newest first."""
         with self._lock:
             return list(self._events)[::-1][:limit]
+
+    def deadlines(self, limit: int) -> list[Record]:
+        """The last `limit` missed deadlines, newest first."""
+        with self._lock:
+            return list(self._deadlines)[::-1][:limit]
 
     def batches(self, limit: int) -> list[Record]:
         """The last `limit` batches (summaries, without inputs), newest first."""
@@ -303,6 +322,14 @@ class History(StreamingListener):
         for event in dropped.events:
             if event.instanceId is not None:  # accepted (a 202 pointed at its batch)
                 self._batch_dropped(event)
+
+    def onDeadlineMissed(self, missed: DeadlineMissed) -> None:
+        """Keep the miss, count it, push it to the subscribers (a problem in the console)."""
+        record = deadline_record(missed)
+        with self._lock:
+            self._deadlines.append(record)
+        self.metrics.deadline_missed(missed.kind, missed.name)
+        self._publish("deadline", record)
 
     def onSourceError(self, error: SourceErrorInfo) -> None:
         """Push a source's failure to the subscribers."""

@@ -9,6 +9,8 @@
 | `reactive_spark_events_dropped_total` | counter | `source`, `policy` |
 | `reactive_spark_events_coalesced_total` | counter | `source`, `policy` |
 | `reactive_spark_estimated_rate` | gauge | `stream` |
+| `reactive_spark_deadlines_missed_total` | counter | `source` |
+| `reactive_spark_output_deadlines_missed_total` | counter | `stream` |
 | `reactive_spark_scheduling_lag_seconds` | gauge | |
 
 The queue depth is a source's events waiting: posted and not accepted, or not processed yet.
@@ -17,7 +19,8 @@ Dropped events are counted by the overflow policy that dropped them (`drop-oldes
 The estimated rate is a direct log stream's backpressure estimate, in records per second (only
 streams with `backpressure=True` that have one). The scheduling lag is the time from an
 event's acceptance to its batch's start, in seconds of wall time (so it means the same on a
-virtual clock).
+virtual clock). A missed deadline (`expect`) counts once per period, for the source, or for
+the stream whose job did not succeed by it.
 """
 
 from __future__ import annotations
@@ -84,6 +87,20 @@ class ConsoleMetrics:
             ["source", "policy"],
             registry=self.registry,
         )
+        self._deadlines = {
+            "source": Counter(
+                "reactive_spark_deadlines_missed",
+                "Periods in which a source fired nothing by its deadline (expect).",
+                ["source"],
+                registry=self.registry,
+            ),
+            "output": Counter(
+                "reactive_spark_output_deadlines_missed",
+                "Periods in which no job of a stream succeeded by its deadline (expect).",
+                ["stream"],
+                registry=self.registry,
+            ),
+        }
         self.registry.register(_Gauges(ssc))
         self._lag = Gauge(
             "reactive_spark_scheduling_lag_seconds",
@@ -105,6 +122,11 @@ class ConsoleMetrics:
         """Count `count` events of `source` dropped (or coalesced, by `"coalesce"`)."""
         counter = self._coalesced if policy == "coalesce" else self._dropped
         counter.labels(source=source, policy=policy).inc(count)
+
+    def deadline_missed(self, kind: str, name: str) -> None:
+        """Count a missed deadline of the source (`kind="source"`) or stream (`"output"`) `name`."""
+        counter = self._deadlines[kind]
+        counter.labels(name).inc()
 
     def lag(self, seconds: float) -> None:
         """The latest scheduling lag."""

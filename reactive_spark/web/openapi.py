@@ -2,7 +2,7 @@
 
 Examples:
     >>> sorted(openapi("")["paths"])[:3]
-    ['/api/batches', '/api/batches/{instanceId}', '/api/events']
+    ['/api/batches', '/api/batches/{instanceId}', '/api/deadlines']
 """
 
 from __future__ import annotations
@@ -110,6 +110,35 @@ SCHEMAS: dict[str, Schema] = {
             "ended": _NULLABLE_NUMBER,
             "duration": _NULLABLE_NUMBER,
             "error": {"$ref": "#/components/schemas/UserError"},
+            "sparkJobGroup": {
+                "type": "string",
+                "nullable": True,
+                "description": "The Spark job group the job's Spark jobs ran in.",
+            },
+            "sparkJobs": {
+                "type": "array",
+                "description": "In a single batch's answer, when Spark's UI is on: the job's "
+                "Spark jobs, each with the address of its page there.",
+                "items": {
+                    "type": "object",
+                    "properties": {"id": {"type": "integer"}, "url": {"type": "string"}},
+                },
+            },
+        },
+    },
+    "Deadline": {
+        "type": "object",
+        "required": ["kind", "name", "deadlineUtc"],
+        "properties": {
+            "kind": {"type": "string", "enum": ["source", "output"]},
+            "name": {"type": "string", "description": "The source's or the stream's name."},
+            "periodStartUtc": {"type": "string"},
+            "deadlineUtc": {"type": "string"},
+            "duringDowntime": {
+                "type": "boolean",
+                "description": "It passed while the process was down; reported at the restart.",
+            },
+            "description": {"type": "string"},
         },
     },
     "Batch": {
@@ -335,7 +364,7 @@ def openapi(prefix: str) -> Schema:
                         {
                             "200": {
                                 "description": "An endless text/event-stream; event types: event, "
-                                "batch, job, dropped, source-error, receiver.",
+                                "batch, job, dropped, deadline, source-error, receiver.",
                                 "content": {"text/event-stream": {"schema": {"type": "string"}}},
                             }
                         }
@@ -373,6 +402,21 @@ def openapi(prefix: str) -> Schema:
                             "200": {"description": "The batch.", **_json(_ref("Batch"))},
                             "400": _error("Not an instanceId."),
                             "404": _error("No such event in the history."),
+                        }
+                    ),
+                }
+            },
+            "/api/deadlines": {
+                "get": {
+                    "summary": "The latest missed deadlines of sources and streams (expect).",
+                    "parameters": [_LIMIT],
+                    "responses": _viewed(
+                        {
+                            "200": {
+                                "description": "Missed deadlines, newest first.",
+                                **_json({"type": "array", "items": _ref("Deadline")}),
+                            },
+                            "400": _error("A bad limit."),
                         }
                     ),
                 }

@@ -204,7 +204,8 @@ function showDetail(batch) {
         el("td", {}, job.kind),
         el("td", {}, job.function ?? ""),
         el("td", { class: `status ${job.status}` }, job.status),
-        el("td", {}, seconds(job.duration))
+        el("td", {}, seconds(job.duration)),
+        el("td", { class: "spark-jobs" }, ...sparkJobLinks(job))
       )
     )
   );
@@ -222,6 +223,14 @@ function showDetail(batch) {
       )
   );
   highlight(batch.jobs);
+}
+
+// Links to the job's Spark jobs in Spark's own UI (in a single batch's answer, when the UI is on).
+function sparkJobLinks(job) {
+  return (job.sparkJobs ?? []).flatMap((spark, position) => [
+    position ? " " : "",
+    el("a", { href: spark.url, target: "_blank", rel: "noopener" }, `job ${spark.id}`),
+  ]);
 }
 
 // -- problems ----------------------------------------------------------------------------------------
@@ -328,6 +337,9 @@ const liveHandlers = {
     }
     if (drop.reason !== "coalesce") problem(`source ${drop.source}: ${drop.count} events dropped (${drop.reason})`);
   },
+  deadline(missed) {
+    problem(missed.description);
+  },
   "source-error"(failure) {
     problem(`source ${failure.source}: ${failure.description}`);
   },
@@ -399,11 +411,13 @@ async function main() {
   setUpSignIn();
   await loadSources();
   connect();
-  const [graph, batches, events] = await Promise.all([
+  const [graph, batches, events, deadlines] = await Promise.all([
     getJSON("api/graph"),
     getJSON("api/batches?limit=100"),
     getJSON("api/events?limit=1000"),
+    getJSON("api/deadlines?limit=50"),
   ]);
+  for (const missed of deadlines.reverse()) problem(missed.description);
   drawLineage(graph);
   state.events = events.length;
   document.getElementById("count-events").textContent = state.events;

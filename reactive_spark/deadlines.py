@@ -1,0 +1,286 @@
+"""Deadlines: a source, or a bound output, expected every period within a grace.
+
+`source.expect(every, within)` says: in every period `[start, start + every)` (starts at
+`origin + k * every`, the Unix epoch by default, so `Days(1)` periods start at midnight UTC)
+the source fires an event whose time lies in `[start, start + within)`. `stream.expect(...)`
+says the same of a bound stream's job succeeding. When a period's deadline `start + within`
+passes without it, the listeners hear `onDeadlineMissed` once.
+
+`DeadlineWatch` is the context's internal listener that keeps the periods: it hears accepted
+events and completed jobs, checks each period when the clock reaches its deadline (a virtual
+clock too), and hands its state to the checkpoint, so that a period whose deadline passed
+while the process was down is reported once at the restart, and never again
+(docs/architecture.md).
+
+Examples:
+    >>> from reactive_spark.time import Days, Hours, Time
+    >>> daily = Expectation.of(Days(1), Hours(2))
+    >>> daily.period_of(Time(Days(3).milliseconds + Hours(1).milliseconds)).isoformat()
+    '1970-01-04T00:00:00Z'
+    >>> daily.period_of(Time(Days(3).milliseconds + Hours(3).milliseconds)) is None
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.listener import DeadlineMissed, StreamingListener
+from reactive_spark.time import Duration, Time, to_duration, to_time
+
+if TYPE_CHECKING:
+    from reactivex import abc as rx_abc
+
+    from reactive_spark.clock import Clock
+    from reactive_spark.events import Event
+    from reactive_spark.jobs import JobInfo
+
+__all__ = ["DeadlineWatch", "Expectation"]
+
+log = logging.getLogger(__name__)
+
+#: What a tracked thing is: an event source, or a stream whose jobs must succeed.
+SOURCE, OUTPUT = "source", "output"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """Something expected in every period `[origin + k * every, ... + every)`, by `+ within`.
+
+    Examples:
+        >>> from reactive_spark.time import Days, Hours
+        >>> Expectation.of(Days(1), Hours(2)).within
+        Duration(7200000 ms)
+    """
+
+    every: Duration
+    within: Duration
+    origin: Time
+
+    @staticmethod
+    def of(
+        every: Duration | timedelta | float,
+        within: Duration | timedelta | float | None = None,
+        origin: Time | datetime | None = None,
+    ) -> Expectation:
+        """Check the arguments of `expect` (errors name them) and make the expectation.
+
+        `within` defaults to `every` (an event some time in each period); it may not exceed
+        it, so that each period is decided before the next one begins.
+        """
+        period = to_duration(every, "every")
+        grace = period if within is None else to_duration(within, "within")
+        if period < grace:
+            raise InvalidArgumentError(
+                f"within must not be longer than every ({period!r}), got {grace!r}"
+            )
+        start = Time(0) if origin is None else to_time(origin, "origin")
+        return Expectation(period, grace, start)
+
+    def period_of(self, time: Time) -> Time | None:
+        """The start of the period whose window holds `time`, or None if it is past the grace."""
+        start = time.floor(self.every, self.origin)
+        return start if time < self.deadline(start) else None
+
+    def deadline(self, start: Time) -> Time:
+        """The deadline of the period starting at `start`."""
+        return start + self.within
+
+    def first_period(self, at: Time) -> Time:
+        """The first period starting at or after `at`."""
+        start = at.floor(self.every, self.origin)
+        return start if start == at else start + self.every
+
+    def product(self) -> list[int]:
+        """What identifies the expectation in a checkpoint (milliseconds)."""
+        return [self.every.milliseconds, self.within.milliseconds, self.origin.milliseconds]
+
+
+@dataclass
+class _Tracker:
+    """The periods of one expectation: the first undecided one, and those met already."""
+
+    kind: str
+    name: str
+    expectation: Expectation
+    next: Time = field(default_factory=lambda: Time(0))
+    met: set[int] = field(default_factory=set)
+    restored: bool = False
+    check: rx_abc.DisposableBase | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "expect": self.expectation.product(),
+            "next": self.next.milliseconds,
+            "met": sorted(self.met),
+        }
+
+
+class DeadlineWatch(StreamingListener):
+    """Keeps the expected periods of one context's sources and streams (see module docs).
+
+    `tell(callback, argument)` reaches the streaming listeners; `record(key, state)` (the
+    checkpoint's, if any) keeps each expectation's state; `settle()` accepts the events posted
+    so far, so that a check after a restart sees the events caught up.
+
+    Examples:
+        >>> from reactive_spark.clock import VirtualClock
+        >>> from reactive_spark.time import Days, Hours
+        >>> told = []
+        >>> watch = DeadlineWatch(VirtualClock(), lambda name, info: told.append(info))
+        >>> watch.add("source", "daily", Expectation.of(Days(1), Hours(2)))
+        >>> watch.begin(Time(0), {})
+        >>> watch.schedule(Time(0), settle=lambda: None)
+        >>> watch.clock.advanceTo(Time(Days(1).milliseconds))
+        >>> told[0].name, told[0].deadline.isoformat()
+        ('daily', '1970-01-01T02:00:00+00:00')
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        tell: Callable[[str, Any], None],
+        record: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.clock = clock
+        self._tell = tell
+        self._record = record
+        self._trackers: dict[str, _Tracker] = {}
+        self._lock = threading.Lock()  # events arrive on the loop, jobs in worker threads
+        self._started_at = Time(0)
+        self._settle: Callable[[], None] = lambda: None
+        self._stopped = False
+
+    def add(self, kind: str, name: str, expectation: Expectation) -> None:
+        """Watch `expectation` of the source (`kind="source"`) or stream (`"output"`) `name`."""
+        tracker = _Tracker(kind, name, expectation)
+        self._trackers[tracker.key] = tracker
+
+    def __bool__(self) -> bool:
+        return bool(self._trackers)
+
+    def set_record(self, record: Callable[[str, dict[str, Any]], None]) -> None:
+        """Keep each expectation's state with `record(key, state)` from now on."""
+        self._record = record
+
+    def begin(self, started_at: Time, states: dict[str, dict[str, Any]]) -> None:
+        """Start the periods at `started_at`, or where a checkpoint's `states` left them.
+
+        A state is used only if its expectation is unchanged; others start afresh.
+        """
+        self._started_at = started_at
+        for key, tracker in self._trackers.items():
+            state = states.get(key)
+            if state is not None and state.get("expect") == tracker.expectation.product():
+                tracker.next = Time(state["next"])
+                tracker.met = set(state["met"])
+                tracker.restored = True
+            else:
+                tracker.next = tracker.expectation.first_period(started_at)
+
+    def states(self) -> dict[str, dict[str, Any]]:
+        """Every expectation's state, by key (what a checkpoint keeps)."""
+        with self._lock:
+            return {key: tracker.state() for key, tracker in self._trackers.items()}
+
+    def schedule(self, started_at: Time, settle: Callable[[], None]) -> None:
+        """Check each expectation at its next deadline (on the loop, once the context runs).
+
+        A deadline that passed while the process was down is checked at once, after `settle()`.
+        """
+        self._started_at = started_at
+        self._settle = settle
+        for tracker in self._trackers.values():
+            self._arm(tracker)
+
+    def stop(self) -> None:
+        """Check nothing more."""
+        self._stopped = True
+        for tracker in self._trackers.values():
+            if tracker.check is not None:
+                tracker.check.dispose()
+                tracker.check = None
+
+    def _arm(self, tracker: _Tracker) -> None:
+        if self._stopped:
+            return
+        deadline = tracker.expectation.deadline(tracker.next)
+        tracker.check = self.clock.scheduleAt(deadline, lambda: self._check(tracker))
+
+    # -- what meets an expectation --------------------------------------------------------
+    def onEventFired(self, event: Event) -> None:
+        """An event of a watched source meets the period its time lies in."""
+        tracker = self._trackers.get(f"{SOURCE}:{event.source.name}")
+        if tracker is not None:
+            self._meet(tracker, tracker.expectation.period_of(event.time))
+
+    def onJobCompleted(self, job: JobInfo) -> None:
+        """A watched stream's job that succeeded before its period's deadline meets it."""
+        if job.status != "succeeded":
+            return
+        tracker = self._trackers.get(f"{OUTPUT}:{job.streamName}")
+        if tracker is None:
+            return
+        period = tracker.expectation.period_of(job.event.time)
+        if period is not None and self.clock.now() < tracker.expectation.deadline(period):
+            self._meet(tracker, period)
+
+    def _meet(self, tracker: _Tracker, period: Time | None) -> None:
+        if period is None:
+            return
+        with self._lock:
+            if period < tracker.next or period.milliseconds in tracker.met:
+                return  # decided already, or met already
+            tracker.met.add(period.milliseconds)
+            state = tracker.state()
+        self._keep(tracker, state)
+
+    # -- checking --------------------------------------------------------------------------
+    def _check(self, tracker: _Tracker) -> None:
+        """Decide every period of `tracker` whose deadline has come (on the loop)."""
+        tracker.check = None
+        if self._stopped:
+            return
+        if tracker.restored:
+            tracker.restored = False
+            self._settle()  # the events caught up after the downtime count
+        now = self.clock.now()
+        missed: list[DeadlineMissed] = []
+        with self._lock:
+            expectation = tracker.expectation
+            while expectation.deadline(tracker.next) <= now:
+                start = tracker.next
+                deadline = expectation.deadline(start)
+                if start.milliseconds in tracker.met:
+                    tracker.met.discard(start.milliseconds)
+                else:
+                    missed.append(
+                        DeadlineMissed(
+                            tracker.kind,
+                            tracker.name,
+                            start.toDatetime(),
+                            deadline.toDatetime(),
+                            duringDowntime=deadline < self._started_at,
+                        )
+                    )
+                tracker.next = start + expectation.every
+            state = tracker.state()
+        self._keep(tracker, state)  # decided before told: a crash now never tells twice
+        for info in missed:
+            log.warning("reactive-spark: %s", info.describe())
+            self._tell("onDeadlineMissed", info)
+        self._arm(tracker)
+
+    def _keep(self, tracker: _Tracker, state: dict[str, Any]) -> None:
+        if self._record is not None:
+            self._record(tracker.key, state)

@@ -1,0 +1,249 @@
+"""Deadlines on virtual time: a missing daily event or a failing daily output is reported
+once at its deadline, also when the deadline passed while the process was down."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Days, Hours, Minutes, StreamingContext, StreamingListener, Time
+from reactive_spark.errors import ContextStateError, InvalidArgumentError
+from reactive_spark.listener import DeadlineMissed
+
+from .helpers import virtual
+
+T0 = Time.fromDatetime(datetime(2026, 3, 2, tzinfo=UTC))  # a midnight UTC
+
+
+class Misses(StreamingListener):
+    def __init__(self) -> None:
+        self.missed: list[DeadlineMissed] = []
+
+    def onDeadlineMissed(self, missed: DeadlineMissed) -> None:
+        self.missed.append(missed)
+
+    def days(self) -> list[tuple[str, int, bool]]:
+        """`(name, day since T0, during downtime)` of each miss, in order."""
+        return [
+            (m.name, (Time.fromDatetime(m.periodStart) - T0) // Days(1), m.duringDowntime)
+            for m in self.missed
+        ]
+
+
+def uploads_pipeline(ssc: StreamingContext) -> Any:
+    """A manual 'uploads' source expected daily by 02:00, with a job per upload."""
+    uploads = ssc.manualSource("uploads").expect(Days(1), within=Hours(2))
+    ssc.queueStream([], default=[1]).count().foreachRDD(lambda rdd: None).bind(uploads)
+    return uploads
+
+
+async def test_a_missing_daily_event_is_reported_once_at_its_deadline(sc: SparkContext) -> None:
+    misses = Misses()
+    async with virtual(sc, start=T0) as ssc:
+        uploads = uploads_pipeline(ssc)
+        ssc.addStreamingListener(misses)
+        await ssc.start()
+        await ssc.advanceTo(T0 + Hours(1))
+        uploads.trigger("day 0, on time")
+        await ssc.advanceTo(T0 + Days(1) + Hours(1))
+        assert misses.missed == []  # day 0 was met; day 1's deadline has not come
+        await ssc.advanceTo(T0 + Days(1) + Hours(2) - Minutes(1))
+        assert misses.missed == []
+        await ssc.advanceTo(T0 + Days(1) + Hours(2))
+        assert misses.days() == [("uploads", 1, False)]
+        uploads.trigger("day 1, late: meets nothing")
+        await ssc.advanceTo(T0 + Days(2) + Hours(1))
+        uploads.trigger("day 2, on time")
+        await ssc.advanceTo(T0 + Days(3))
+    assert misses.days() == [("uploads", 1, False)]
+    [missed] = misses.missed
+    assert (missed.kind, missed.deadline) == ("source", (T0 + Days(1) + Hours(2)).toDatetime())
+    assert "uploads" in missed.describe()
+
+
+async def test_a_daily_timer_meets_its_deadline(sc: SparkContext) -> None:
+    misses = Misses()
+    async with virtual(sc, start=T0) as ssc:
+        daily = ssc.timer(T0, None, Days(1), "daily").expect(Days(1), within=Minutes(5))
+        ssc.queueStream([], default=[1]).count().foreachRDD(lambda rdd: None).bind(daily)
+        ssc.addStreamingListener(misses)
+        await ssc.start()
+        await ssc.advanceTo(T0 + Days(10))
+    assert misses.missed == []
+
+
+async def test_a_failing_daily_output_misses_its_deadline(sc: SparkContext) -> None:
+    misses = Misses()
+    day_two = (T0 + Days(2)).toDatetime()
+
+    def save(time: datetime, rdd: Any) -> None:
+        if time == day_two:
+            raise ValueError("disk full")
+
+    async with virtual(sc, start=T0) as ssc:
+        daily = ssc.timer(T0, None, Days(1), "daily")
+        report = ssc.queueStream([], default=[1]).foreachRDD(save).bind(daily)
+        report.expect(Days(1), within=Hours(1))
+        ssc.addStreamingListener(misses)
+        await ssc.start()
+        failures = await ssc.advanceTo(T0 + Days(4))
+    assert len(failures) == 1
+    assert [(m.kind, m.name) for m in misses.missed] == [("output", report.name)]
+    assert misses.days() == [(report.name, 2, False)]
+
+
+async def test_a_deadline_missed_while_down_is_reported_once_at_the_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    misses = Misses()
+    async with virtual(sc, start=T0, checkpoint=checkpoint) as ssc:
+        uploads = uploads_pipeline(ssc)
+        ssc.addStreamingListener(misses)
+        await ssc.start()
+        uploads.trigger("day 0")
+        await ssc.advanceTo(T0 + Days(1) + Hours(1))
+        uploads.trigger("day 1, before the process goes down")
+        await ssc.advanceTo(T0 + Days(1) + Hours(1))
+    assert misses.missed == []
+
+    # down from day 1 01:00 to day 4 01:00: days 2 and 3 had no upload
+    for attempt in range(2):  # the second restart reports nothing again
+        misses = Misses()
+        restart = T0 + Days(4 + attempt) + Hours(1)
+        async with virtual(sc, start=restart, checkpoint=checkpoint) as ssc:
+            uploads = uploads_pipeline(ssc)
+            ssc.addStreamingListener(misses)
+            await ssc.start()
+            uploads.trigger("after the restart: on time")
+            await ssc.advanceTo(restart + Hours(2))
+        if attempt == 0:
+            assert misses.days() == [("uploads", 2, True), ("uploads", 3, True)]
+        else:  # day 4 was met; day 5's upload came at 01:00
+            assert misses.days() == []
+
+
+async def test_an_expectation_added_at_a_restart_is_kept_from_that_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    async with virtual(sc, start=T0, checkpoint=checkpoint) as ssc:
+        ssc.manualSource("uploads")  # nothing expected yet
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(ssc.sources[0])
+        await ssc.start()
+    async with virtual(sc, start=T0 + Days(1), checkpoint=checkpoint) as ssc:
+        uploads_pipeline(ssc)  # expected from here on; stopped before any period was decided
+        await ssc.start()
+    misses = Misses()
+    async with virtual(sc, start=T0 + Days(3), checkpoint=checkpoint) as ssc:
+        uploads_pipeline(ssc)
+        ssc.addStreamingListener(misses)
+        await ssc.start()
+        await ssc.advanceTo(T0 + Days(3))
+    assert misses.days() == [("uploads", 1, True), ("uploads", 2, True)]
+
+
+async def test_ticks_caught_up_after_downtime_meet_the_source_deadline(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def build(ssc: StreamingContext) -> None:
+        daily = ssc.timer(T0, None, Days(1), "daily").expect(Days(1), within=Hours(2))
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(daily)
+
+    async with virtual(sc, start=T0, checkpoint=checkpoint) as ssc:
+        build(ssc)
+        await ssc.start()
+        await ssc.advanceTo(T0 + Hours(12))
+    misses = Misses()
+    async with virtual(sc, start=T0 + Days(3) + Hours(12), checkpoint=checkpoint) as ssc:
+        build(ssc)
+        ssc.addStreamingListener(misses)
+        await ssc.start()
+        await ssc.advanceTo(T0 + Days(5))
+    assert misses.missed == []  # every tick fired, if late (the catch-up policy is "all")
+
+
+def test_expect_checks_its_arguments(sc: SparkContext) -> None:
+    ssc = virtual(sc, start=T0)
+    source = ssc.manualSource("uploads")
+    with pytest.raises(InvalidArgumentError, match="within must not be longer than every"):
+        source.expect(Hours(1), within=Hours(2))
+    with pytest.raises(InvalidArgumentError, match="every must be positive"):
+        source.expect(0)
+    with pytest.raises(InvalidArgumentError, match="origin must be"):
+        source.expect(Days(1), origin="midnight")  # type: ignore[arg-type]
+
+
+async def test_an_expected_stream_must_run_jobs(sc: SparkContext) -> None:
+    ssc = virtual(sc, start=T0)
+    daily = ssc.timer(T0, None, Days(1), "daily")
+    numbers = ssc.queueStream([], default=[1])
+    numbers.count().foreachRDD(lambda rdd: None).bind(daily)
+    numbers.map(str).expect(Days(1))
+    with pytest.raises(ContextStateError, match="runs no job"):
+        await ssc.start()
+
+
+async def test_the_console_counts_and_lists_missed_deadlines(sc: SparkContext) -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from reactive_spark.web import create_app
+
+    ssc = virtual(sc, start=T0)
+    uploads_pipeline(ssc)
+    daily = ssc.timer(T0, None, Days(1), "daily")
+    day_one = (T0 + Days(1)).toDatetime()
+
+    def save(time: datetime, rdd: Any) -> None:
+        if time == day_one:
+            raise ValueError("disk full")
+
+    report = ssc.queueStream([], default=[1]).foreachRDD(save).bind(daily)
+    report.expect(Days(1), within=Hours(1))
+    async with TestClient(TestServer(create_app(ssc))) as client:
+        await ssc.advanceTo(T0 + Days(2))
+        metrics = await (await client.get("/metrics")).text()
+        response = await client.get("/api/deadlines?limit=10")
+        assert response.status == 200
+        listed = await response.json()
+        bad = await client.get("/api/deadlines?limit=0")
+        assert bad.status == 400
+        batch = await (await client.get("/api/batches")).json()
+    assert 'reactive_spark_deadlines_missed_total{source="uploads"} 2.0' in metrics
+    assert f'output_deadlines_missed_total{{stream="{report.name}"}} 1.0' in metrics
+    assert [(m["kind"], m["name"], m["deadlineUtc"]) for m in listed] == [
+        ("source", "uploads", "2026-03-03T02:00:00Z"),
+        ("output", report.name, "2026-03-03T01:00:00Z"),
+        ("source", "uploads", "2026-03-02T02:00:00Z"),
+    ]
+    assert listed[0]["description"].startswith("source uploads missed its deadline")
+    assert batch[0]["jobs"][0]["sparkJobGroup"].startswith("reactive-spark-")
+
+
+async def test_the_console_links_a_job_to_its_spark_jobs(sc: SparkContext) -> None:
+    from reactive_spark.web.api import _with_spark_jobs
+    from reactive_spark.web.history import job_record
+
+    from .helpers import Recorder
+
+    recorder = Recorder()
+    async with virtual(sc, start=T0) as ssc:
+        daily = ssc.timer(T0, None, Days(1), "daily")
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: rdd.count()).bind(daily)
+        ssc.addStreamingListener(recorder)
+        await ssc.start()
+        await ssc.advanceTo(T0)
+
+    class WithUi:  # the session's SparkContext has its UI off
+        sparkContext = type("Spark", (), {"uiWebUrl": "http://driver:4040/"})()
+        sparkContext.statusTracker = sc.statusTracker  # type: ignore[attr-defined]
+
+    [job] = _with_spark_jobs(WithUi(), [job_record(recorder.jobs[0])])  # type: ignore[arg-type]
+    [spark] = job["sparkJobs"]
+    assert spark["url"] == f"http://driver:4040/jobs/job/?id={spark['id']}"
