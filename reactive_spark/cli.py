@@ -380,17 +380,13 @@ def until(text: str) -> Time | Duration:
     if match:
         factor = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
         return to_duration(float(match[1]) * factor, "--until")
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidArgumentError(
-            f"--until must be an ISO time or a duration such as 90s, 10m, 2h, got {text!r}"
-        ) from None
-    return Time.fromDatetime(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+    return instant(text, "--until", "an ISO time or a duration such as 90s, 10m, 2h")
 
 
-def instant(text: str, argument: str) -> Time:
-    """`--from` / `--to`: an ISO time, UTC unless it says.
+def instant(
+    text: str, argument: str, expected: str = "an ISO time such as 2026-01-12 or 2026-01-12T06:00"
+) -> Time:
+    """`--from` / `--to`: an ISO time, UTC unless it says; else an error naming `argument`.
 
     Examples:
         >>> instant("2026-01-12", "--from").isoformat()
@@ -404,9 +400,7 @@ or 2026-01-12T06:00, got 'monday'
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidArgumentError(
-            f"{argument} must be an ISO time such as 2026-01-12 or 2026-01-12T06:00, got {text!r}"
-        ) from None
+        raise InvalidArgumentError(f"{argument} must be {expected}, got {text!r}") from None
     return Time.fromDatetime(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
@@ -738,6 +732,21 @@ def parser() -> argparse.ArgumentParser:
             help="serve the console without a token (anyone who reaches it may view and fire)",
         )
 
+    def spark_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--master", default=None, help="Spark master (spark-submit's, else local[*])"
+        )
+        command.add_argument(
+            "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property"
+        )
+        command.add_argument(
+            "--py-files",
+            action="append",
+            default=[],
+            metavar="FILES",
+            help="comma-separated .py/.zip/.egg files shipped to the executors",
+        )
+
     demo_command = commands.add_parser(
         "demo", help="the daily/weekly logs job on generated files, on simulated days"
     )
@@ -752,19 +761,7 @@ def parser() -> argparse.ArgumentParser:
 
     run_command = commands.add_parser("run", help="run MODULE[:FUNC] on a StreamingContext")
     run_command.add_argument("target", metavar="MODULE[:FUNC]")
-    run_command.add_argument(
-        "--master", default=None, help="Spark master (spark-submit's, else local[*])"
-    )
-    run_command.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property"
-    )
-    run_command.add_argument(
-        "--py-files",
-        action="append",
-        default=[],
-        metavar="FILES",
-        help="comma-separated .py/.zip/.egg files shipped to the executors",
-    )
+    spark_options(run_command)
     run_command.add_argument("--checkpoint", default=None, help="checkpoint directory")
     run_command.add_argument(
         "--batch-duration", type=float, default=None, help="default timer period in seconds"
@@ -800,19 +797,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run batches that exactly-once state (aggregateExactlyOnce) committed already",
     )
-    backfill_command.add_argument(
-        "--master", default=None, help="Spark master (spark-submit's, else local[*])"
-    )
-    backfill_command.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property"
-    )
-    backfill_command.add_argument(
-        "--py-files",
-        action="append",
-        default=[],
-        metavar="FILES",
-        help="comma-separated .py/.zip/.egg files shipped to the executors",
-    )
+    spark_options(backfill_command)
     backfill_command.add_argument(
         "--checkpoint", default=None, help="the backfill's own checkpoint directory (new)"
     )

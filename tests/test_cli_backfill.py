@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,15 +34,6 @@ def build(ssc):
     numbers.tailWindow(7, 7).count().saveAsTextFiles(OUT + "/weekly").bind(mondays)
     ssc.addStreamingListener(Fired())
 """
-
-
-@pytest.fixture
-def package_log_level() -> Iterator[None]:
-    """`main` sets the package's log level, as a command should; tests put it back."""
-    logger = logging.getLogger("reactive_spark")
-    level = logger.level
-    yield
-    logger.setLevel(level)
 
 
 @pytest.mark.usefixtures("package_log_level")
