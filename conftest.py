@@ -7,6 +7,7 @@ batch duration) and `t0` (2024-01-01 00:00 UTC) in their namespace.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -65,6 +66,15 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+@pytest.fixture
+def package_log_level() -> Iterator[None]:
+    """`main` sets the package's log level, as a command should; tests put it back."""
+    logger = logging.getLogger("reactive_spark")
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,10 @@
-"""The `reactive-spark` command (also `python -m reactive_spark`): demo, run, cluster, graph.
+"""The `reactive-spark` command (also `python -m reactive_spark`): demo, run, backfill, graph...
 
     reactive-spark demo [--days N] [--ui] [--real-time]
     reactive-spark run MODULE[:FUNC] [--master M] [--conf K=V] [--py-files F] [--checkpoint DIR]
                        [--ui] [--until T]
+    reactive-spark backfill MODULE[:FUNC] --from T1 --to T2 [--sources A,B] [--plan]
+                       [--overwrite] [--master M] [--conf K=V] [--py-files F] [--checkpoint DIR]
     reactive-spark cluster [--workdir DIR] [--cores N] [--memory 1g]
     reactive-spark graph MODULE[:FUNC] [--format text|mermaid|dot|json]
 
@@ -40,7 +42,8 @@ from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from reactive_spark.clock import SystemClock
+from reactive_spark.backfill import Backfill, BackfillConflictError
+from reactive_spark.clock import SystemClock, VirtualClock
 from reactive_spark.cluster import ClusterStartError, StandaloneCluster
 from reactive_spark.context import StreamingContext
 from reactive_spark.demo import Demo, DemoSummary
@@ -377,13 +380,43 @@ def until(text: str) -> Time | Duration:
     if match:
         factor = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
         return to_duration(float(match[1]) * factor, "--until")
+    return instant(text, "--until", "an ISO time or a duration such as 90s, 10m, 2h")
+
+
+def instant(
+    text: str, argument: str, expected: str = "an ISO time such as 2026-01-12 or 2026-01-12T06:00"
+) -> Time:
+    """`--from` / `--to`: an ISO time, UTC unless it says; else an error naming `argument`.
+
+    Examples:
+        >>> instant("2026-01-12", "--from").isoformat()
+        '2026-01-12T00:00:00Z'
+        >>> instant("monday", "--to")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: --to must be an ISO time such as 2026-01-12 \
+or 2026-01-12T06:00, got 'monday'
+    """
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidArgumentError(
-            f"--until must be an ISO time or a duration such as 90s, 10m, 2h, got {text!r}"
-        ) from None
+        raise InvalidArgumentError(f"{argument} must be {expected}, got {text!r}") from None
     return Time.fromDatetime(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+
+
+def source_names(text: str | None) -> list[str] | None:
+    """`--sources a,b`: the names, or None (every source) without it.
+
+    Examples:
+        >>> source_names("daily, weekly")
+        ['daily', 'weekly']
+    """
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise InvalidArgumentError(f"--sources must be comma-separated source names, got {text!r}")
+    return names
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -487,6 +520,85 @@ async def run(args: argparse.Namespace) -> int:
         await ssc.stop(stopSparkContext=True, stopGracefully=True)
         unhandle()
     return 1 if failed else 0
+
+
+async def backfill(args: argparse.Namespace) -> int:
+    """Re-run what a program's sources would have fired over `--from`..`--to`, or plan it."""
+    # the command line, the module and its function first: a mistake answers before Spark starts
+    first, last = instant(args.start, "--from"), instant(args.end, "--to")
+    if first > last:
+        raise InvalidArgumentError(
+            f"--from must not be after --to, got --from {args.start!r}, --to {args.end!r}"
+        )
+    names = source_names(args.sources)
+    py_files = [path for paths in args.py_files for path in paths.split(",") if path]
+    on_path(py_files)
+    function = load(args.target)
+    settings = [*args.conf, "spark.ui.enabled=false"] if args.plan else args.conf
+    master = "local[1]" if args.plan and args.master is None else args.master
+    sc = spark(master, f"backfill {args.target}", settings, py_files, quiet=not args.verbose)
+    ssc = StreamingContext(sc, args.batch_duration, clock=VirtualClock(first), freezeHeap=True)
+    with contextlib.redirect_stdout(sys.stderr) if args.plan else contextlib.nullcontext():
+        await build(function, ssc)
+    try:
+        planned = Backfill(ssc, first, last, names, overwrite=args.overwrite)
+    except InvalidArgumentError as exc:
+        message = str(exc)
+        named = f"--{message}" if message.startswith("sources ") else message
+        raise InvalidArgumentError(named) from None
+    if args.plan:
+        for batch in planned.batches:
+            print(batch)
+        return 0
+    with backfill_progress(len(planned.batches)) as progress:
+        report = await ssc.backfill(
+            first,
+            last,
+            names,
+            overwrite=args.overwrite,
+            checkpoint=args.checkpoint,
+            progress=progress,
+        )
+    for failure in report.failures:
+        terminal.print(f"[red]{failure.describe()}")
+    sources = sorted({batch.source for batch in report.batches})
+    print(
+        f"backfilled {len(report.batches)} batches of {', '.join(sources) or 'no source'} "
+        f"from {first.isoformat()} to {last.isoformat()} in {report.seconds:.1f} s"
+        f"{f', {len(report.failures)} failed' if report.failures else ''}",
+        flush=True,
+    )
+    return 1 if report.failures else 0
+
+
+@contextlib.contextmanager
+def backfill_progress(total: int) -> Iterator[Callable[[int, int, datetime], None]]:
+    """A progress bar on a terminal; elsewhere a plain line at every tenth of the batches."""
+    if terminal.is_terminal:
+        with Progress(
+            TextColumn("[bold]backfilling"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=terminal,
+        ) as bar:
+            task = bar.add_task("", total=total)
+            yield lambda done, _, at: bar.update(
+                task, completed=done, description=Time.fromDatetime(at).isoformat()
+            )
+        return
+    shown = [0]
+
+    def line(done: int, total: int, at: datetime) -> None:
+        if done * 10 // max(total, 1) > shown[0] * 10 // max(total, 1) or done == total:
+            shown[0] = done
+            terminal.print(
+                f"backfill: {done}/{total} batches, through {Time.fromDatetime(at).isoformat()}",
+                highlight=False,
+            )
+
+    yield line
 
 
 def on_stop_signals(ssc: StreamingContext, stopping: asyncio.Event) -> Callable[[], None]:
@@ -620,6 +732,21 @@ def parser() -> argparse.ArgumentParser:
             help="serve the console without a token (anyone who reaches it may view and fire)",
         )
 
+    def spark_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--master", default=None, help="Spark master (spark-submit's, else local[*])"
+        )
+        command.add_argument(
+            "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property"
+        )
+        command.add_argument(
+            "--py-files",
+            action="append",
+            default=[],
+            metavar="FILES",
+            help="comma-separated .py/.zip/.egg files shipped to the executors",
+        )
+
     demo_command = commands.add_parser(
         "demo", help="the daily/weekly logs job on generated files, on simulated days"
     )
@@ -634,19 +761,7 @@ def parser() -> argparse.ArgumentParser:
 
     run_command = commands.add_parser("run", help="run MODULE[:FUNC] on a StreamingContext")
     run_command.add_argument("target", metavar="MODULE[:FUNC]")
-    run_command.add_argument(
-        "--master", default=None, help="Spark master (spark-submit's, else local[*])"
-    )
-    run_command.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark property"
-    )
-    run_command.add_argument(
-        "--py-files",
-        action="append",
-        default=[],
-        metavar="FILES",
-        help="comma-separated .py/.zip/.egg files shipped to the executors",
-    )
+    spark_options(run_command)
     run_command.add_argument("--checkpoint", default=None, help="checkpoint directory")
     run_command.add_argument(
         "--batch-duration", type=float, default=None, help="default timer period in seconds"
@@ -655,6 +770,40 @@ def parser() -> argparse.ArgumentParser:
         "--until", default=None, help="stop at this ISO time, or after 90s / 10m / 2h"
     )
     console_options(run_command)
+
+    backfill_command = commands.add_parser(
+        "backfill",
+        help="re-run what MODULE[:FUNC]'s sources would have fired over a past range",
+        description="Re-run, on a virtual clock, the events the program's sources would have "
+        "fired from --from to --to (timers; file watchers by modification time), with every "
+        "stream that depends on them. Outputs of those batch times are replaced atomically; the "
+        "live run's checkpoint is not touched.",
+    )
+    backfill_command.add_argument("target", metavar="MODULE[:FUNC]")
+    backfill_command.add_argument(
+        "--from", dest="start", required=True, metavar="T1", help="first instant (ISO, UTC)"
+    )
+    backfill_command.add_argument(
+        "--to", dest="end", required=True, metavar="T2", help="last instant, included (ISO, UTC)"
+    )
+    backfill_command.add_argument(
+        "--sources", default=None, metavar="A,B", help="the sources to backfill (all)"
+    )
+    backfill_command.add_argument(
+        "--plan", action="store_true", help="print the batches it would run; run nothing"
+    )
+    backfill_command.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="run batches that exactly-once state (aggregateExactlyOnce) committed already",
+    )
+    spark_options(backfill_command)
+    backfill_command.add_argument(
+        "--checkpoint", default=None, help="the backfill's own checkpoint directory (new)"
+    )
+    backfill_command.add_argument(
+        "--batch-duration", type=float, default=None, help="batchDuration of the context"
+    )
 
     cluster_command = commands.add_parser(
         "cluster", help="a Spark standalone master and worker on 127.0.0.1, until Ctrl-C"
@@ -691,11 +840,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return graph(args)
         if args.command == "cluster":
             return cluster(args)
-        command = demo if args.command == "demo" else run
+        command = {"demo": demo, "backfill": backfill}.get(args.command, run)
         return asyncio.run(command(args))
     except InvalidArgumentError as exc:
         error(exc)
         return 2
+    except BackfillConflictError as exc:
+        error(exc)
+        return 1
     except (ClusterStartError, SparkStartError) as exc:
         error(exc)
         return 1

@@ -7,7 +7,7 @@ import contextvars
 import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -16,6 +16,7 @@ from pyspark import SparkContext
 from reactive_spark._callbacks import require_callable
 from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark._validation import require_bool, require_checkpoint_path, require_int
+from reactive_spark.backfill import Backfill, BackfillReport, Progress
 from reactive_spark.checkpoint import Checkpoint, resume
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.deadlines import OUTPUT, SOURCE, DeadlineWatch
@@ -383,8 +384,12 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         error raised, after the context stopped again.
         """
         self._runtime.require_not_started("start")
+        await self._launch()
+
+    async def _launch(self, *, sources: bool = True, zeroTime: Time | None = None) -> None:
+        """Start; with `sources` false the sources are not started (a backfill fires them)."""
         try:
-            await self._start()
+            await self._start(sources, zeroTime)
         except BaseException as exc:
             if self._starting_source is not None and isinstance(exc, Exception):
                 self._runtime.report_source_error(self._starting_source, "start", exc)
@@ -393,7 +398,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         assert self._zero_time is not None
         log.info("StreamingContext started at %s", self._zero_time.isoformat())
 
-    async def _start(self) -> None:
+    async def _start(self, start_sources: bool, zero_time: Time | None) -> None:
         loop = asyncio.get_running_loop()
         self._graph.validate()
         self.clock.attach(loop)
@@ -403,6 +408,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             recovered = await self._blocking.run(self._checkpoint.load)
         self._started_at = self.clock.now()
         self._zero_time = self._started_at if recovered is None else recovered.zero_time
+        if zero_time is not None:
+            self._zero_time = zero_time
         unbound = self._graph.unbound_outputs()
         if unbound:
             if self.batchDuration is None:
@@ -441,7 +448,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             resumed = await resume(self, self._checkpoint, recovered, self._scheduler)
         for receiver in self._graph.receivers():
             receiver.start_receiver(loop)
-        for source in self._runtime.sources:
+        for source in self._runtime.sources if start_sources else ():
             self._starting_source = source
             await _settle(source.restart() if source.name in resumed else source.start())
         self._starting_source = None
@@ -483,6 +490,63 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 self._checkpoint.deadline(key, state)  # a restart goes on from here
         self._listeners.add(watch)
         return watch
+
+    async def backfill(
+        self,
+        start: Time | datetime,
+        end: Time | datetime,
+        sources: str | Iterable[str] | None = None,
+        *,
+        overwrite: bool = False,
+        checkpoint: str | None = None,
+        progress: Progress | None = None,
+    ) -> BackfillReport:
+        """Re-run what `sources` would have fired in `[start, end]`, then stop; returns a report.
+
+        For a new context on a `VirtualClock` (not after `start`), with its graph built: each
+        chosen primary source (default: all) fires the events it would have fired in the range
+        (`between`: a timer's ticks, a file watcher's files by modification time), each at its
+        time, instant by instant, as fast as Spark runs; the streams bound to them and to what
+        derives from them run as they would have live. Nothing else fires: the sources are not
+        started. File outputs of those batch times are replaced atomically; the context's own
+        checkpoint directory (the live run's) is not touched: the backfill writes `checkpoint`
+        (a directory of its own, new) or none. An output with exactly-once state that committed
+        one of the batches refuses (`BackfillConflictError`, before anything runs) unless
+        `overwrite`. `progress(done, total, time)` hears each instant. Job failures are in the
+        report; the later batches still ran. See docs/operations.md.
+
+        Examples:
+            >>> import asyncio, tempfile
+            >>> from pathlib import Path
+            >>> from reactive_spark import Days
+            >>> out = Path(tempfile.mkdtemp())
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> fixed = ssc.queueStream([], default=["fixed"])
+            >>> saved = fixed.saveAsTextFiles(str(out / "d")).bind(daily)
+            >>> report = asyncio.run(ssc.backfill(t0 + Days(1), t0 + Days(2), ["daily"]))
+            >>> [str(batch.time.date()) for batch in report.batches], report.failures
+            (['2024-01-02', '2024-01-03'], [])
+        """
+        planned = Backfill(self, start, end, sources, overwrite=overwrite)
+        if checkpoint is not None:
+            checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
+            if checkpoint == self.checkpointDirectory or Checkpoint(checkpoint).exists():
+                raise InvalidArgumentError(
+                    f"checkpoint must be a new directory of the backfill's own, got {checkpoint!r}"
+                )
+        elif self._graph.checkpoints_rdds():
+            raise InvalidArgumentError(
+                "checkpoint must name a new directory of the backfill's own: its streams "
+                "checkpoint RDDs, and the live run's directory is not written; got None"
+            )
+        planned.refuseConflicts()
+        self.checkpointDirectory = checkpoint  # the live run's, if any, is not touched
+        self._runtime.replacesOutputs = True
+        await self._launch(sources=False, zeroTime=planned.zeroTime)
+        try:
+            return await planned.run(progress)
+        finally:
+            await self.stop(stopSparkContext=False, stopGracefully=True)
 
     async def stop(
         self,

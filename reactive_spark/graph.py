@@ -248,6 +248,10 @@ class DStreamGraph:
                     edges[first].append((second, reads))
         return edges
 
+    def lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
+        """The ranks `start` gives `sources` (a backfill's plan orders its batches by them)."""
+        return self._lineage_ranks(sources)
+
     def _lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
         """Rank sources so that a source whose bound streams feed another's goes first."""
         edges = self._lineage_edges(sources)

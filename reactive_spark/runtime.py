@@ -85,6 +85,9 @@ class Runtime:
         #: Where the web console is mounted (the console sets it): REST triggers link their
         #: answers to `<console_prefix>/api/batches/<instanceId>`.
         self.console_prefix = ""
+        #: Whether file outputs replace the batch directories that exist (a backfill), rather
+        #: than leaving a batch already written alone.
+        self.replacesOutputs = False
         _RUNTIMES[id(context)] = self
 
     @staticmethod

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import socket
 import subprocess
@@ -12,7 +11,6 @@ import sys
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
@@ -194,15 +192,6 @@ def test_spark_is_quiet_under_the_command_unless_verbose(tmp_path: Path) -> None
     assert loud.returncode == 0, loud.stderr
     assert "tick (timer)" in loud.stdout
     assert "WARNING: Using incubator modules" in spark_noise(loud.stderr)[0]  # as Spark prints
-
-
-@pytest.fixture
-def package_log_level() -> Iterator[None]:
-    """`main` sets the package's log level, as a command should; tests put it back."""
-    logger = logging.getLogger("reactive_spark")
-    level = logger.level
-    yield
-    logger.setLevel(level)
 
 
 @pytest.mark.usefixtures("package_log_level")

@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"jobs"},
     {"graph", "planning"},
     {"ordering", "scheduler", "loop_watchdog"},
-    {"checkpoint", "virtual_time"},
+    {"checkpoint", "virtual_time", "backfill"},
     {"context"},
     {"testing", "web", "lineage", "demo", "cluster", "tracing"},
     {"cli", "__main__", "reactive_spark"},

@@ -618,6 +618,15 @@ class ForEachDStream(DStream[Any]):
         """The job body for `event`."""
         return lambda: self.function((rdd,), event)
 
+    def committedBatches(self, times: list[Time]) -> list[Time]:
+        """Which of `times` this output committed already, as state a re-run would not replace.
+
+        Exactly-once state does so (`aggregateExactlyOnce`); a backfill refuses those batches
+        unless told to overwrite. File outputs are not among them: a backfill replaces their
+        batch directories.
+        """
+        return []
+
 
 def _unchanged(rdd: RDD[Any]) -> RDD[Any]:
     return rdd

@@ -1,14 +1,21 @@
 """Exactly-once batch directories: write to a hidden temporary path, then rename into place.
 
 A crash during a write leaves the temporary directory behind; recovery removes it
-(`remove_interrupted_writes`) before the batch is written again.
+(`remove_interrupted_writes`) before the batch is written again. A backfill replaces a batch
+directory instead (`save_atomically(..., replace=True)`): the new one is written aside, then
+swapped with the old one in one `renameat2(RENAME_EXCHANGE)` where the file system is local
+and Linux, so a reader sees the old batch or the new one, never a mix and never none.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import logging
 import os
 import re
+import shutil
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +26,13 @@ from pyspark import RDD
 from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.time import Time
 
-__all__ = ["OutputWriteError", "batch_path", "remove_interrupted_writes", "save_atomically"]
+__all__ = [
+    "OutputWriteError",
+    "batch_path",
+    "exchange",
+    "remove_interrupted_writes",
+    "save_atomically",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +65,18 @@ def _hadoop(sc: Any, path: str) -> tuple[Any, Any]:
     return hadoop_path, hadoop_path.getFileSystem(sc._jsc.hadoopConfiguration())  # noqa: SLF001
 
 
-def save_atomically(rdd: RDD[Any], path: str, write: Callable[[RDD[Any], str], None]) -> bool:
+def save_atomically(
+    rdd: RDD[Any], path: str, write: Callable[[RDD[Any], str], None], *, replace: bool = False
+) -> bool:
     """Write `rdd` with `write(rdd, tmp)` and rename it to `path`; skip if `path` exists.
 
-    Works on any Hadoop file system Spark can write to. Returns whether the batch was written.
+    With `replace` (a backfill), an existing `path` is replaced by the new batch instead, in one
+    swap on a local file system (see `exchange`); on other file systems the old batch is moved
+    aside, the new one renamed into place, then the old one deleted. Works on any Hadoop file
+    system Spark can write to. Returns whether the batch was written.
     """
     final, fs = _hadoop(rdd.context, path)
-    if fs.exists(final):
+    if fs.exists(final) and not replace:
         return False
     temporary, _ = _hadoop(
         rdd.context,
@@ -67,6 +85,9 @@ def save_atomically(rdd: RDD[Any], path: str, write: Callable[[RDD[Any], str], N
     # a crash from here until the rename leaves `temporary` behind: see remove_interrupted_writes
     try:
         write(rdd, temporary.toString())
+        if replace and fs.exists(final):
+            _replace(fs, temporary, final)
+            return True
         if fs.rename(temporary, final):
             return True
         if fs.exists(final):
@@ -75,6 +96,79 @@ def save_atomically(rdd: RDD[Any], path: str, write: Callable[[RDD[Any], str], N
     finally:
         if fs.exists(temporary):
             fs.delete(temporary, True)
+
+
+def _replace(fs: Any, new: Any, final: Any) -> None:
+    """Put the directory `new` at `final` in place of the one there; `new` then holds the old."""
+    uri = final.toUri()
+    if uri.getScheme() in (None, "file"):
+        exchange(uri.getPath(), new.toUri().getPath())
+        return
+    aside = final.suffix(f".replaced-{uuid.uuid4().hex}")
+    if not fs.rename(final, aside) or not fs.rename(new, final):
+        raise OutputWriteError(f"could not replace {final.toString()} with {new.toString()}")
+    fs.delete(aside, True)
+
+
+#: Linux's `renameat2` flag that swaps two paths atomically.
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange(path: str, other: str) -> None:
+    """Swap the local paths `path` and `other` (both exist), atomically where Linux can.
+
+    On Linux (`renameat2` with `RENAME_EXCHANGE`) nobody ever sees either path missing or
+    half swapped. Elsewhere, or on a file system that cannot, `path` is moved aside, `other`
+    renamed to it, and the old one renamed to `other`: a reader may then find `path` missing
+    for that instant, never a mix of the two.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> root = Path(tempfile.mkdtemp())
+        >>> (root / "old").mkdir(); (root / "old" / "a").write_text("1")
+        1
+        >>> (root / "new").mkdir(); (root / "new" / "a").write_text("2")
+        1
+        >>> exchange(str(root / "old"), str(root / "new"))
+        >>> (root / "old" / "a").read_text(), (root / "new" / "a").read_text()
+        ('2', '1')
+    """
+    if _renameat2 is not None:
+        done = _renameat2(
+            _AT_FDCWD, os.fsencode(path), _AT_FDCWD, os.fsencode(other), _RENAME_EXCHANGE
+        )
+        if done == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OutputWriteError(code, f"could not swap {other} into {path}: {os.strerror(code)}")
+    aside = f"{path}.replaced-{uuid.uuid4().hex}"
+    os.rename(path, aside)
+    os.rename(other, path)
+    shutil.move(aside, other)
+
+
+def _load_renameat2() -> Any:
+    """The C library's `renameat2`, if this platform has it (glibc 2.28 and later)."""
+    name = ctypes.util.find_library("c")
+    try:
+        function = getattr(ctypes.CDLL(name, use_errno=True), "renameat2")  # noqa: B009
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    function.restype = ctypes.c_int
+    return function
+
+
+_renameat2 = _load_renameat2()
 
 
 def remove_interrupted_writes(sc: Any, prefix: str, suffix: str | None = None) -> list[str]:

@@ -15,8 +15,10 @@ from pyspark import RDD
 from reactive_spark._callbacks import adapt_callback
 from reactive_spark.dstream.files import batch_path, save_atomically
 from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.runtime import Runtime
 
 if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
     from reactive_spark.dstream.base import DStream
 
 __all__ = ["OutputOperations"]
@@ -34,6 +36,9 @@ class OutputOperations:
             user: object = None,
             target: tuple[str, str | None] | None = None,
         ) -> DStream[Any]: ...
+
+        def context(self) -> StreamingContext:
+            """The StreamingContext this stream belongs to."""
 
     def foreachRDD(self, func: Callable[..., Any]) -> DStream[Any]:
         """Run `func` on every RDD of this stream; returns the output stream.
@@ -109,7 +114,8 @@ class OutputOperations:
         """Save every RDD as text under `prefix-<time ms>[.suffix]`, exactly once.
 
         Each batch is written to a hidden temporary directory and renamed into place; a batch
-        directory that already exists is not written again.
+        directory that already exists is not written again, but by a backfill, which swaps the
+        new one in its place atomically (`StreamingContext.backfill`).
 
         Examples:
             >>> import asyncio, tempfile
@@ -155,7 +161,10 @@ class OutputOperations:
         if suffix is not None and not isinstance(suffix, str):
             raise InvalidArgumentError(f"{operation}: suffix must be a str or None, got {suffix!r}")
 
+        runtime = Runtime.of(self.context())
+
         def save(rdds: tuple[RDD[Any], ...], event: Any) -> None:
-            save_atomically(rdds[0], batch_path(prefix, suffix, event.time), write)
+            path = batch_path(prefix, suffix, event.time)
+            save_atomically(rdds[0], path, write, replace=runtime.replacesOutputs)
 
         return self._output(save, f"{operation}({prefix})", target=(prefix, suffix))

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from reactive_spark.planning import Reads
+    from reactive_spark.time import Time
 
 __all__ = ["PER_RECORD_OPERATIONS", "ExactlyOnceAggregateDStream"]
 
@@ -85,6 +86,10 @@ class ExactlyOnceAggregateDStream(ForEachDStream):
         prepared = self.store.prepare(identity, ranges, _collected(records), self._zero, self._fold)
         self._prepared = (id(event), prepared)
         return self._ssc.sparkContext.parallelize(prepared.pairs)
+
+    def committedBatches(self, times: list[Time]) -> list[Time]:
+        """Which of `times` the store holds a commit of (a backfill would fold them again)."""
+        return self.store.committedAt(times)
 
     def _commit(self, rdds: tuple[RDD[Any], ...], event: Event) -> None:
         if self._prepared is None or self._prepared[0] != id(event):

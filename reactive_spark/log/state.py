@@ -31,7 +31,7 @@ from typing import Any
 from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
 from reactive_spark.log.sinks import Database, OffsetCommitError, identifier, read_offsets
 from reactive_spark.offsets import OffsetRange
-from reactive_spark.time import Time
+from reactive_spark.time import Time, to_time
 
 __all__ = ["BatchIdentity", "PreparedBatch", "StateStore", "StateValueError"]
 
@@ -191,6 +191,33 @@ class StateStore:
         with self.database.transaction() as cursor:
             row = self._position(cursor)
         return None if row is None else (Time(row[0]).toDatetime(), int(row[3]))
+
+    def committedAt(self, times: Iterable[Time | datetime]) -> list[Time]:
+        """Which of `times` are the times of committed batches, in time order.
+
+        Examples:
+            >>> import os, tempfile
+            >>> store = StateStore(Database.sqlite(os.path.join(tempfile.mkdtemp(), "s.db")), "n")
+            >>> store.committedAt([t0])
+            []
+        """
+        wanted = sorted({to_time(time, "times").milliseconds for time in times})
+        found: set[int] = set()
+        mark = self.database.placeholder
+        with self.database.transaction() as cursor:
+            for first in range(0, len(wanted), KEYS_PER_QUERY):
+                chunk = wanted[first : first + KEYS_PER_QUERY]
+                marks = ", ".join([mark] * len(chunk))
+                cursor.execute(
+                    f"SELECT DISTINCT batch_time FROM {self.commitsTable} "
+                    f"WHERE batch_time IN ({marks})",
+                    chunk,
+                )
+                found.update(int(row[0]) for row in cursor.fetchall())
+            position = self._position(cursor)
+        if position is not None and int(position[0]) in wanted:
+            found.add(int(position[0]))  # committed before commits were logged
+        return [Time(milliseconds) for milliseconds in sorted(found)]
 
     # -- one batch ---------------------------------------------------------------------------
     def prepare(

@@ -1,0 +1,231 @@
+"""Backfill: a daily/weekly pipeline fixed and re-run over two past weeks, outputs replaced
+atomically, the live checkpoint untouched, the plan equal to what runs, exactly-once state
+refusing to be overwritten unless told to, and mistakes named before anything runs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Days, Minutes, StreamingContext, Time, VirtualClock
+from reactive_spark.backfill import Backfill, BackfillConflictError
+from reactive_spark.errors import ContextStateError, InvalidArgumentError
+from reactive_spark.log import Database, FileLog, StateStore
+
+from .helpers import Recorder
+
+START = Time.fromDatetime(datetime(2026, 1, 5, tzinfo=UTC))  # a Monday
+DAY = Days(1)
+WEEKS = 4
+
+
+def write_logs(directory: Path) -> None:
+    """A log file per day, written (mtime) at 08:00 of its day; the same every time."""
+    directory.mkdir(parents=True)
+    levels = ["INFO", "WARN", "INFO", "ERROR", "DEBUG"]
+    for day in range(7 * WEEKS):
+        path = directory / f"app-{day:02d}.log"
+        path.write_text("".join(f"day {day} {levels[(day + i) % 5]} line {i}\n" for i in range(20)))
+        stamp = (START + DAY * day + Minutes(8 * 60)).milliseconds * 1_000_000
+        os.utime(path, ns=(stamp, stamp))
+
+
+def pipeline(ssc: StreamingContext, workdir: Path, *, fixed: bool) -> None:
+    """Daily WARN/ERROR extracts (the fixed job marks its lines), rolled up weekly."""
+    daily = ssc.timer(START + DAY, None, DAY, "daily")
+    weekly = ssc.timer(START + DAY * 7, None, DAY * 7, "weekly")
+    kept = ssc.textFileStream(str(workdir.parent / "logs")).filter(
+        lambda line: "WARN" in line or "ERROR" in line
+    )
+    if fixed:
+        kept = kept.map(lambda line: f"fixed {line}")
+    (
+        kept.saveAsTextFiles(str(workdir / "out" / "daily"))
+        .bind(daily)
+        .tailWindow(7, 7)
+        .filter(lambda line: "ERROR" in line)
+        .transform(lambda rdd: rdd.coalesce(1))
+        .saveAsTextFiles(str(workdir / "out" / "weekly"))
+        .bind(weekly)
+    )
+
+
+async def clean_run(
+    sc: SparkContext, workdir: Path, *, fixed: bool, weeks: int = WEEKS, live: bool = True
+) -> None:
+    """`weeks` weeks from the start; a live run checkpoints to `workdir/checkpoint`."""
+    checkpoint = str(workdir / "checkpoint") if live else None
+    async with StreamingContext(sc, clock=VirtualClock(START), checkpoint=checkpoint) as ssc:
+        pipeline(ssc, workdir, fixed=fixed)
+        await ssc.start()
+        await ssc.runUntil(START + DAY * (7 * weeks))
+
+
+def outputs(workdir: Path) -> dict[str, dict[str, tuple[bytes, int]]]:
+    """Every batch directory under `workdir/out`: its files' bytes and modification times."""
+    return {
+        batch.name: {
+            part.name: (part.read_bytes(), part.stat().st_mtime_ns)
+            for part in sorted(batch.iterdir())
+        }
+        for batch in sorted((workdir / "out").iterdir())
+    }
+
+
+def contents(batches: dict[str, dict[str, tuple[bytes, int]]]) -> dict[str, dict[str, bytes]]:
+    return {
+        name: {part: data for part, (data, _) in files.items()} for name, files in batches.items()
+    }
+
+
+def digest(directory: Path) -> str:
+    """A hash of every file under `directory`: names, bytes and modification times."""
+    hashed = hashlib.sha256()
+    for path in sorted(directory.rglob("*")):
+        hashed.update(str(path.relative_to(directory)).encode())
+        if path.is_file():
+            hashed.update(path.read_bytes())
+            hashed.update(str(path.stat().st_mtime_ns).encode())
+    return hashed.hexdigest()
+
+
+def batch_name(prefix: str, day: int) -> str:
+    return f"{prefix}-{(START + DAY * day).milliseconds}"
+
+
+async def test_a_fixed_daily_job_backfilled_over_two_weeks_equals_a_clean_run_of_the_fix(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    write_logs(tmp_path / "logs")
+    live, reference = tmp_path / "live", tmp_path / "reference"
+    await clean_run(sc, live, fixed=False)
+    await clean_run(sc, reference, fixed=True, weeks=3, live=False)  # weeks 2 and 3 are compared
+    before, checkpoint_before = outputs(live), digest(live / "checkpoint")
+    assert len(before) == 7 * WEEKS + WEEKS  # the daily batches and the weekly roll-ups
+
+    # weeks 2 and 3: the days' batches at days 8..21, their roll-ups at days 14 and 21
+    first, last = START + DAY * 8, START + DAY * 21
+    ssc = StreamingContext(sc, clock=VirtualClock(first), checkpoint=str(live / "checkpoint"))
+    pipeline(ssc, live, fixed=True)
+    recorder = Recorder()
+    ssc.addStreamingListener(recorder)
+    plan = Backfill(ssc, first, last).batches
+    heard: list[tuple[int, int]] = []
+    report = await ssc.backfill(
+        first, last, progress=lambda done, total, _: heard.append((done, total))
+    )
+
+    assert report.failures == []
+    assert [(e.source.name, e.time.toDatetime()) for e in recorder.events] == [
+        (batch.source, batch.time) for batch in plan
+    ]
+    assert report.batches == plan and heard[-1] == (16, 16)
+    rerun = {batch_name("daily", day) for day in range(8, 22)}
+    rerun |= {batch_name("weekly", 14), batch_name("weekly", 21)}
+    after = outputs(live)
+    assert set(after) == set(before)  # nothing added, nothing left behind (no temporary dirs)
+    expected = contents(outputs(reference))
+    assert {name: contents(after)[name] for name in rerun} == {
+        name: expected[name] for name in rerun
+    }
+    assert all(contents(before)[name] != contents(after)[name] for name in rerun)
+    untouched = set(before) - rerun  # weeks 1 and 4: the same bytes, the same mtimes
+    assert {name: after[name] for name in untouched} == {name: before[name] for name in untouched}
+    assert digest(live / "checkpoint") == checkpoint_before
+
+
+def test_the_plan_names_each_batch_its_source_and_streams(sc: SparkContext, tmp_path: Path) -> None:
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    pipeline(ssc, tmp_path / "work", fixed=False)
+    planned = Backfill(ssc, START + DAY * 6, START + DAY * 7, sources="daily").batches
+    assert [str(batch) for batch in planned] == [
+        f"2026-01-11T00:00:00Z  daily  saveAsTextFiles({tmp_path}/work/out/daily)[2]",
+        f"2026-01-12T00:00:00Z  daily  saveAsTextFiles({tmp_path}/work/out/daily)[2]",
+    ]
+    both = Backfill(ssc, START + DAY * 7, START + DAY * 7).batches
+    assert [batch.source for batch in both] == ["daily", "weekly"]  # the lineage order
+    assert ssc.state == "initialized"  # nothing started
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((START + DAY, START), "start must not be after end, got start=2026-01-06T00:00:00Z"),
+        ((START, START + DAY, ["hourly"]), "sources names no source of the program: 'hourly'"),
+        ((START, START + DAY, ["rerun"]), "source 'rerun' (manual) cannot be backfilled"),
+        ((START, START + DAY, ["nightly"]), "sources names 'nightly', which is derived from daily"),
+        ((START, START + DAY, ["weekly", "rerun-daily"]), "source 'either' derives from sources"),
+        ((START - DAY, START), "start must not be before the clock's time 2026-01-05T00:00:00Z"),
+        (("2026-01-05", START), "start must be"),
+    ],
+)
+def test_mistakes_are_named_before_anything_runs(
+    sc: SparkContext, arguments: tuple[Any, ...], message: str
+) -> None:
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    daily = ssc.timer(START, None, DAY, "daily")
+    weekly = ssc.timer(START, None, DAY * 7, "weekly")
+    rerun = ssc.manualSource("rerun")
+    nightly = daily.filter(lambda event: True, name="nightly")
+    either = weekly.merge(ssc.timer(START, None, DAY, "rerun-daily"), nightly, name="either")
+    ssc.queueStream([], default=[1]).foreachRDD(print).bind(either).bind(rerun)
+    with pytest.raises((InvalidArgumentError, TypeError), match=re.escape(message)):
+        Backfill(ssc, *arguments)
+
+
+async def test_a_backfill_needs_a_new_context_on_a_virtual_clock(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc)
+    ssc.queueStream([], default=[1]).foreachRDD(print).bind(ssc.timer(START, None, DAY, "d"))
+    with pytest.raises(ContextStateError, match="a backfill runs on a virtual clock"):
+        await ssc.backfill(START, START)
+
+
+def add(total: int, n: int) -> int:
+    return total + n
+
+
+async def test_exactly_once_state_refuses_to_be_overwritten_unless_told_to(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    database = Database.sqlite(str(tmp_path / "state.db"))
+
+    def build(ssc: StreamingContext) -> StateStore:
+        store = StateStore(database, "views")
+        tick = ssc.timer(START + Minutes(1), None, Minutes(1), "tick")
+        clicks = ssc.directStream(log, "clicks", store.committedOffsets(), "earliest")
+        clicks.map(lambda kv: (kv[1], 1)).aggregateExactlyOnce(store, 0, add).bind(tick)
+        return store
+
+    async with StreamingContext(sc, clock=VirtualClock(START)) as live:
+        store = build(live)
+        await live.start()
+        for minute in range(1, 4):
+            log.append("clicks", f"/page{minute}")
+            await live.runUntil(START + Minutes(minute))
+    assert store.items() == {"/page1": 1, "/page2": 1, "/page3": 1}
+
+    refused = StreamingContext(sc, clock=VirtualClock(START))
+    build(refused)
+    with pytest.raises(BackfillConflictError) as error:
+        await refused.backfill(START + Minutes(2), START + Minutes(5))
+    assert str(error.value).startswith(
+        "aggregateExactlyOnce[2](add) (store 'views') committed the batch at "
+        "2026-01-05T00:02:00Z and 1 more already: a backfill would not replace it; pass "
+        "overwrite=True (--overwrite)"
+    )
+    assert refused.state == "initialized"  # refused before anything ran
+
+    told = StreamingContext(sc, clock=VirtualClock(START))
+    build(told)
+    report = await told.backfill(START + Minutes(2), START + Minutes(5), overwrite=True)
+    assert report.failures == [] and len(report.batches) == 4
+    assert store.items() == {"/page1": 1, "/page2": 1, "/page3": 1}  # nothing folded twice

@@ -1,0 +1,128 @@
+"""`reactive-spark backfill`: its plan is what runs, and its mistakes answer before Spark."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark.cli import main
+
+APP = """
+from datetime import UTC, datetime
+
+from reactive_spark import Days, StreamingListener
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+FIRED = []
+
+
+class Fired(StreamingListener):
+    def onEventFired(self, event):
+        FIRED.append((event.time.toDatetime(), event.source.name))
+
+
+def build(ssc):
+    daily = ssc.timer(START, None, Days(1), "daily")
+    mondays = daily.filter(lambda event: event.datetime.weekday() == 0, name="mondays")
+    numbers = ssc.queueStream([], default=[1, 2, 3])
+    numbers.saveAsTextFiles(OUT + "/daily").bind(daily)
+    numbers.tailWindow(7, 7).count().saveAsTextFiles(OUT + "/weekly").bind(mondays)
+    ssc.addStreamingListener(Fired())
+"""
+
+
+@pytest.mark.usefixtures("package_log_level")
+def test_the_plan_lists_the_batches_that_then_run(
+    sc: SparkContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = tmp_path / "backfilled_app.py"
+    app.write_text(f"OUT = {str(tmp_path / 'out')!r}\n{APP}")
+    window = ["--from", "2026-01-10", "--to", "2026-01-19T00:00"]
+    assert main(["backfill", str(app), *window, "--plan"]) == 0
+    planned = capsys.readouterr().out.splitlines()
+    assert len(planned) == 12  # ten days, and the two Mondays
+    assert planned[:3] == [
+        f"2026-01-10T00:00:00Z  daily  saveAsTextFiles({tmp_path}/out/daily)[1]",
+        f"2026-01-11T00:00:00Z  daily  saveAsTextFiles({tmp_path}/out/daily)[1]",
+        f"2026-01-12T00:00:00Z  daily  saveAsTextFiles({tmp_path}/out/daily)[1]",
+    ]
+    assert planned[3].startswith("2026-01-12T00:00:00Z  mondays  saveAsTextFiles(")
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+    assert main(["backfill", str(app), *window]) == 0
+    captured = capsys.readouterr()
+    fired = sys.modules["backfilled_app"].FIRED
+    assert [f"{time:%Y-%m-%dT%H:%M:%SZ}  {source}" for time, source in fired] == [
+        "  ".join(line.split("  ")[:2]) for line in planned
+    ]
+    assert captured.out.startswith("backfilled 12 batches of daily, mondays from 2026-01-10")
+    assert "backfill: 12/12 batches, through 2026-01-19T00:00:00Z" in captured.err
+    assert len(list((tmp_path / "out").glob("daily-*"))) == 10
+    # a window sees the backfilled batches only: on Jan 12 it holds three days, fewer than its
+    # slide of seven, so only the Monday of Jan 19 rolls a week up
+    assert [path.name for path in (tmp_path / "out").glob("weekly-*")] == ["weekly-1768780800000"]
+
+
+@pytest.mark.usefixtures("package_log_level")
+def test_unknown_sources_are_named(
+    sc: SparkContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    app = tmp_path / "named_app.py"
+    app.write_text(f"OUT = {str(tmp_path / 'out')!r}\n{APP}")
+    window = ["--from", "2026-01-10", "--to", "2026-01-12"]
+    assert main(["backfill", str(app), *window, "--sources", "daily,hourly"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "--sources names no source of the program: 'hourly' (its sources: daily)"
+    )
+    assert main(["backfill", str(app), *window, "--sources", "mondays"]) == 2
+    assert "--sources names 'mondays', which is derived from daily" in capsys.readouterr().err
+
+
+MISTAKES = {
+    "a bad --from": (
+        ["--from", "last monday", "--to", "2026-01-12"],
+        "--from must be an ISO time such as 2026-01-12 or 2026-01-12T06:00, got 'last monday'",
+    ),
+    "--from after --to": (
+        ["--from", "2026-01-12", "--to", "2026-01-10"],
+        "--from must not be after --to, got --from '2026-01-12', --to '2026-01-10'",
+    ),
+    "an empty source name": (
+        ["--from", "2026-01-10", "--to", "2026-01-12", "--sources", "daily,"],
+        "--sources must be comma-separated source names, got 'daily,'",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_path: Path) -> None:
+    args, message = MISTAKES[mistake]
+    (tmp_path / "app.py").write_text("def build(ssc):\n    pass\n")
+    # were Spark started, it would fail otherwise, and loudly: there is no Spark where it looks
+    environment = {**os.environ, "COLUMNS": "80", "SPARK_HOME": str(tmp_path / "no-spark")}
+    done = subprocess.run(
+        [sys.executable, "-m", "reactive_spark", "backfill", "app.py", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [message]
+
+
+def test_help_names_the_options(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_status:
+        main(["backfill", "--help"])
+    assert exit_status.value.code == 0
+    usage = capsys.readouterr().out
+    assert all(
+        option in usage for option in ("--from", "--to", "--sources", "--plan", "--overwrite")
+    )
