@@ -432,7 +432,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
                 "nor the SparkContext has a checkpoint directory",
             )
-        self._deadlines = self._watch_deadlines({} if recovered is None else recovered.deadlines)
+        if start_sources:  # a backfill re-runs the past: no deadline falls due in it
+            self._deadlines = self._watch_deadlines(
+                {} if recovered is None else recovered.deadlines
+            )
         self._graph.start(self._zero_time, self._runtime.sources)
         await self._blocking.run(self._graph.start_inputs)
         self._failures.attach(loop)

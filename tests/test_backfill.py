@@ -229,3 +229,23 @@ async def test_exactly_once_state_refuses_to_be_overwritten_unless_told_to(
     report = await told.backfill(START + Minutes(2), START + Minutes(5), overwrite=True)
     assert report.failures == [] and len(report.batches) == 4
     assert store.items() == {"/page1": 1, "/page2": 1, "/page3": 1}  # nothing folded twice
+
+
+async def test_a_backfill_reports_no_deadline_of_the_past_it_re_runs(sc: SparkContext) -> None:
+    """Expectations watch a live run: sources left out of a backfill miss nothing in it."""
+    from reactive_spark import StreamingListener
+
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    daily = ssc.timer(START, None, DAY, "daily").expect(DAY)
+    uploads = ssc.manualSource("uploads").expect(DAY)
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(daily).bind(uploads)
+    missed: list[Any] = []
+
+    class Deadlines(StreamingListener):
+        def onDeadlineMissed(self, deadlineMissed: Any) -> None:
+            missed.append(deadlineMissed)
+
+    ssc.addStreamingListener(Deadlines())
+    report = await ssc.backfill(START + DAY, START + DAY * 5, sources="daily")
+    assert len(report.batches) == 5
+    assert missed == []
