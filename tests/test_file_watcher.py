@@ -10,6 +10,7 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Event, FileEvent, Seconds, StreamingContext, SystemClock, Time
+from reactive_spark.sources.file_completion import COMPLETE, WRITING, Arrivals
 from reactive_spark.sources.file_watcher import is_partial_file
 
 from .helpers import gather
@@ -18,6 +19,17 @@ from .helpers import gather
 async def next_events(seen: list, count: int, timeout: float = 20) -> None:  # type: ignore[type-arg]
     async def wait() -> None:
         while len(seen) < count:
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(wait(), timeout)
+
+
+async def until_read(seen: list, *paths: Path, timeout: float = 20) -> None:  # type: ignore[type-arg]
+    """Wait until events carrying every one of `paths` were seen."""
+    wanted = {str(path) for path in paths}
+
+    async def wait() -> None:
+        while not wanted <= {p for event, _ in seen for p in event.paths}:
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(wait(), timeout)
@@ -34,23 +46,27 @@ async def test_text_file_stream_bound_to_watcher_reads_exactly_the_event_files(
     out, seen = gather(ssc.textFileStream(str(incoming)))
     out.bind(uploads)
     await ssc.start()
-    await uploads.ready()  # type: ignore[attr-defined]
+    await uploads.ready()
     (incoming / "a.csv").write_text("a1\na2\n")
     (incoming / "b.csv").write_text("b1\n")
     (incoming / "ignored.txt").write_text("no\n")
     (incoming / "c.csv.part").write_text("partial\n")
-    await next_events(seen, 1)
+    await until_read(seen, incoming / "a.csv", incoming / "b.csv")
+    before_d = len(seen)  # a and b fire together, or one after the other as each is complete
     (incoming / "d.csv").write_text("d1\n")
-    await next_events(seen, 2)
+    await next_events(seen, before_d + 1)
     await ssc.stop(stopSparkContext=False, stopGracefully=True)
-    first, second = seen[0][0], seen[1][0]
-    assert isinstance(first, FileEvent)
-    assert first.paths == (str(incoming / "a.csv"), str(incoming / "b.csv"))
-    assert first.change == "added"
-    assert sorted(seen[0][1]) == ["a1", "a2", "b1"]
-    assert second.paths == (str(incoming / "d.csv"),)
-    assert seen[1][1] == ["d1"]
-    assert [first.index, second.index] == [0, 1]
+    first, last = seen[0][0], seen[-1][0]
+    assert isinstance(first, FileEvent) and isinstance(last, FileEvent)
+    assert [p for event, _ in seen[:before_d] for p in event.paths] == [  # type: ignore[attr-defined]
+        str(incoming / "a.csv"),
+        str(incoming / "b.csv"),
+    ]
+    assert {event.change for event, _ in seen} == {"added"}  # type: ignore[attr-defined]
+    assert sorted(line for _, lines in seen[:before_d] for line in lines) == ["a1", "a2", "b1"]
+    assert last.paths == (str(incoming / "d.csv"),)
+    assert seen[-1][1] == ["d1"]
+    assert [event.index for event, _ in seen] == list(range(len(seen)))
 
 
 async def test_modification_and_between(sc: SparkContext, tmp_path: Path) -> None:
@@ -62,7 +78,7 @@ async def test_modification_and_between(sc: SparkContext, tmp_path: Path) -> Non
     target = tmp_path / "data.log"
     target.write_text("one\n")
     await ssc.start()
-    await watcher.ready()  # type: ignore[attr-defined]
+    await watcher.ready()
     with target.open("a") as handle:
         handle.write("two\n")
     await next_events(fired, 1)
@@ -92,3 +108,84 @@ def test_partial_files_and_arguments(sc: SparkContext, tmp_path: Path) -> None:
         ssc.fileWatcher(str(tmp_path), "w", settle=Seconds(2), maxDelay=Seconds(1))
     watcher = ssc.fileWatcher(str(tmp_path), "w", "*.csv", recursive=False)
     assert watcher.toProduct() == (str(tmp_path), "*.csv", False, "w")
+
+
+def folders(root: Path) -> tuple[Path, Path]:
+    """`incoming` (watched) and `staging` (where files are written before moving in)."""
+    incoming, staging = root / "incoming", root / "staging"
+    incoming.mkdir()
+    staging.mkdir()
+    return incoming, staging
+
+
+async def test_a_file_written_slowly_is_read_once_and_whole(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Written in chunks over 300 ms, with pauses longer than `settle`: read once, complete."""
+    ssc, incoming, staging = StreamingContext(sc, None, clock=SystemClock()), *folders(tmp_path)
+    uploads = ssc.fileWatcher(str(incoming), "uploads", settle=0.02)
+    out, seen = gather(ssc.textFileStream(str(incoming)))
+    out.bind(uploads)
+    await ssc.start()
+    await uploads.ready()
+    chunks = [f"line {n}" for n in range(6)]
+    with (incoming / "slow.txt").open("w") as handle:
+        for chunk in chunks:
+            handle.write(chunk + "\n")
+            handle.flush()
+            await asyncio.sleep(0.05)  # 50 ms between chunks: longer than settle
+    (staging / "after.txt").write_text("after\n")
+    os.rename(staging / "after.txt", incoming / "after.txt")  # fires after the slow file's
+    await until_read(seen, incoming / "slow.txt", incoming / "after.txt")
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    slow = [
+        lines for event, lines in seen if str(incoming / "slow.txt") in getattr(event, "paths", ())
+    ]
+    assert len(slow) == 1  # once, never a half-written part first
+    assert [line for line in slow[0] if line.startswith("line")] == chunks  # whole
+
+
+async def test_a_file_moved_in_fires_without_waiting_for_settle(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """settle=5 s: a file moved in fires at once, while one still open for writing waits."""
+    ssc, incoming, staging = StreamingContext(sc, None, clock=SystemClock()), *folders(tmp_path)
+    uploads = ssc.fileWatcher(str(incoming), "uploads", settle=5, maxDelay=5)
+    fired: list[Event] = []
+    uploads.addListener(fired.append)
+    ssc.queueStream([]).bind(uploads)
+    await ssc.start()
+    await uploads.ready()
+    with (incoming / "open.txt").open("w") as writing:
+        writing.write("not done\n")
+        writing.flush()
+        (staging / "moved.txt").write_text("done\n")
+        os.rename(staging / "moved.txt", incoming / "moved.txt")
+        await next_events(fired, 1, timeout=2)  # well before settle
+        assert fired[0].paths == (str(incoming / "moved.txt"),)  # type: ignore[attr-defined]
+        assert fired[0].change == "added"  # type: ignore[attr-defined]
+    await ssc.stop(stopSparkContext=False)
+    assert len(fired) == 1  # the open file waited: it was never complete while watched
+
+
+def test_arrivals_wait_for_what_the_os_says_or_for_quiet(tmp_path: Path) -> None:
+    """Complete files fire at once; open ones when closed; without word, once quiet."""
+    paths = {name: str(tmp_path / name) for name in ("moved", "open", "unknown")}
+    for path in paths.values():
+        Path(path).write_text("x\n")
+    arrivals = Arrivals(settle=1.0, maxDelay=3.0, evidence_available=True)
+    arrivals.report([("added", path) for path in paths.values()], now=100.0)
+    arrivals.hear({paths["moved"]: COMPLETE, paths["open"]: WRITING}, lost=False)
+    assert arrivals.ready(100.0) == {paths["moved"]: "added"}
+    assert arrivals.ready(100.5) == {}  # not quiet for settle yet
+    assert arrivals.ready(101.0) == {paths["unknown"]: "added"}  # no word: quiet for settle
+    assert arrivals.ready(102.0) == {}  # still open for writing
+    arrivals.hear({paths["open"]: COMPLETE}, lost=False)  # closed
+    assert arrivals.ready(102.0) == {paths["open"]: "added"}
+    assert not arrivals.waiting
+    arrivals.report([("modified", paths["open"])], now=110.0)
+    arrivals.hear({paths["open"]: WRITING}, lost=False)
+    assert arrivals.ready(110.0) == {}
+    Path(paths["open"]).write_text("grown\n")  # changed since the last look: quiet again
+    assert arrivals.ready(112.0) == {}
+    assert arrivals.ready(115.0) == {paths["open"]: "modified"}  # idle and open for maxDelay

@@ -7,6 +7,7 @@ import contextlib
 import fnmatch
 import os
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ import watchfiles
 from reactive_spark._validation import require_bool
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, EventSource, FileEvent
+from reactive_spark.sources.file_completion import Arrivals, WriteEvidence
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
@@ -26,6 +28,9 @@ __all__ = ["FileWatcherEventSource", "is_partial_file"]
 
 #: How often the watcher wakes without changes (it reports readiness on the first wake).
 READY_POLL_MS = 200
+#: How often watchfiles looks for changes, and how long a burst must pause to be reported:
+#: a file moved in is reported within a few of these (see `file_completion`).
+STEP_MS = 2
 #: Seconds before watching again after the watch itself failed.
 RETRY_SECONDS = 1.0
 
@@ -49,10 +54,12 @@ def is_partial_file(path: str) -> bool:
 class FileWatcherEventSource(EventSource):
     """Watches `path` and fires `FileEvent(paths, change)` for files that appear or change.
 
-    A burst of changes is coalesced into one event once it has been quiet for `settle`
-    (at most `maxDelay` after its first change). Hidden, temporary and partial files are
-    ignored, and so are names not matching `pattern` (a glob, e.g. `"*.csv"`). `change` is
-    `"added"`, `"modified"` or `"mixed"`. Deletions fire nothing.
+    A file fires once it is complete, never half-written: at once when the OS says it was
+    moved in or closed after writing (Linux); while a writer holds it open, when it is closed
+    (or once unchanged for `maxDelay`); without word from the OS (other platforms), once
+    unchanged for `settle`. The files ready together fire as one event. Hidden, temporary
+    and partial files are ignored, and so are names not matching `pattern` (a glob, e.g.
+    `"*.csv"`). `change` is `"added"`, `"modified"` or `"mixed"`. Deletions fire nothing.
 
     Examples:
         >>> uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
@@ -136,26 +143,50 @@ class FileWatcherEventSource(EventSource):
                     if stopping.wait(READY_POLL_MS / 1000):
                         return
                 _on_loop(loop, self._fire_existing)
+            evidence = WriteEvidence(self.path, self.recursive, self.accepts)
             try:
-                for changes in watchfiles.watch(
-                    self.path,
-                    watch_filter=lambda change, path: self.accepts(path),
-                    debounce=self.maxDelay.milliseconds,
-                    step=self.settle.milliseconds,
-                    stop_event=stopping,
-                    recursive=self.recursive,
-                    rust_timeout=READY_POLL_MS,
-                    yield_on_timeout=True,
-                    raise_interrupt=False,
-                ):
-                    _on_loop(loop, self._ready.set)
-                    if changes:
-                        _on_loop(loop, self._fire, changes)
-                    if not os.path.isdir(self.path):
-                        break
+                self._watch_once(loop, stopping, evidence)
             except Exception as exc:
                 self._runtime.report_source_error(self, "watch", exc)
                 stopping.wait(RETRY_SECONDS)
+            finally:
+                evidence.close()
+
+    def _watch_once(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        stopping: threading.Event,
+        evidence: WriteEvidence,
+    ) -> None:
+        """One watch of the directory, until stopped or the directory is gone."""
+        settle = self.settle.milliseconds / 1000
+        arrivals = Arrivals(settle, self.maxDelay.milliseconds / 1000, evidence.available)
+        # woken at least every `settle` (and for `maxDelay`) while files wait to be complete
+        wake_ms = max(STEP_MS, min(READY_POLL_MS, self.settle.milliseconds))
+        ready = False
+        for changes in watchfiles.watch(
+            self.path,
+            watch_filter=lambda change, path: self.accepts(path),
+            debounce=self.maxDelay.milliseconds,
+            step=min(STEP_MS, max(1, self.settle.milliseconds)),
+            stop_event=stopping,
+            recursive=self.recursive,
+            rust_timeout=wake_ms,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+        ):
+            if not ready:
+                ready = True
+                _on_loop(loop, self._ready.set)
+            arrivals.hear(*evidence.drain())
+            now = time.monotonic()
+            arrivals.report(((c.name, os.path.abspath(p)) for c, p in changes), now)
+            if arrivals.waiting:
+                fired = arrivals.ready(now)
+                if fired:
+                    _on_loop(loop, self._fire, fired)
+            if not os.path.isdir(self.path):
+                break
 
     def _fire_existing(self) -> None:
         existing = [
@@ -172,17 +203,11 @@ class FileWatcherEventSource(EventSource):
         """Wait until the watcher is watching (changes from then on are seen)."""
         await self._ready.wait()
 
-    def _fire(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
-        kinds: dict[str, str] = {}
-        for change, path in changes:
-            if change is not watchfiles.Change.deleted and os.path.isfile(path):
-                kinds[os.path.abspath(path)] = change.name
-        if not kinds:
-            return
-        distinct = set(kinds.values())
+    def _fire(self, fired: dict[str, str]) -> None:
+        """Fire one event for the files that are complete, `{path: change}` (on the loop)."""
+        distinct = set(fired.values())
         kind = distinct.pop() if len(distinct) == 1 else "mixed"
-        paths = tuple(sorted(kinds))
-        self.post(FileEvent(self, None, self.context.clock.now(), paths, kind))
+        self.post(FileEvent(self, None, self.context.clock.now(), tuple(sorted(fired)), kind))
 
     async def stop(self) -> None:
         """Stop watching; the watching thread has ended when this returns."""

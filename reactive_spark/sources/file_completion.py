@@ -1,0 +1,224 @@
+"""Whether a file that appeared is complete, so a file watcher never fires a half-written one.
+
+watchfiles reports a file moved in and a file created in place alike (`added`) and does not
+report closes, and modification times cannot tell them apart either (a write and a rename in
+the same clock tick stamp the same time). The OS knows: on Linux, inotify says when a file was
+moved in (`IN_MOVED_TO`) or closed after writing (`IN_CLOSE_WRITE`). `WriteEvidence` listens
+for those beside watchfiles; `Arrivals` decides, from that evidence and from each file's size
+and modification time, when a reported file fires:
+
+* complete (moved in, or closed after its last write): at once;
+* still open for writing: when it is closed, or once unchanged for `maxDelay` (a writer that
+  keeps a file open and idle);
+* no word from the OS (another platform, or evidence lost to an overflow): once unchanged for
+  `settle`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import stat
+import struct
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["Arrivals", "WriteEvidence"]
+
+_IN_MODIFY = 0x2
+_IN_CLOSE_WRITE = 0x8
+_IN_MOVED_FROM = 0x40
+_IN_MOVED_TO = 0x80
+_IN_CREATE = 0x100
+_IN_DELETE = 0x200
+_IN_Q_OVERFLOW = 0x4000
+_IN_IGNORED = 0x8000
+_IN_ISDIR = 0x40000000
+_IN_NONBLOCK = 0o4000
+_IN_CLOEXEC = 0o2000000
+_MASK = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
+_HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
+
+#: What the OS said last about a file.
+COMPLETE, WRITING = "complete", "writing"
+
+
+class WriteEvidence:
+    """Which files under `root` the OS saw moved in or closed after writing (Linux inotify).
+
+    Elsewhere, or if inotify is unavailable, `available` is False and `drain` says nothing, so
+    every file waits until it is unchanged for `settle`. `drain` never blocks: the kernel queues
+    an event when the rename or close happens, so by the time watchfiles reports a change, the
+    evidence for it is waiting.
+    """
+
+    def __init__(self, root: str, recursive: bool, accepts: Callable[[str], bool]) -> None:
+        self._recursive = recursive
+        self._accepts = accepts
+        self._directories: dict[int, str] = {}
+        self._fd = -1
+        self._add_watch: Callable[[int, bytes, int], int] | None = None
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                libc = ctypes.CDLL(None, use_errno=True)
+                fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+                if fd >= 0:
+                    self._fd, self._add_watch = fd, libc.inotify_add_watch
+                    self._watch_tree(root)
+
+    @property
+    def available(self) -> bool:
+        """Whether the OS reports closes and renames here."""
+        return self._fd >= 0
+
+    def _watch_tree(self, directory: str) -> None:
+        self._watch(directory)
+        if self._recursive:
+            for parent, children, _ in os.walk(directory):
+                children[:] = [c for c in children if not c.startswith((".", "_"))]
+                for child in children:
+                    self._watch(os.path.join(parent, child))
+
+    def _watch(self, directory: str) -> None:
+        assert self._add_watch is not None
+        wd = self._add_watch(self._fd, os.fsencode(directory), _MASK)
+        if wd >= 0:
+            self._directories[wd] = directory
+
+    def drain(self) -> tuple[dict[str, str], bool]:
+        """`({path: COMPLETE or WRITING}, lost)`: what the OS said since the last drain.
+
+        Paths deleted or moved away map to nothing (they are dropped); `lost` says the kernel's
+        queue overflowed, so earlier evidence may be missing.
+        """
+        said: dict[str, str] = {}
+        lost = False
+        while self._fd >= 0:
+            try:
+                data = os.read(self._fd, 65536)
+            except BlockingIOError:
+                break
+            offset = 0
+            while offset < len(data):
+                wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
+                name = data[offset + _HEADER.size : offset + _HEADER.size + length].rstrip(b"\0")
+                offset += _HEADER.size + length
+                lost = lost or bool(mask & _IN_Q_OVERFLOW)
+                self._note(said, wd, mask, os.fsdecode(name))
+        return said, lost
+
+    def _note(self, said: dict[str, str], wd: int, mask: int, name: str) -> None:
+        directory = self._directories.get(wd)
+        if mask & _IN_IGNORED:
+            self._directories.pop(wd, None)
+        if directory is None or not name:
+            return
+        path = os.path.join(directory, name)
+        if mask & _IN_ISDIR:
+            if self._recursive and mask & (_IN_CREATE | _IN_MOVED_TO):
+                self._watch_tree(path)
+            return
+        if not self._accepts(path):
+            return
+        if mask & (_IN_DELETE | _IN_MOVED_FROM):
+            said[path] = ""
+        elif mask & (_IN_CLOSE_WRITE | _IN_MOVED_TO):
+            said[path] = COMPLETE
+        else:
+            said[path] = WRITING
+
+    def close(self) -> None:
+        """Stop listening."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+@dataclass
+class _Waiting:
+    """A reported file that has not fired yet."""
+
+    change: str  # "added" once it was reported added, else "modified"
+    signature: tuple[int, int] | None  # (size, mtime ns) when last looked at
+    unchanged_since: float  # monotonic seconds
+
+
+@dataclass
+class Arrivals:
+    """Decides when reported files fire; `settle` and `maxDelay` in seconds.
+
+    Feed it watchfiles' reports (`report`) and the OS's evidence (`hear`); `ready(now)` gives
+    the files to fire now, with how each arrived (`"added"` or `"modified"`).
+    """
+
+    settle: float
+    maxDelay: float
+    evidence_available: bool
+    _said: dict[str, str] = field(default_factory=dict)
+    _waiting: dict[str, _Waiting] = field(default_factory=dict)
+
+    def hear(self, said: dict[str, str], lost: bool) -> None:
+        """Take what the OS said; after an overflow, nothing earlier counts."""
+        if lost:
+            self._said.clear()
+            self.evidence_available = False  # the rest of this watch waits for stability
+        for path, state in said.items():
+            if state:
+                self._said[path] = state
+            else:
+                self._said.pop(path, None)
+
+    def report(self, changes: Iterable[tuple[str, str]], now: float) -> None:
+        """Take `(change, path)` pairs from watchfiles (`added`, `modified` or `deleted`)."""
+        for change, path in changes:
+            if change == "deleted":
+                continue
+            waiting = self._waiting.get(path)
+            if waiting is None:
+                self._waiting[path] = _Waiting(change, None, now)
+            else:
+                waiting.unchanged_since = now
+                if change == "added":
+                    waiting.change = "added"
+
+    @property
+    def waiting(self) -> bool:
+        """Whether some reported file has not fired yet."""
+        return bool(self._waiting)
+
+    def ready(self, now: float) -> dict[str, str]:
+        """The waiting files to fire now, `{path: change}`; they stop waiting."""
+        fired: dict[str, str] = {}
+        for path, waiting in list(self._waiting.items()):
+            signature = _signature(path)
+            if signature is None:  # gone, or not a file: nothing to read
+                del self._waiting[path]
+                self._said.pop(path, None)
+                continue
+            if signature != waiting.signature:
+                if waiting.signature is not None:  # it changed since the last look
+                    waiting.unchanged_since = now
+                waiting.signature = signature
+            said = self._said.get(path) if self.evidence_available else None
+            quiet = now - waiting.unchanged_since
+            if (
+                said == COMPLETE
+                or (said == WRITING and quiet >= self.maxDelay)
+                or (said is None and quiet >= self.settle)
+            ):
+                fired[path] = waiting.change
+                del self._waiting[path]
+                self._said.pop(path, None)
+        return fired
+
+
+def _signature(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return status.st_size, status.st_mtime_ns
