@@ -490,7 +490,7 @@ class EventSource(ABC):
         `reactive_spark_deadlines_missed_total{source}` counts it and the console lists it.
         Periods are watched from the first one starting at or after the context's start; with
         a checkpoint, a deadline that passed while the process was down is reported at the
-        restart (events caught up count), once. See docs/operations-deadlines-tracing.md.
+        restart (events caught up count), once. See docs/operations.md.
 
         Examples:
             >>> from reactive_spark import Days, Hours
