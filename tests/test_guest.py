@@ -8,6 +8,7 @@ import asyncio
 import gc
 import logging
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -99,3 +100,20 @@ async def test_a_context_in_a_service_leaves_the_process_as_it_found_it(
     assert gc.get_freeze_count() > frozen_by_the_host * 0.9  # the host's freeze is in place
     assert made_by_the_host
     gc.unfreeze()
+
+
+def test_importing_the_package_starts_no_process() -> None:
+    """A host's `import reactive_spark` runs no `ldconfig`, compiler or other program."""
+    code = (
+        "import sys\n"
+        "started = []\n"
+        "spawning = {'subprocess.Popen', 'os.posix_spawn', 'os.fork', 'os.forkpty', 'os.exec',"
+        " 'os.spawn', 'os.system'}\n"
+        "sys.addaudithook(lambda event, args: event in spawning and started.append(event))\n"
+        "import reactive_spark\n"
+        "print(started)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert shown.strip() == "[]"

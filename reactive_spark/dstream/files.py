@@ -10,8 +10,8 @@ and Linux, so a reader sees the old batch or the new one, never a mix and never 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import logging
 import os
 import re
@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 
 from pyspark import RDD
 
+from reactive_spark._libc import libc
 from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.time import Time
 
@@ -135,8 +136,9 @@ def exchange(path: str, other: str) -> None:
         >>> (root / "old" / "a").read_text(), (root / "new" / "a").read_text()
         ('2', '1')
     """
-    if _renameat2 is not None:
-        done = _renameat2(
+    renameat2 = _renameat2()
+    if renameat2 is not None:
+        done = renameat2(
             _AT_FDCWD, os.fsencode(path), _AT_FDCWD, os.fsencode(other), _RENAME_EXCHANGE
         )
         if done == 0:
@@ -150,12 +152,13 @@ def exchange(path: str, other: str) -> None:
     shutil.move(aside, other)
 
 
-def _load_renameat2() -> Any:
+@functools.cache
+def _renameat2() -> Any:
     """The C library's `renameat2`, if this platform has it (glibc 2.28 and later)."""
-    name = ctypes.util.find_library("c")
+    library = libc()
     try:
-        function = getattr(ctypes.CDLL(name, use_errno=True), "renameat2")  # noqa: B009
-    except (OSError, AttributeError):
+        function = getattr(library, "renameat2")  # noqa: B009
+    except AttributeError:
         return None
     function.argtypes = [
         ctypes.c_int,
@@ -166,9 +169,6 @@ def _load_renameat2() -> Any:
     ]
     function.restype = ctypes.c_int
     return function
-
-
-_renameat2 = _load_renameat2()
 
 
 def remove_interrupted_writes(sc: Any, prefix: str, suffix: str | None = None) -> list[str]:

@@ -17,13 +17,14 @@ and modification time, when a reported file fires:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import stat
 import struct
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+from reactive_spark._libc import libc
 
 __all__ = ["Arrivals", "WriteEvidence"]
 
@@ -60,12 +61,12 @@ class WriteEvidence:
         self._directories: dict[int, str] = {}
         self._fd = -1
         self._add_watch: Callable[[int, bytes, int], int] | None = None
-        if sys.platform.startswith("linux"):
+        library = libc() if sys.platform.startswith("linux") else None
+        if library is not None:
             with contextlib.suppress(OSError, AttributeError):
-                libc = ctypes.CDLL(None, use_errno=True)
-                fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+                fd = library.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
                 if fd >= 0:
-                    self._fd, self._add_watch = fd, libc.inotify_add_watch
+                    self._fd, self._add_watch = fd, library.inotify_add_watch
                     self._watch_tree(root)
 
     @property
