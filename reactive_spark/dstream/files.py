@@ -101,14 +101,25 @@ def save_atomically(
 
 def _replace(fs: Any, new: Any, final: Any) -> None:
     """Put the directory `new` at `final` in place of the one there; `new` then holds the old."""
-    uri = final.toUri()
-    if uri.getScheme() in (None, "file"):
-        exchange(uri.getPath(), new.toUri().getPath())
+    local, local_new = _local_path(fs, final), _local_path(fs, new)
+    if local is not None and local_new is not None:
+        exchange(local, local_new)
         return
     aside = final.suffix(f".replaced-{uuid.uuid4().hex}")
     if not fs.rename(final, aside) or not fs.rename(new, final):
         raise OutputWriteError(f"could not replace {final.toString()} with {new.toString()}")
     fs.delete(aside, True)
+
+
+def _local_path(fs: Any, path: Any) -> str | None:
+    """`path` on the local disk, or None if it lives on another file system.
+
+    A path without a scheme (`batch_path` makes local prefixes absolute, without `file:`) is on
+    the default file system, `fs.defaultFS`, which may be HDFS: only the path qualified by its
+    file system says.
+    """
+    qualified = path.makeQualified(fs.getUri(), fs.getWorkingDirectory()).toUri()
+    return qualified.getPath() if qualified.getScheme() == "file" else None
 
 
 #: Linux's `renameat2` flag that swaps two paths atomically.
