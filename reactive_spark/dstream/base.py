@@ -321,8 +321,8 @@ class DStream(
         midnight UTC); the period starting at `start` is met when a job of this stream, for an
         event whose time lies in `[start, start + within)`, succeeds before `start + within`
         (`within` defaults to `every`). Otherwise listeners get `onDeadlineMissed`,
-        `reactive_spark_deadlines_missed_total{source}` counts it (labelled with the stream's
-        name) and the console lists it. With a checkpoint, a deadline that passed while the
+        `reactive_spark_output_deadlines_missed_total{stream}` counts it and the console lists
+        it. With a checkpoint, a deadline that passed while the
         process was down is reported at the restart, once.
 
         Examples:
