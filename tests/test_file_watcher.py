@@ -11,10 +11,12 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Event, FileEvent, Seconds, StreamingContext, SystemClock, Time
+from reactive_spark.failures import SourceErrorInfo
+from reactive_spark.sources import file_watcher
 from reactive_spark.sources.file_completion import COMPLETE, WRITING, Arrivals
 from reactive_spark.sources.file_watcher import is_partial_file
 
-from .helpers import gather
+from .helpers import Recorder, gather
 
 
 async def next_events(seen: list, count: int, timeout: float = 20) -> None:  # type: ignore[type-arg]
@@ -202,3 +204,44 @@ def test_arrivals_wait_for_what_the_os_says_or_for_quiet(tmp_path: Path) -> None
     Path(paths["open"]).write_text("grown\n")  # changed since the last look: quiet again
     assert arrivals.ready(112.0) == {}
     assert arrivals.ready(115.0) == {paths["open"]: "modified"}  # idle and open for maxDelay
+
+
+class SourceErrors(Recorder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: list[SourceErrorInfo] = []
+
+    def onSourceError(self, error: SourceErrorInfo) -> None:
+        self.errors.append(error)
+
+
+async def test_a_watch_whose_write_evidence_fails_is_reported_and_retried(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No inotify instance left, say: reported like any failed watch, then watched again."""
+    real = file_watcher.WriteEvidence
+    failures = iter([OSError(24, "Too many open files")])
+
+    def failing_once(*args: object) -> file_watcher.WriteEvidence:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(file_watcher, "WriteEvidence", failing_once)
+    monkeypatch.setattr(file_watcher, "RETRY_SECONDS", 0.05)
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    listener = SourceErrors()
+    ssc.addStreamingListener(listener)
+    uploads = ssc.fileWatcher(str(tmp_path), "uploads")
+    fired: list[Event] = []
+    uploads.addListener(fired.append)
+    ssc.queueStream([]).bind(uploads)
+    await ssc.start()
+    await asyncio.wait_for(uploads.ready(), 30)  # the watching thread lived on
+    (tmp_path / "a.txt").write_text("a\n")
+    await next_events(fired, 1, timeout=30)
+    await ssc.stop(stopSparkContext=False)
+    assert [(e.operation, str(e.error)) for e in listener.errors] == [
+        ("watch", "[Errno 24] Too many open files")
+    ]

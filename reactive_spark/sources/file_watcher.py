@@ -143,14 +143,16 @@ class FileWatcherEventSource(EventSource):
                     if stopping.wait(READY_POLL_MS / 1000):
                         return
                 _on_loop(loop, self._fire_existing)
-            evidence = WriteEvidence(self.path, self.recursive, self.accepts)
-            try:
+            evidence = None
+            try:  # building the evidence reader can fail too (no inotify instance left)
+                evidence = WriteEvidence(self.path, self.recursive, self.accepts)
                 self._watch_once(loop, stopping, evidence)
             except Exception as exc:
                 self._runtime.report_source_error(self, "watch", exc)
                 stopping.wait(RETRY_SECONDS)
             finally:
-                evidence.close()
+                if evidence is not None:
+                    evidence.close()
 
     def _watch_once(
         self,
