@@ -79,15 +79,12 @@ def save_atomically(
     final, fs = _hadoop(rdd.context, path)
     if fs.exists(final) and not replace:
         return False
-    temporary, _ = _hadoop(
-        rdd.context,
-        f"{final.getParent().toString()}/_temporary-{final.getName()}-{uuid.uuid4().hex}",
-    )
+    temporary = _hidden_beside(rdd.context, final)
     # a crash from here until the rename leaves `temporary` behind: see remove_interrupted_writes
     try:
         write(rdd, temporary.toString())
         if replace and fs.exists(final):
-            _replace(fs, temporary, final)
+            _replace(fs, temporary, final, _hidden_beside(rdd.context, final))
             return True
         if fs.rename(temporary, final):
             return True
@@ -99,15 +96,35 @@ def save_atomically(
             fs.delete(temporary, True)
 
 
-def _replace(fs: Any, new: Any, final: Any) -> None:
-    """Put the directory `new` at `final` in place of the one there; `new` then holds the old."""
+def _hidden_beside(sc: Any, final: Any) -> Any:
+    """A new hidden sibling of the batch directory `final`, of the form recovery removes.
+
+    `_temporary-<name>-<hex>`: readers' globs (`daily-*`) never match it, and a crash that
+    leaves it behind is cleaned up by `remove_interrupted_writes`.
+    """
+    parent = final.getParent().toString()
+    return _hadoop(sc, f"{parent}/_temporary-{final.getName()}-{uuid.uuid4().hex}")[0]
+
+
+def _replace(fs: Any, new: Any, final: Any, aside: Any) -> None:
+    """Put the directory `new` at `final` in place of the one there.
+
+    Locally the two are swapped (`exchange`: `new` then holds the old batch). Elsewhere the old
+    batch is renamed to the hidden `aside`, `new` to `final`, and `aside` deleted; if `new`
+    cannot be renamed, the old batch is renamed back, so `final` keeps it.
+    """
     local, local_new = _local_path(fs, final), _local_path(fs, new)
     if local is not None and local_new is not None:
         exchange(local, local_new)
         return
-    aside = final.suffix(f".replaced-{uuid.uuid4().hex}")
-    if not fs.rename(final, aside) or not fs.rename(new, final):
-        raise OutputWriteError(f"could not replace {final.toString()} with {new.toString()}")
+    if not fs.rename(final, aside):
+        raise OutputWriteError(f"could not move {final.toString()} aside to replace it")
+    if not fs.rename(new, final):
+        restored = fs.rename(aside, final)
+        raise OutputWriteError(
+            f"could not rename {new.toString()} to {final.toString()}; the old batch "
+            + ("is back in place" if restored else f"is left at {aside.toString()}")
+        )
     fs.delete(aside, True)
 
 
@@ -131,9 +148,10 @@ def exchange(path: str, other: str) -> None:
     """Swap the local paths `path` and `other` (both exist), atomically where Linux can.
 
     On Linux (`renameat2` with `RENAME_EXCHANGE`) nobody ever sees either path missing or
-    half swapped. Elsewhere, or on a file system that cannot, `path` is moved aside, `other`
-    renamed to it, and the old one renamed to `other`: a reader may then find `path` missing
-    for that instant, never a mix of the two.
+    half swapped. Elsewhere, or on a file system that cannot, `path` is moved aside (to a hidden
+    name recovery removes, `_temporary-<name>-<hex>`), `other` renamed to it (or, if that
+    fails, the old one renamed back), and the old one renamed to `other`: a reader may then
+    find `path` missing for that instant, never a mix of the two.
 
     Examples:
         >>> import tempfile
@@ -157,9 +175,14 @@ def exchange(path: str, other: str) -> None:
         code = ctypes.get_errno()
         if code not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
             raise OutputWriteError(code, f"could not swap {other} into {path}: {os.strerror(code)}")
-    aside = f"{path}.replaced-{uuid.uuid4().hex}"
+    parent, name = os.path.split(path)
+    aside = os.path.join(parent, f"_temporary-{name}-{uuid.uuid4().hex}")
     os.rename(path, aside)
-    os.rename(other, path)
+    try:
+        os.rename(other, path)
+    except OSError:
+        os.rename(aside, path)
+        raise
     shutil.move(aside, other)
 
 
