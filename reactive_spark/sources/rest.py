@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 
 SOURCE_KEY: web.AppKey[RestEventSource] = web.AppKey("reactive_spark_rest_source")
 DEFAULT_MAX_BODY = 1024 * 1024
+# W3C trace context: version-traceid-parentid-flags, lowercase hex
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
 
 
 class RestEventSource(EventSource):
@@ -205,7 +208,7 @@ class RestEventSource(EventSource):
             path,
             dict(request.query),
             body,
-            traceparent=request.headers.get("traceparent"),  # traced batches continue it
+            traceparent=valid_traceparent(request.headers.get("traceparent")),
         )
         accepted = asyncio.get_running_loop().create_future()
         self._accepted[id(event)] = accepted
@@ -214,6 +217,8 @@ class RestEventSource(EventSource):
             await accepted
         finally:
             self._accepted.pop(id(event), None)
+            if accepted.done() and not accepted.cancelled():
+                accepted.exception()  # a stop's 503 is answered once, whichever way it came
         fields = {key: event.describe()[key] for key in ("source", "index", "time", "instanceId")}
         fields["status"] = f"{self._runtime.console_prefix}/api/batches/{event.instanceId}"
         return web.json_response(fields, status=202)
@@ -311,3 +316,29 @@ def require_reachable_path(path: object) -> str:
     if problem is not None:
         raise InvalidArgumentError(f"path {path!r} can never match a request: {problem}")
     return path
+
+
+def valid_traceparent(header: str | None) -> str | None:
+    """A W3C `traceparent` header's 55 characters if it is valid, else None (kept on the event).
+
+    Version (2 hex digits, not `ff`), trace id (32, not all zero), parent id (16, not all
+    zero), flags (2), lowercase; version `00` is exactly 55 characters, a later one may add
+    `-...`, which is not kept. Traced batches continue the caller's trace from it.
+
+    Examples:
+        >>> valid_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+        >>> valid_traceparent("00-00000000000000000000000000000000-00f067aa0ba902b7-01") is None
+        True
+    """
+    if header is None or len(header) < 55:
+        return None
+    match = _TRACEPARENT.fullmatch(header, 0, 55)
+    if match is None:
+        return None
+    version, trace_id, parent_id = match.groups()
+    if version == "ff" or trace_id == "0" * 32 or parent_id == "0" * 16:
+        return None
+    if len(header) > 55 and (version == "00" or header[55] != "-"):
+        return None
+    return header[:55]
