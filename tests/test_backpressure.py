@@ -278,24 +278,27 @@ async def test_a_rest_request_waiting_for_room_does_not_hold_a_stop(sc: SparkCon
     """Under "block" a request waits for room; a stop lets it go with 503 at once."""
     ssc = StreamingContext(sc, None, clock=SystemClock())
     rest = ssc.restServer("127.0.0.1", 0, "jobs").post("/run").overflow(1, "block")
-    release = threading.Event()
-    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: release.wait(10)).bind(rest)
+    running, release = threading.Event(), threading.Event()
+
+    def job(rdd: Any) -> None:
+        running.set()
+        release.wait(60)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(rest)
     await ssc.start()
     url = f"http://127.0.0.1:{rest.port}/run"
     async with ClientSession() as session:
         first = await session.post(url)
-        assert first.status == 202  # runs, holding the worker
-        second = await session.post(url)
-        assert second.status == 202  # waits behind it: the queue is full now
-        third = asyncio.ensure_future(session.post(url))
-        await asyncio.sleep(0.3)
-        assert not third.done()  # waiting for room
-        loop = asyncio.get_running_loop()
-        began = loop.time()
+        assert first.status == 202  # accepted: its job holds the worker, the queue is full
+        await asyncio.to_thread(running.wait, 30)
+        second = asyncio.ensure_future(session.post(url))
+        await asyncio.sleep(1)  # time to reach the server, where it waits for room
+        assert not second.done()
         stopping = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
-        answer = await asyncio.wait_for(third, 5)
+        # answered while the first job still holds the worker: the stop let it go at once
+        answer = await asyncio.wait_for(second, 30)
         assert answer.status == 503
         assert (await answer.json())["error"] == "the StreamingContext stopped"
+        assert not release.is_set()
         release.set()
         await stopping
-        assert loop.time() - began < 3

@@ -120,7 +120,7 @@ async def test_the_dashboard_signs_in_fires_and_refuses_other_sites(
             assert "raised in explode (test_browser.py:" in await problem.inner_text()
             await page.locator("#batches tbody tr.failed").first.wait_for()
             missed = page.locator("#problems li", has_text="source broken missed its deadline")
-            await missed.first.wait_for(timeout=5000)  # one comes every two seconds
+            await missed.first.wait_for(timeout=20_000)  # one comes every two seconds
 
             count = page.locator('#sources tr[data-source="rerun"] td.events')
             assert await count.inner_text() == "0"

@@ -112,24 +112,28 @@ async def test_an_accepted_event_a_stop_drops_shows_as_dropped_in_its_batch(
     batch says "dropped", and the console's live stream tells the viewers."""
     ssc = StreamingContext(sc, None, clock=SystemClock())
     rerun = ssc.manualSource("rerun")
-    release = threading.Event()
-    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: release.wait(10)).bind(rerun)
+    running, release = threading.Event(), threading.Event()
+
+    def job(rdd: Any) -> None:
+        running.set()
+        release.wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(rerun)
     async with TestClient(TestServer(create_app(ssc))) as client:
         answers = [
             await (await client.post("/api/sources/rerun/fire", data="1", headers=JSON)).json()
             for _ in range(3)
         ]
         live = await client.get("/api/events/stream")
-        await asyncio.sleep(0.2)  # the first batch runs, the others wait behind it
+        await asyncio.to_thread(running.wait, 30)  # the first batch runs, the others wait
         stopping = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
-        await asyncio.sleep(0.2)
+        seen = ""
+        while "event: dropped" not in seen:  # the stop dropped the two waiting events
+            seen += (await asyncio.wait_for(live.content.readany(), 30)).decode()
         release.set()
         await stopping
         statuses = [(await (await client.get(a["status"])).json())["status"] for a in answers]
         assert statuses == ["succeeded", "dropped", "dropped"]
-        seen = ""
-        while "event: dropped" not in seen:
-            seen += (await asyncio.wait_for(live.content.readany(), 5)).decode()
         dropped = json.loads(seen.split("event: dropped\ndata: ")[1].split("\n")[0])
         assert dropped == {"source": "rerun", "reason": "stop", "count": 2}
         live.close()
