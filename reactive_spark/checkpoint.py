@@ -346,16 +346,21 @@ class Checkpoint:
             if self._segment is not None:
                 self._segment.flush()
 
-    def deadline(self, name: str, state: dict[str, Any]) -> None:
+    def deadline(self, name: str, state: dict[str, Any], durable: bool = False) -> None:
         """Log the state of the expectation `name`: the periods decided and met (any thread).
 
-        So a missed deadline is reported once: a restart goes on from the last state logged.
+        So a missed deadline is reported at most once: a restart goes on from the last state
+        logged. A `durable` state (a miss about to be told) is synced to disk first; any other
+        is handed to the operating system, and made durable by the next sync.
         """
         with self._writing, self._disk("log a deadline"):
             self._deadlines[name] = state
             if self._segment is not None:  # else it is logged when the log opens
                 self._append({"kind": "deadline", "name": name, "state": state})
-                self._segment.flush()
+                if durable:
+                    self._sync()
+                else:
+                    self._segment.flush()
 
     def close(self) -> None:
         """Make everything written durable and close the log."""

@@ -4,13 +4,16 @@
 `origin + k * every`, the Unix epoch by default, so `Days(1)` periods start at midnight UTC)
 the source fires an event whose time lies in `[start, start + within)`. `stream.expect(...)`
 says the same of a bound stream's job succeeding. When a period's deadline `start + within`
-passes without it, the listeners hear `onDeadlineMissed` once.
+passes without it, the listeners hear `onDeadlineMissed` at most once.
 
 `DeadlineWatch` is the context's internal listener that keeps the periods: it hears accepted
 events and completed jobs, checks each period when the clock reaches its deadline (a virtual
 clock too), and hands its state to the checkpoint, so that a period whose deadline passed
 while the process was down is reported once at the restart, and never again
-(docs/architecture.md).
+(docs/architecture.md). A decision is logged durably, under the watch's lock, before the
+listeners hear it: a crash in between loses that report rather than repeating it. After a long
+downtime the first `MAX_TOLD` misses of an expectation are told one by one, the rest are
+counted in one warning.
 
 Examples:
     >>> from reactive_spark.time import Days, Hours, Time
@@ -28,9 +31,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.failures import Failure, SourceErrorInfo
 from reactive_spark.listener import DeadlineMissed, StreamingListener
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
@@ -47,6 +51,18 @@ log = logging.getLogger(__name__)
 
 #: What a tracked thing is: an event source, or a stream whose jobs must succeed.
 SOURCE, OUTPUT = "source", "output"
+#: Misses of one expectation told one by one in a check; more (a long downtime: a month of
+#: `Seconds(1)` periods) are counted in one warning instead of flooding the loop.
+MAX_TOLD = 10
+#: How many periods ahead of the clock's an event may meet (one stamped further in the future
+#: meets nothing), so that the periods met stay few in every logged state.
+AHEAD = 4
+
+
+class Record(Protocol):
+    """Keeps an expectation's state (`Checkpoint.deadline`); `durable` syncs it to disk."""
+
+    def __call__(self, name: str, state: dict[str, Any], durable: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -150,11 +166,13 @@ class DeadlineWatch(StreamingListener):
         self,
         clock: Clock,
         tell: Callable[[str, Any], None],
-        record: Callable[[str, dict[str, Any]], None] | None = None,
+        record: Record | None = None,
+        report: Callable[[Failure], None] | None = None,
     ) -> None:
         self.clock = clock
         self._tell = tell
         self._record = record
+        self._report = report
         self._trackers: dict[str, _Tracker] = {}
         self._lock = threading.Lock()  # events arrive on the loop, jobs in worker threads
         self._started_at = Time(0)
@@ -169,9 +187,16 @@ class DeadlineWatch(StreamingListener):
     def __bool__(self) -> bool:
         return bool(self._trackers)
 
-    def set_record(self, record: Callable[[str, dict[str, Any]], None]) -> None:
-        """Keep each expectation's state with `record(key, state)` from now on."""
+    def set_record(self, record: Record) -> None:
+        """Keep each expectation's state with `record(key, state, durable)` from now on."""
         self._record = record
+
+    def set_report(self, report: Callable[[Failure], None]) -> None:
+        """Report a failure to keep a state with `report(failure)` (the context's failures).
+
+        Without one, the failure is logged and told to the listeners (`onSourceError`).
+        """
+        self._report = report
 
     def begin(self, started_at: Time, states: dict[str, dict[str, Any]]) -> None:
         """Start the periods at `started_at`, or where a checkpoint's `states` left them.
@@ -241,9 +266,18 @@ class DeadlineWatch(StreamingListener):
         with self._lock:
             if period < tracker.next or period.milliseconds in tracker.met:
                 return  # decided already, or met already
+            expectation = tracker.expectation
+            if (
+                self.clock.now().floor(expectation.every, expectation.origin)
+                + (expectation.every * AHEAD)
+                <= period
+            ):
+                return  # stamped too far in the future to be kept
             tracker.met.add(period.milliseconds)
-            state = tracker.state()
-        self._keep(tracker, state)
+            # logged under the lock: a later state is never logged before an earlier one
+            failure = self._keep(tracker, durable=False)
+        if failure is not None:
+            self._fail(tracker, failure)
 
     # -- checking --------------------------------------------------------------------------
     def _check(self, tracker: _Tracker) -> None:
@@ -251,36 +285,88 @@ class DeadlineWatch(StreamingListener):
         tracker.check = None
         if self._stopped:
             return
-        if tracker.restored:
-            tracker.restored = False
-            self._settle()  # the events caught up after the downtime count
-        now = self.clock.now()
-        missed: list[DeadlineMissed] = []
-        with self._lock:
-            expectation = tracker.expectation
-            while expectation.deadline(tracker.next) <= now:
-                start = tracker.next
-                deadline = expectation.deadline(start)
-                if start.milliseconds in tracker.met:
-                    tracker.met.discard(start.milliseconds)
-                else:
-                    missed.append(
-                        DeadlineMissed(
-                            tracker.kind,
-                            tracker.name,
-                            start.toDatetime(),
-                            deadline.toDatetime(),
-                            duringDowntime=deadline < self._started_at,
-                        )
-                    )
-                tracker.next = start + expectation.every
-            state = tracker.state()
-        self._keep(tracker, state)  # decided before told: a crash now never tells twice
-        for info in missed:
-            log.warning("reactive-spark: %s", info.describe())
-            self._tell("onDeadlineMissed", info)
-        self._arm(tracker)
+        try:
+            if tracker.restored:
+                tracker.restored = False
+                self._settle()  # the events caught up after the downtime count
+            now = self.clock.now()
+            with self._lock:
+                told, more, last = self._decide(tracker, now)
+                # durable before told: a crash now never tells twice
+                failure = self._keep(tracker, durable=bool(told))
+            for info in told:
+                log.warning("reactive-spark: %s", info.describe())
+                self._tell("onDeadlineMissed", info)
+            if more:
+                assert last is not None
+                log.warning(
+                    "reactive-spark: %s %s missed %d more deadlines, the last %s (not told one "
+                    "by one)",
+                    tracker.kind,
+                    tracker.name,
+                    more,
+                    last.isoformat(),
+                )
+            if failure is not None:
+                self._fail(tracker, failure)
+        except Exception as error:  # a listener's own failures are caught by the bus
+            self._fail(tracker, error)
+        finally:
+            self._arm(tracker)
 
-    def _keep(self, tracker: _Tracker, state: dict[str, Any]) -> None:
-        if self._record is not None:
-            self._record(tracker.key, state)
+    def _decide(
+        self, tracker: _Tracker, now: Time
+    ) -> tuple[list[DeadlineMissed], int, Time | None]:
+        """Decide the periods whose deadline is at or before `now` (under the lock).
+
+        Returns the first `MAX_TOLD` misses, how many more there are, and the last deadline
+        missed. Runs in the number of periods told and met, not in the periods decided.
+        """
+        expectation = tracker.expectation
+        first = tracker.next
+        if now < expectation.deadline(first):
+            return [], 0, None
+        due = (now - expectation.deadline(first)) // expectation.every + 1
+        end = first + expectation.every * due  # the first period left undecided
+        met = {start for start in tracker.met if start < end.milliseconds}
+        told: list[DeadlineMissed] = []
+        start = first
+        while len(told) < MAX_TOLD and start < end:
+            if start.milliseconds not in met:
+                deadline = expectation.deadline(start)
+                told.append(
+                    DeadlineMissed(
+                        tracker.kind,
+                        tracker.name,
+                        start.toDatetime(),
+                        deadline.toDatetime(),
+                        duringDowntime=deadline < self._started_at,
+                    )
+                )
+            start = start + expectation.every
+        last_missed = end - expectation.every
+        while last_missed.milliseconds in met and first < last_missed:
+            last_missed = last_missed - expectation.every
+        tracker.met -= met
+        tracker.next = end
+        more = due - len(met) - len(told)
+        return told, more, expectation.deadline(last_missed) if more else None
+
+    def _keep(self, tracker: _Tracker, durable: bool) -> Exception | None:
+        """Log `tracker`'s state (under the lock); the error, if it could not be."""
+        if self._record is None:
+            return None
+        try:
+            self._record(tracker.key, tracker.state(), durable=durable)
+        except Exception as error:
+            return error
+        return None
+
+    def _fail(self, tracker: _Tracker, error: BaseException) -> None:
+        """Report that keeping `tracker`'s periods failed (the context's failures, if wired)."""
+        failure = SourceErrorInfo(tracker.name, "expect", error)
+        if self._report is not None:
+            self._report(failure)
+            return
+        log.error("reactive-spark: %s", failure.describe(), exc_info=error)
+        self._tell("onSourceError", failure)

@@ -3,15 +3,21 @@ once at its deadline, also when the deadline passed while the process was down."
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Days, Hours, Minutes, StreamingContext, StreamingListener, Time
+from reactive_spark.checkpoint import Checkpoint, CheckpointError
+from reactive_spark.clock import VirtualClock
+from reactive_spark.deadlines import AHEAD, MAX_TOLD, DeadlineWatch, Expectation
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
+from reactive_spark.failures import SourceErrorInfo
 from reactive_spark.listener import DeadlineMissed
 
 from .helpers import virtual
@@ -167,6 +173,102 @@ async def test_ticks_caught_up_after_downtime_meet_the_source_deadline(
         await ssc.start()
         await ssc.advanceTo(T0 + Days(5))
     assert misses.missed == []  # every tick fired, if late (the catch-up policy is "all")
+
+
+async def test_a_long_downtime_is_told_in_a_few_misses_and_one_count(
+    sc: SparkContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def build(ssc: StreamingContext) -> Any:
+        pings = ssc.manualSource("pings").expect(Minutes(1))
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(pings)
+        return pings
+
+    async with virtual(sc, start=T0, checkpoint=checkpoint) as ssc:
+        pings = build(ssc)
+        await ssc.start()
+        pings.trigger("the first minute's")
+        await ssc.advanceTo(T0 + Minutes(0.5))
+    for attempt in range(2):  # a second restart tells nothing again
+        misses = Misses()
+        caplog.clear()
+        restart = T0 + Days(7) + Minutes(attempt)
+        async with virtual(sc, start=restart, checkpoint=checkpoint) as ssc:
+            pings = build(ssc)
+            ssc.addStreamingListener(misses)
+            with caplog.at_level(logging.WARNING, logger="reactive_spark.deadlines"):
+                await ssc.start()
+                await ssc.advanceTo(restart)
+            pings.trigger("on time again: meets its minute, however long the downtime")
+            await ssc.advanceTo(restart + Minutes(1))
+        if attempt == 1:
+            assert misses.missed == []
+            continue
+        # a week of minutes, the first met: 10079 missed, the first few told one by one
+        assert len(misses.missed) == MAX_TOLD
+        assert misses.missed[0].periodStart == (T0 + Minutes(1)).toDatetime()
+        assert all(m.duringDowntime for m in misses.missed)
+        assert f"missed {10079 - MAX_TOLD} more deadlines, the last 2026-03-09T00:00:00" in (
+            caplog.text
+        )
+    recovered = Checkpoint(checkpoint).load()
+    assert recovered is not None
+    assert recovered.deadlines["source:pings"]["met"] == []
+
+
+def _watch(record: Any = None) -> tuple[DeadlineWatch, VirtualClock, list[tuple[str, Any]]]:
+    """A watch of an hourly 'pings' source on a virtual clock, and what it tells."""
+    told: list[tuple[str, Any]] = []
+    clock = VirtualClock()
+    watch = DeadlineWatch(clock, lambda name, info: told.append((name, info)), record)
+    watch.add("source", "pings", Expectation.of(Hours(1)))
+    watch.begin(Time(0), {})
+    watch.schedule(Time(0), settle=lambda: None)
+    return watch, clock, told
+
+
+def _ping(time: Time) -> Any:
+    """An event of 'pings' at `time`, as the watch sees one."""
+    return SimpleNamespace(source=SimpleNamespace(name="pings"), time=time)
+
+
+def test_a_state_that_cannot_be_kept_is_reported_and_the_periods_still_checked() -> None:
+    failing = [True]
+
+    def record(name: str, state: dict[str, Any], durable: bool = False) -> None:
+        if failing.pop() if failing else False:
+            raise CheckpointError("disk full")
+
+    _, clock, told = _watch(record)
+    clock.advanceTo(Time(Hours(1).milliseconds))
+    assert [name for name, _ in told] == ["onDeadlineMissed", "onSourceError"]
+    error = told[1][1]
+    assert isinstance(error, SourceErrorInfo)
+    assert (error.sourceName, error.operation, str(error.error)) == ("pings", "expect", "disk full")
+    clock.advanceTo(Time(Hours(2).milliseconds))  # checked again
+    assert [name for name, _ in told][2:] == ["onDeadlineMissed"]
+
+
+def test_states_are_logged_under_the_lock_and_durably_before_a_miss_is_told() -> None:
+    logged: list[tuple[bool, bool, int]] = []
+
+    def record(name: str, state: dict[str, Any], durable: bool = False) -> None:
+        logged.append((watch._lock.locked(), durable, len(told)))
+
+    watch, clock, told = _watch(record)
+    watch.onEventFired(_ping(Time(5)))
+    clock.advanceTo(Time(Hours(2).milliseconds))
+    # met (not synced), hour 0 decided as met (nothing to tell), hour 1 missed: synced, then told
+    assert logged == [(True, False, 0), (True, False, 0), (True, True, 0)]
+    assert len(told) == 1
+
+
+def test_an_event_stamped_far_in_the_future_meets_nothing() -> None:
+    watch, _, _ = _watch()
+    for hours in (AHEAD - 1, AHEAD, 10_000):
+        watch.onEventFired(_ping(Time(hours * 3_600_000)))
+    assert watch.states()["source:pings"]["met"] == [(AHEAD - 1) * 3_600_000]
 
 
 def test_expect_checks_its_arguments(sc: SparkContext) -> None:
