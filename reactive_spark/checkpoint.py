@@ -228,8 +228,8 @@ class Checkpoint:
             self._planned = {record["id"]: record for record in recovered.unfinished}
             self._progress = dict(recovered.progress)
             self._dropped = {name: set(times) for name, times in recovered.dropped.items()}
-            # what this run logged before the log opened (a new expectation) is newer
-            self._deadlines = {**recovered.deadlines, **self._deadlines}
+            # the deadline states are those this run logged before the log opened: it logs
+            # every expectation it watches, so those of expectations gone are dropped
             self._last_instance_id = recovered.last_instance_id
         self._roll()
 

@@ -217,6 +217,22 @@ async def test_a_long_downtime_is_told_in_a_few_misses_and_one_count(
     assert recovered.deadlines["source:pings"]["met"] == []
 
 
+async def test_the_states_of_expectations_gone_are_dropped(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    async with virtual(sc, start=T0, checkpoint=checkpoint) as ssc:
+        uploads_pipeline(ssc)
+        await ssc.start()
+    async with virtual(sc, start=T0 + Days(1), checkpoint=checkpoint) as ssc:
+        ssc.manualSource("uploads")  # expected no more
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(ssc.sources[0])
+        await ssc.start()
+    recovered = Checkpoint(checkpoint).load()
+    assert recovered is not None
+    assert recovered.deadlines == {}
+
+
 def _watch(record: Any = None) -> tuple[DeadlineWatch, VirtualClock, list[tuple[str, Any]]]:
     """A watch of an hourly 'pings' source on a virtual clock, and what it tells."""
     told: list[tuple[str, Any]] = []
