@@ -613,6 +613,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             await self._stop_receivers()
             await self._stop_sources()
             await self._scheduler.stop(graceful)
+            self._listeners.stopped()  # after the last batch: tracing ends the spans still open
             if self._checkpoint is not None:
                 await self._blocking.run(self._checkpoint.close)
             if self._watchdog is not None:

@@ -370,6 +370,20 @@ class ListenerBus:
             except Exception:
                 log.exception("streaming listener %r failed in %s", listener, method)
 
+    def stopped(self) -> None:
+        """Tell the library's own listeners that hold something until the stop to let go of it.
+
+        Nothing more is told after; `_contextStopped` is theirs (tracing ends its open spans).
+        """
+        for listener in list(self._listeners):
+            release = getattr(listener, "_contextStopped", None)
+            if release is None:
+                continue
+            try:
+                release()
+            except Exception:
+                log.exception("streaming listener %r failed at the context's stop", listener)
+
     def report(self, failure: Failure) -> None:
         """Log `failure` once, tell the listeners and `on_failure`. Any thread."""
         user = failure.userError

@@ -5,12 +5,17 @@ provider it is given: nothing process-wide (the global tracer provider and propa
 left alone). Spans nest event -> batch -> job:
 
 * `event <source>`: from the event's acceptance until its batch completed (an event without a
-  batch ends when a later batch starts); a REST trigger's event continues the caller's trace
-  when the request carried a W3C `traceparent` header.
+  batch ends when a later batch starts, or at the stop); a REST trigger's event continues the
+  caller's trace when the request carried a W3C `traceparent` header.
 * `batch <source>`: the batch's jobs, from its planning to its completion; an error status if
   a job failed.
 * `job <stream>`: one job, with the stream, the user function, the job's kind and status, its
   Spark job group and the ids of its Spark jobs, and the error if it failed.
+
+No span is left open: those of dropped events end when they are reported (`onEventsDropped`),
+and whatever is still open when the context stops ends then, with `reactive_spark.span.end`
+saying why (`"dropped"`, `"stop"`, or `"evicted"`: over `MAX_OPEN_EVENTS` events waited for
+their batches, so the oldest span ended early; its batch's span is still its child).
 
 Only this module imports OpenTelemetry: `import reactive_spark` and a context that is not
 traced never load it (`pip install 'reactive-spark[otel]'` installs it).
@@ -28,7 +33,14 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from pyspark import SparkContext
 
@@ -40,13 +52,19 @@ if TYPE_CHECKING:
 
     from reactive_spark.events import Event
     from reactive_spark.jobs import BatchInfo, JobInfo
+    from reactive_spark.listener import EventsDropped
 
 __all__ = ["Tracing"]
 
 log = logging.getLogger(__name__)
 
-#: Event spans waiting for their batch at most; beyond, the oldest end (no batch came).
+#: Event spans waiting for their batch at most; beyond, the oldest end early ("evicted").
 MAX_OPEN_EVENTS = 1024
+#: Evicted event spans whose context is kept for their batch's span (~250 bytes each).
+MAX_EVICTED_EVENTS = 16 * MAX_OPEN_EVENTS
+
+#: The attribute saying why a span ended other than by its own end.
+END = "reactive_spark.span.end"
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 
@@ -78,7 +96,10 @@ class Tracing(StreamingListener):
         self._tracer = tracerProvider.get_tracer("reactive_spark")
         self._lock = threading.Lock()  # events come on the loop, batches in worker threads
         self._events: OrderedDict[int, Span] = OrderedDict()  # by instanceId, waiting
-        self._batches: dict[int, tuple[Span, Span]] = {}  # instanceId -> (event, batch)
+        # by instanceId: the events whose span ended while they waited (over MAX_OPEN_EVENTS)
+        self._evicted: OrderedDict[int, SpanContext] = OrderedDict()
+        # instanceId -> (event, batch); the event's is None when it was evicted
+        self._batches: dict[int, tuple[Span | None, Span]] = {}
         self._jobs: dict[int, Span] = {}  # id(JobInfo) -> span
 
     # -- events ----------------------------------------------------------------------------
@@ -87,13 +108,16 @@ class Tracing(StreamingListener):
         if event.instanceId is None:
             return
         span = self._event_span(event)
-        ended = []
+        evicted = []
         with self._lock:
             self._events[event.instanceId] = span
             while len(self._events) > MAX_OPEN_EVENTS:
-                ended.append(self._events.popitem(last=False)[1])
-        for old in ended:
-            old.end()
+                instance_id, old = self._events.popitem(last=False)
+                self._evicted[instance_id] = old.get_span_context()  # its batch's parent
+                evicted.append(old)
+            while len(self._evicted) > MAX_EVICTED_EVENTS:
+                self._evicted.popitem(last=False)
+        _end(evicted, "evicted")
 
     def _event_span(self, event: Event) -> Span:
         traceparent = getattr(event, "traceparent", None)
@@ -126,14 +150,22 @@ class Tracing(StreamingListener):
         with self._lock:
             while self._events and next(iter(self._events)) < instance_id:
                 ended.append(self._events.popitem(last=False)[1])  # their batches had no job
+            while self._evicted and next(iter(self._evicted)) < instance_id:
+                self._evicted.popitem(last=False)
             event_span = self._events.pop(instance_id, None)
+            evicted = self._evicted.pop(instance_id, None)
         for old in ended:
             old.end()
-        if event_span is None:  # a batch re-run after a restart
-            event_span = self._event_span(event)
+        parent: Span
+        if event_span is not None:
+            parent = event_span
+        elif evicted is not None:  # its span ended early: the batch's is still its child
+            parent = NonRecordingSpan(evicted)
+        else:  # a batch re-run after a restart
+            parent = event_span = self._event_span(event)
         batch_span = self._tracer.start_span(
             f"batch {event.source.name}",
-            context=trace.set_span_in_context(event_span),
+            context=trace.set_span_in_context(parent),
             attributes={
                 "reactive_spark.source": event.source.name,
                 "reactive_spark.event.instance_id": instance_id,
@@ -157,9 +189,41 @@ class Tracing(StreamingListener):
         if failures:
             status = Status(StatusCode.ERROR, f"{len(failures)} of its jobs failed")
             batch_span.set_status(status)
-            event_span.set_status(status)
+            if event_span is not None:
+                event_span.set_status(status)
         batch_span.end()
-        event_span.end()
+        if event_span is not None:
+            event_span.end()
+
+    # -- what will not run, and the stop ---------------------------------------------------
+    def onEventsDropped(self, dropped: EventsDropped) -> None:
+        """End the spans of accepted events that will not run (`reactive_spark.span.end`)."""
+        spans = []
+        with self._lock:
+            for event in dropped.events:
+                if event.instanceId is None:  # dropped before it was accepted: it has no span
+                    continue
+                self._evicted.pop(event.instanceId, None)
+                span = self._events.pop(event.instanceId, None)
+                if span is not None:
+                    spans.append(span)
+        for span in spans:
+            span.set_attribute("reactive_spark.event.dropped_by", dropped.reason)
+        _end(spans, "dropped")
+
+    def _contextStopped(self) -> None:
+        """End every span still open: the context stopped, nothing more will end them."""
+        with self._lock:
+            jobs, self._jobs = list(self._jobs.values()), {}
+            batches, self._batches = list(self._batches.values()), {}
+            events, self._events = list(self._events.values()), OrderedDict()
+            self._evicted.clear()
+        _end(jobs, "stop")
+        for event_span, batch_span in batches:
+            _end([batch_span], "stop")
+            if event_span is not None:
+                events.append(event_span)
+        _end(events, "stop")
 
     # -- jobs ------------------------------------------------------------------------------
     def onJobStarted(self, job: JobInfo) -> None:
@@ -215,3 +279,10 @@ def _spark_job_ids(job: JobInfo) -> list[int]:
     except Exception:  # the SparkContext is gone: the span goes without them
         log.debug("no Spark job ids for %s", job.sparkJobGroup, exc_info=True)
         return []
+
+
+def _end(spans: list[Span], why: str) -> None:
+    """End `spans`, saying `why` (`reactive_spark.span.end`); their status is left unset."""
+    for span in spans:
+        span.set_attribute(END, why)
+        span.end()

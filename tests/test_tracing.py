@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,9 +18,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from pyspark import SparkContext
 
-from reactive_spark import Days, StreamingContext, Time
+from reactive_spark import Days, StreamingContext, Time, tracing
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.tracing import Tracing
+from reactive_spark.listener import EventsDropped
+from reactive_spark.tracing import END, Tracing
 
 from .helpers import ROOT, virtual
 
@@ -117,7 +119,9 @@ async def test_a_rest_triggered_batch_continues_the_callers_trace(sc: SparkConte
     assert event.attributes["http.route"] == "/report"
 
 
-async def test_an_event_without_a_batch_ends_its_span(sc: SparkContext) -> None:
+async def test_an_event_without_a_batch_ends_its_span_the_last_at_the_stop(
+    sc: SparkContext,
+) -> None:
     async with virtual(sc, start=T0) as ssc:
         daily = ssc.timer(T0, None, Days(1), "daily")
         ssc.timer(T0, None, Days(1), "unbound")
@@ -125,8 +129,54 @@ async def test_an_event_without_a_batch_ends_its_span(sc: SparkContext) -> None:
         spans = traced(ssc)
         await ssc.start()
         await ssc.advanceTo(T0 + Days(1))
-    names = sorted(span.name for span in spans.get_finished_spans())
-    assert names.count("event unbound") >= 1 and names.count("batch daily") == 2
+        finished = spans.get_finished_spans()
+        assert [span.name for span in finished].count("event unbound") == 1  # at the 2nd batch
+    finished = spans.get_finished_spans()
+    names = sorted(span.name for span in finished)
+    assert names.count("event unbound") == 2 and names.count("batch daily") == 2
+    assert names.count("event daily") == 2
+    at_stop = [span for span in finished if span.attributes.get(END) == "stop"]
+    assert [span.name for span in at_stop] == ["event unbound"]  # open until the stop
+    assert at_stop[0].status.status_code is StatusCode.UNSET
+    assert at_stop[0].attributes["reactive_spark.event.time"] == (T0 + Days(1)).isoformat()
+
+
+async def test_an_evicted_event_span_is_still_its_batchs_parent(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over MAX_OPEN_EVENTS waiting, an event's span ends early; no second one is made."""
+    monkeypatch.setattr(tracing, "MAX_OPEN_EVENTS", 0)  # every event's span ends on arrival
+    async with virtual(sc, start=T0) as ssc:
+        daily = ssc.timer(T0, None, Days(1), "daily")
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: rdd.count()).bind(daily)
+        spans = traced(ssc)
+        await ssc.start()
+        assert await ssc.advanceTo(T0 + Days(2)) == []
+    finished = spans.get_finished_spans()
+    events = [span for span in finished if span.name == "event daily"]
+    batches = [span for span in finished if span.name == "batch daily"]
+    assert len(events) == 3 and len(batches) == 3
+    assert {span.attributes[END] for span in events} == {"evicted"}
+    parents = {batch.parent.span_id for batch in batches if batch.parent is not None}
+    assert parents == {event.context.span_id for event in events}
+    assert not [span for span in finished if END in span.attributes and span not in events]
+
+
+def test_a_dropped_events_span_ends_when_it_is_reported() -> None:
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    listener = Tracing(provider)
+    source = SimpleNamespace(name="uploads")
+    accepted = SimpleNamespace(source=source, index=0, instanceId=7, time=T0)
+    waiting = SimpleNamespace(source=source, index=None, instanceId=None, time=T0)
+    listener.onEventFired(accepted)  # type: ignore[arg-type]
+    listener.onEventsDropped(EventsDropped("uploads", "stop", 2, (accepted, waiting)))  # type: ignore[arg-type]
+    (span,) = spans.get_finished_spans()
+    assert span.attributes[END] == "dropped"
+    assert span.attributes["reactive_spark.event.dropped_by"] == "stop"
+    listener._contextStopped()  # nothing left open: nothing ends twice
+    assert len(spans.get_finished_spans()) == 1
 
 
 def test_tracing_needs_a_tracer_provider() -> None:
@@ -139,6 +189,7 @@ def test_without_tracing_nothing_of_opentelemetry_is_imported() -> None:
     code = """
 import asyncio, sys
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from pyspark import SparkConf, SparkContext
 import reactive_spark
 from reactive_spark import Days, StreamingContext, Time, VirtualClock
