@@ -42,13 +42,13 @@ from opentelemetry.trace import (
     StatusCode,
 )
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from pyspark import SparkContext
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.listener import StreamingListener
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
+    from pyspark import SparkContext, StatusTracker
 
     from reactive_spark.events import Event
     from reactive_spark.jobs import BatchInfo, JobInfo
@@ -101,6 +101,7 @@ class Tracing(StreamingListener):
         # instanceId -> (event, batch); the event's is None when it was evicted
         self._batches: dict[int, tuple[Span | None, Span]] = {}
         self._jobs: dict[int, Span] = {}  # id(JobInfo) -> span
+        self._tracker: tuple[SparkContext, StatusTracker] | None = None  # the jobs' context's
 
     # -- events ----------------------------------------------------------------------------
     def onEventFired(self, event: Event) -> None:
@@ -218,6 +219,7 @@ class Tracing(StreamingListener):
             batches, self._batches = list(self._batches.values()), {}
             events, self._events = list(self._events.values()), OrderedDict()
             self._evicted.clear()
+            self._tracker = None
         _end(jobs, "stop")
         for event_span, batch_span in batches:
             _end([batch_span], "stop")
@@ -256,7 +258,7 @@ class Tracing(StreamingListener):
         if span is None:  # a job that never started: a failed plan, a skipped job
             span = self._job_span(job)
         span.set_attribute("reactive_spark.job.status", job.status)
-        spark_jobs = _spark_job_ids(job)
+        spark_jobs = self._spark_job_ids(job)
         if spark_jobs:
             span.set_attribute("spark.job.ids", spark_jobs)
         if job.error is not None:
@@ -268,17 +270,27 @@ class Tracing(StreamingListener):
             span.set_status(Status(StatusCode.OK))
         span.end()
 
+    def _spark_job_ids(self, job: JobInfo) -> list[int]:
+        """The ids of the job's Spark jobs, as far as its SparkContext's tracker remembers.
 
-def _spark_job_ids(job: JobInfo) -> list[int]:
-    """The ids of the job's Spark jobs, as far as Spark's status tracker remembers them."""
-    if job.sparkJobGroup is None or job.startTime is None:
-        return []
-    try:  # the job just ran on the active SparkContext: this never makes a new one
-        tracker = SparkContext.getOrCreate().statusTracker()
-        return sorted(tracker.getJobIdsForGroup(job.sparkJobGroup))
-    except Exception:  # the SparkContext is gone: the span goes without them
-        log.debug("no Spark job ids for %s", job.sparkJobGroup, exc_info=True)
-        return []
+        The SparkContext is the job's context's own (never one made anew); none once stopped.
+        """
+        if job.sparkJobGroup is None or job.startTime is None:
+            return []
+        sc = job.event.source.context.sparkContext
+        if sc._jsc is None:  # noqa: SLF001 # stopped: how PySpark marks it (no public check)
+            return []
+        try:
+            with self._lock:
+                tracker = self._tracker
+            if tracker is None or tracker[0] is not sc:
+                tracker = (sc, sc.statusTracker())
+                with self._lock:
+                    self._tracker = tracker
+            return sorted(tracker[1].getJobIdsForGroup(job.sparkJobGroup))
+        except Exception:  # it stopped meanwhile: the span goes without them
+            log.debug("no Spark job ids for %s", job.sparkJobGroup, exc_info=True)
+            return []
 
 
 def _end(spans: list[Span], why: str) -> None:
