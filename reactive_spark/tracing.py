@@ -6,7 +6,7 @@ left alone). Spans nest event -> batch -> job:
 
 * `event <source>`: from the event's acceptance until its batch completed (an event without a
   batch ends when a later batch starts, or at the stop); a REST trigger's event continues the
-  caller's trace when the request carried a W3C `traceparent` header.
+  caller's trace when the request carried a valid W3C `traceparent` header.
 * `batch <source>`: the batch's jobs, from its planning to its completion; an error status if
   a job failed.
 * `job <stream>`: one job, with the stream, the user function, the job's kind and status, its
@@ -121,10 +121,7 @@ class Tracing(StreamingListener):
         _end(evicted, "evicted")
 
     def _event_span(self, event: Event) -> Span:
-        traceparent = getattr(event, "traceparent", None)
-        parent: Context | None = None
-        if traceparent:
-            parent = _PROPAGATOR.extract({"traceparent": traceparent})
+        parent = _caller(getattr(event, "traceparent", None))
         attributes: dict[str, Any] = {
             "reactive_spark.source": event.source.name,
             "reactive_spark.event.index": -1 if event.index is None else event.index,
@@ -137,7 +134,7 @@ class Tracing(StreamingListener):
         if isinstance(path, str):
             attributes["http.route"] = path
             attributes["http.request.method"] = str(getattr(event, "method", ""))
-        kind = SpanKind.SERVER if traceparent else SpanKind.INTERNAL
+        kind = SpanKind.INTERNAL if parent is None else SpanKind.SERVER
         return self._tracer.start_span(
             f"event {event.source.name}", context=parent, kind=kind, attributes=attributes
         )
@@ -291,6 +288,16 @@ class Tracing(StreamingListener):
         except Exception:  # it stopped meanwhile: the span goes without them
             log.debug("no Spark job ids for %s", job.sparkJobGroup, exc_info=True)
             return []
+
+
+def _caller(traceparent: str | None) -> Context | None:
+    """The caller's trace context from a `traceparent` header, or None if it is not valid."""
+    if not traceparent:
+        return None
+    context = _PROPAGATOR.extract({"traceparent": traceparent})
+    if not trace.get_current_span(context).get_span_context().is_valid:
+        return None
+    return context
 
 
 def _end(spans: list[Span], why: str) -> None:

@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 from pyspark import SparkContext
 
 from reactive_spark import Days, StreamingContext, Time, tracing
@@ -116,7 +116,39 @@ async def test_a_rest_triggered_batch_continues_the_callers_trace(sc: SparkConte
     assert f"{event.context.trace_id:032x}" == CALLER_TRACE
     assert event.parent is not None and f"{event.parent.span_id:016x}" == CALLER_SPAN
     assert event.parent.is_remote
+    assert event.kind is SpanKind.SERVER
     assert event.attributes["http.route"] == "/report"
+
+
+@pytest.mark.parametrize(
+    "traceparent",
+    [
+        f"00-{CALLER_TRACE}-{CALLER_SPAN}-01-extra",  # version 00 has nothing after the flags
+        f"00-{'0' * 32}-{CALLER_SPAN}-01",  # an all-zero trace id
+        f"00-{CALLER_TRACE.upper()}-{CALLER_SPAN}-01",  # uppercase
+        f"00-{CALLER_TRACE}-{CALLER_SPAN}-01" + "0" * 8000,  # oversized
+    ],
+    ids=["trailing", "zero-trace", "uppercase", "oversized"],
+)
+async def test_a_bad_traceparent_starts_a_new_trace(sc: SparkContext, traceparent: str) -> None:
+    async with virtual(sc, start=T0) as ssc:
+        rest = ssc.restServer(None, name="triggers", token="s3cret").post("/report")
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(rest)
+        spans = traced(ssc)
+        host = web.Application()
+        host.add_subapp("/triggers", rest.app)
+        seen: list[Any] = []
+        rest.addListener(seen.append)
+        await ssc.start()
+        async with TestClient(TestServer(host)) as client:
+            headers = {"Authorization": "Bearer s3cret", "traceparent": traceparent}
+            response = await client.post("/triggers/report", json={}, headers=headers)
+            assert response.status == 202
+            assert await ssc.advanceTo(T0) == []
+    assert [event.traceparent for event in seen] == [None]  # not kept on the event
+    event = by_name(spans.get_finished_spans())["event triggers"]
+    assert event.parent is None and event.kind is SpanKind.INTERNAL
+    assert f"{event.context.trace_id:032x}" != CALLER_TRACE
 
 
 async def test_an_event_without_a_batch_ends_its_span_the_last_at_the_stop(
