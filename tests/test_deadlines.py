@@ -153,13 +153,17 @@ async def test_an_expectation_added_at_a_restart_is_kept_from_that_restart(
     assert misses.days() == [("uploads", 1, True), ("uploads", 2, True)]
 
 
+@pytest.mark.parametrize(
+    ("catch_up", "missed"), [("all", []), ("latest", [1, 2]), ("skip", [1, 2, 3])]
+)
 async def test_ticks_caught_up_after_downtime_meet_the_source_deadline(
-    sc: SparkContext, tmp_path: Path
+    sc: SparkContext, tmp_path: Path, catch_up: str, missed: list[int]
 ) -> None:
     checkpoint = str(tmp_path / "checkpoint")
 
     def build(ssc: StreamingContext) -> None:
         daily = ssc.timer(T0, None, Days(1), "daily").expect(Days(1), within=Hours(2))
+        daily.catchUp = catch_up
         ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(daily)
 
     async with virtual(sc, start=T0, checkpoint=checkpoint) as ssc:
@@ -172,7 +176,8 @@ async def test_ticks_caught_up_after_downtime_meet_the_source_deadline(
         ssc.addStreamingListener(misses)
         await ssc.start()
         await ssc.advanceTo(T0 + Days(5))
-    assert misses.missed == []  # every tick fired, if late (the catch-up policy is "all")
+    # with "all" every tick fired, if late; "latest" fired day 3's only, "skip" none
+    assert misses.days() == [("daily", day, True) for day in missed]
 
 
 async def test_a_long_downtime_is_told_in_a_few_misses_and_one_count(
