@@ -13,7 +13,7 @@ from pyspark import SparkContext
 from reactive_spark import Event, FileEvent, Seconds, StreamingContext, SystemClock, Time
 from reactive_spark.failures import SourceErrorInfo
 from reactive_spark.sources import file_watcher
-from reactive_spark.sources.file_completion import COMPLETE, WRITING, Arrivals
+from reactive_spark.sources.file_completion import COMPLETE, WRITING, Arrivals, WriteEvidence
 from reactive_spark.sources.file_watcher import is_partial_file
 
 from .helpers import Recorder, gather
@@ -245,3 +245,22 @@ async def test_a_watch_whose_write_evidence_fails_is_reported_and_retried(
     assert [(e.operation, str(e.error)) for e in listener.errors] == [
         ("watch", "[Errno 24] Too many open files")
     ]
+
+
+@linux_only
+def test_after_the_os_drops_events_the_evidence_reader_starts_afresh(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """More events than the kernel queues (16384 by default): said once, then heard again."""
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    evidence = WriteEvidence(str(tmp_path), recursive=True, accepts=lambda path: True)
+    try:
+        for number in range(limit // 3 + 100):  # each write: created, modified, closed
+            (tmp_path / f"{number}.txt").write_text("x")
+        _, lost = evidence.drain()
+        assert lost and evidence.available
+        assert "inotify queue overflowed" in caplog.text
+        (tmp_path / "after.txt").write_text("x")
+        assert evidence.drain() == ({str(tmp_path / "after.txt"): COMPLETE}, False)
+    finally:
+        evidence.close()

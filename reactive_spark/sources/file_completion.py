@@ -1,4 +1,4 @@
-"""Whether a file that appeared is complete, so a file watcher never fires a half-written one.
+"""When a file that appeared is complete, so that a file watcher fires it as soon as it is.
 
 watchfiles reports a file moved in and a file created in place alike (`added`) and does not
 report closes, and modification times cannot tell them apart either (a write and a rename in
@@ -9,14 +9,16 @@ and modification time, when a reported file fires:
 
 * complete (moved in, or closed after its last write): at once;
 * still open for writing: when it is closed, or once unchanged for `maxDelay` (a writer that
-  keeps a file open and idle);
-* no word from the OS (another platform, or evidence lost to an overflow): once unchanged for
-  `settle`.
+  keeps a file open and idle; one that only paused that long is read as far as it got);
+* no word from the OS (another platform, or events the OS dropped when its queue overflowed):
+  once unchanged for `settle`. After an overflow the reader starts afresh, so files changed
+  from then on have the OS's word again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import stat
 import struct
@@ -40,6 +42,8 @@ _IN_ISDIR = 0x40000000
 _IN_NONBLOCK = 0o4000
 _IN_CLOEXEC = 0o2000000
 _MASK = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
+log = logging.getLogger(__name__)
+
 _HEADER = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
 
 #: What the OS said last about a file.
@@ -56,18 +60,22 @@ class WriteEvidence:
     """
 
     def __init__(self, root: str, recursive: bool, accepts: Callable[[str], bool]) -> None:
+        self._root = root
         self._recursive = recursive
         self._accepts = accepts
         self._directories: dict[int, str] = {}
         self._fd = -1
         self._add_watch: Callable[[int, bytes, int], int] | None = None
+        self._open()
+
+    def _open(self) -> None:
         library = libc() if sys.platform.startswith("linux") else None
         if library is not None:
             with contextlib.suppress(OSError, AttributeError):
                 fd = library.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
                 if fd >= 0:
                     self._fd, self._add_watch = fd, library.inotify_add_watch
-                    self._watch_tree(root)
+                    self._watch_tree(self._root)
 
     @property
     def available(self) -> bool:
@@ -92,7 +100,8 @@ class WriteEvidence:
         """`({path: COMPLETE or WRITING}, lost)`: what the OS said since the last drain.
 
         Paths deleted or moved away map to nothing (they are dropped); `lost` says the kernel's
-        queue overflowed, so earlier evidence may be missing.
+        queue overflowed, so earlier evidence may be missing: the reader then starts afresh, and
+        says again what happens from then on.
         """
         said: dict[str, str] = {}
         lost = False
@@ -108,6 +117,15 @@ class WriteEvidence:
                 offset += _HEADER.size + length
                 lost = lost or bool(mask & _IN_Q_OVERFLOW)
                 self._note(said, wd, mask, os.fsdecode(name))
+        if lost:
+            log.warning(
+                "the OS dropped file events under %s (its inotify queue overflowed): files "
+                "waiting now fire once unchanged for settle; later ones are watched as before",
+                self._root,
+            )
+            self.close()
+            self._directories.clear()
+            self._open()
         return said, lost
 
     def _note(self, said: dict[str, str], wd: int, mask: int, name: str) -> None:
@@ -164,7 +182,6 @@ class Arrivals:
         """Take what the OS said; after an overflow, nothing earlier counts."""
         if lost:
             self._said.clear()
-            self.evidence_available = False  # the rest of this watch waits for stability
         for path, state in said.items():
             if state:
                 self._said[path] = state

@@ -54,10 +54,11 @@ def is_partial_file(path: str) -> bool:
 class FileWatcherEventSource(EventSource):
     """Watches `path` and fires `FileEvent(paths, change)` for files that appear or change.
 
-    A file fires once it is complete, never half-written: at once when the OS says it was
-    moved in or closed after writing (Linux); while a writer holds it open, when it is closed
-    (or once unchanged for `maxDelay`); without word from the OS (other platforms), once
-    unchanged for `settle`. The files ready together fire as one event. Hidden, temporary
+    A file fires at once when the OS says it was moved in or closed after writing (Linux),
+    never half-written then; while a writer holds it open, when it is closed or once unchanged
+    for `maxDelay`; without word from the OS (other platforms, or after the OS dropped
+    events), once unchanged for `settle`. A writer pausing longer than those has its file read
+    as far as it got. The files ready together fire as one event. Hidden, temporary
     and partial files are ignored, and so are names not matching `pattern` (a glob, e.g.
     `"*.csv"`). `change` is `"added"`, `"modified"` or `"mixed"`. Deletions fire nothing.
 
@@ -181,6 +182,7 @@ class FileWatcherEventSource(EventSource):
                 ready = True
                 _on_loop(loop, self._ready.set)
             arrivals.hear(*evidence.drain())
+            arrivals.evidence_available = evidence.available  # reopened after an overflow
             now = time.monotonic()
             arrivals.report(((c.name, os.path.abspath(p)) for c, p in changes), now)
             if arrivals.waiting:
