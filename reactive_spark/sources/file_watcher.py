@@ -164,7 +164,8 @@ class FileWatcherEventSource(EventSource):
         """One watch of the directory, until stopped or the directory is gone."""
         settle = self.settle.milliseconds / 1000
         arrivals = Arrivals(settle, self.maxDelay.milliseconds / 1000, evidence.available)
-        # woken at least every `settle` (and for `maxDelay`) while files wait to be complete
+        # woken every `settle` (at most READY_POLL_MS apart) to fire files that became ready,
+        # even while none wait: watchfiles.watch takes one timeout for the whole watch
         wake_ms = max(STEP_MS, min(READY_POLL_MS, self.settle.milliseconds))
         ready = False
         for changes in watchfiles.watch(
