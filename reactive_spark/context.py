@@ -470,7 +470,9 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
 
         It starts where the checkpoint's `states` left it, and logs to the checkpoint.
         """
-        watch = DeadlineWatch(self.clock, self._runtime.tell_listeners)
+        watch = DeadlineWatch(
+            self.clock, self._runtime.tell_listeners, report=self._listeners.report
+        )
         for source in self._runtime.sources:
             if source.expectation is not None:
                 watch.add(SOURCE, source.name, source.expectation)

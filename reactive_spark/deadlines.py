@@ -12,8 +12,8 @@ clock too), and hands its state to the checkpoint, so that a period whose deadli
 while the process was down is reported once at the restart, and never again
 (docs/architecture.md). A decision is logged durably, under the watch's lock, before the
 listeners hear it: a crash in between loses that report rather than repeating it. After a long
-downtime the first `MAX_TOLD` misses of an expectation are told one by one, the rest are
-counted in one warning.
+downtime the first `MAX_TOLD` misses of an expectation are told one by one, the rest in one
+report that counts them (`DeadlineMissed.periodsMissed`).
 
 Examples:
     >>> from reactive_spark.time import Days, Hours, Time
@@ -291,22 +291,12 @@ class DeadlineWatch(StreamingListener):
                 self._settle()  # the events caught up after the downtime count
             now = self.clock.now()
             with self._lock:
-                told, more, last = self._decide(tracker, now)
+                told = self._decide(tracker, now)
                 # durable before told: a crash now never tells twice
                 failure = self._keep(tracker, durable=bool(told))
             for info in told:
                 log.warning("reactive-spark: %s", info.describe())
                 self._tell("onDeadlineMissed", info)
-            if more:
-                assert last is not None
-                log.warning(
-                    "reactive-spark: %s %s missed %d more deadlines, the last %s (not told one "
-                    "by one)",
-                    tracker.kind,
-                    tracker.name,
-                    more,
-                    last.isoformat(),
-                )
             if failure is not None:
                 self._fail(tracker, failure)
         except Exception as error:  # a listener's own failures are caught by the bus
@@ -314,18 +304,17 @@ class DeadlineWatch(StreamingListener):
         finally:
             self._arm(tracker)
 
-    def _decide(
-        self, tracker: _Tracker, now: Time
-    ) -> tuple[list[DeadlineMissed], int, Time | None]:
+    def _decide(self, tracker: _Tracker, now: Time) -> list[DeadlineMissed]:
         """Decide the periods whose deadline is at or before `now` (under the lock).
 
-        Returns the first `MAX_TOLD` misses, how many more there are, and the last deadline
-        missed. Runs in the number of periods told and met, not in the periods decided.
+        Returns the first `MAX_TOLD` misses one by one, and the rest, if any, in one report
+        counting them (`periodsMissed`). Runs in the number of periods told and met, not in the
+        periods decided.
         """
         expectation = tracker.expectation
         first = tracker.next
         if now < expectation.deadline(first):
-            return [], 0, None
+            return []
         due = (now - expectation.deadline(first)) // expectation.every + 1
         end = first + expectation.every * due  # the first period left undecided
         met = {start for start in tracker.met if start < end.milliseconds}
@@ -350,7 +339,19 @@ class DeadlineWatch(StreamingListener):
         tracker.met -= met
         tracker.next = end
         more = due - len(met) - len(told)
-        return told, more, expectation.deadline(last_missed) if more else None
+        if more:
+            deadline = expectation.deadline(last_missed)
+            told.append(
+                DeadlineMissed(
+                    tracker.kind,
+                    tracker.name,
+                    start.toDatetime(),
+                    deadline.toDatetime(),
+                    duringDowntime=deadline < self._started_at,
+                    periodsMissed=more,
+                )
+            )
+        return told
 
     def _keep(self, tracker: _Tracker, durable: bool) -> Exception | None:
         """Log `tracker`'s state (under the lock); the error, if it could not be."""

@@ -161,7 +161,9 @@ class DeadlineMissed:
     `"output"` (no job of the stream `name` for an event in that window succeeded by the
     deadline); see `EventSource.expect` and `DStream.expect`. `duringDowntime` says the
     deadline passed while the process was down: it is reported when the context restarts from
-    its checkpoint, once.
+    its checkpoint, once. After a long downtime the misses past the first few come in one
+    report: `periodsMissed` counts them, from the period starting at `periodStart` to the one
+    whose deadline is `deadline`.
 
     Examples:
         >>> from datetime import UTC, datetime
@@ -175,12 +177,18 @@ class DeadlineMissed:
     periodStart: datetime
     deadline: datetime
     duringDowntime: bool = False
+    periodsMissed: int = 1
 
     def describe(self) -> str:
         """The miss in one line."""
         start = self.periodStart.strftime("%Y-%m-%dT%H:%M:%SZ")
         deadline = self.deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
         downtime = ", while the process was down" if self.duringDowntime else ""
+        if self.periodsMissed > 1:
+            return (
+                f"{self.kind} {self.name} missed {self.periodsMissed} deadlines, the last "
+                f"{deadline} (periods from {start}{downtime})"
+            )
         return (
             f"{self.kind} {self.name} missed its deadline {deadline} (period from {start}"
             f"{downtime})"

@@ -116,6 +116,7 @@ def deadline_record(missed: DeadlineMissed) -> Record:
         "periodStartUtc": Time.fromDatetime(missed.periodStart).isoformat(),
         "deadlineUtc": Time.fromDatetime(missed.deadline).isoformat(),
         "duringDowntime": missed.duringDowntime,
+        "periodsMissed": missed.periodsMissed,
         "description": missed.describe(),
     }
 
@@ -328,7 +329,7 @@ class History(StreamingListener):
         record = deadline_record(missed)
         with self._lock:
             self._deadlines.append(record)
-        self.metrics.deadline_missed(missed.kind, missed.name)
+        self.metrics.deadline_missed(missed.kind, missed.name, missed.periodsMissed)
         self._publish("deadline", record)
 
     def onSourceError(self, error: SourceErrorInfo) -> None:

@@ -123,10 +123,10 @@ class ConsoleMetrics:
         counter = self._coalesced if policy == "coalesce" else self._dropped
         counter.labels(source=source, policy=policy).inc(count)
 
-    def deadline_missed(self, kind: str, name: str) -> None:
-        """Count a missed deadline of the source (`kind="source"`) or stream (`"output"`) `name`."""
+    def deadline_missed(self, kind: str, name: str, count: int = 1) -> None:
+        """Count `count` missed deadlines of the source (`kind="source"`) or stream `name`."""
         counter = self._deadlines[kind]
-        counter.labels(name).inc()
+        counter.labels(name).inc(count)
 
     def lag(self, seconds: float) -> None:
         """The latest scheduling lag."""

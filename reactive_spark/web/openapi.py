@@ -138,6 +138,11 @@ SCHEMAS: dict[str, Schema] = {
                 "type": "boolean",
                 "description": "It passed while the process was down; reported at the restart.",
             },
+            "periodsMissed": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "How many periods this report stands for (after a long downtime).",
+            },
             "description": {"type": "string"},
         },
     },
