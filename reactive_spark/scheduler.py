@@ -554,6 +554,9 @@ class JobScheduler:
                 info.traceback = "".join(traceback.format_exception(exc))
         finally:
             info.endTime = now_ms()
+            # the thread runs other blocking work next: none of it is this job's, or cancellable
+            self._sc.clearJobTags()
+            self._sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
 
 def _count(runs: Iterable[list[Event]]) -> int:

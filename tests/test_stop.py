@@ -145,3 +145,20 @@ async def test_stop_accepts_pysparks_spelling(sc: SparkContext) -> None:
     await ssc.advanceTo(ssc.clock.now() + Seconds(1))
     await ssc.stop(False, stopGraceFully=True)
     assert seen == [2] and ssc.state == "stopped"
+
+
+async def test_a_jobs_spark_group_and_tag_do_not_outlive_it(sc: SparkContext) -> None:
+    """Spark work after a job, on the same thread (the next batch's planning), is not the job's:
+    it is neither counted in the job's group nor cancelled with the context's jobs."""
+    ssc = virtual(sc, Seconds(1))
+    seen: list[tuple[str | None, list[str]]] = []
+
+    def look(rdd: Any) -> Any:  # runs while the batch is planned, where the last job ran
+        seen.append((sc.getLocalProperty("spark.jobGroup.id"), sorted(sc.getJobTags())))
+        return rdd
+
+    ssc.queueStream([[1], [2]]).transform(look).foreachRDD(lambda rdd: rdd.count())
+    await ssc.start()
+    await ssc.advanceTo(ssc.zeroTime + Seconds(2))
+    await ssc.stop(stopSparkContext=False)
+    assert seen == [(None, []), (None, [])]
