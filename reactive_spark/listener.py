@@ -343,6 +343,16 @@ class StreamingListener:
         """
 
 
+class HoldsUntilStop:
+    """A listener of the library's own that holds something until its context stops.
+
+    PySpark's listener has no callback for the stop; the context tells these ones.
+    """
+
+    def context_stopped(self) -> None:
+        """Let go of what is held: nothing more is told after."""
+
+
 class ListenerBus:
     """The streaming listeners of one context, and the one place failures are reported.
 
@@ -381,14 +391,13 @@ class ListenerBus:
     def stopped(self) -> None:
         """Tell the library's own listeners that hold something until the stop to let go of it.
 
-        Nothing more is told after; `_contextStopped` is theirs (tracing ends its open spans).
+        Nothing more is told after (tracing ends its open spans).
         """
         for listener in list(self._listeners):
-            release = getattr(listener, "_contextStopped", None)
-            if release is None:
+            if not isinstance(listener, HoldsUntilStop):
                 continue
             try:
-                release()
+                listener.context_stopped()
             except Exception:
                 log.exception("streaming listener %r failed at the context's stop", listener)
 

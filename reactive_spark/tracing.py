@@ -44,7 +44,7 @@ from opentelemetry.trace import (
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.listener import StreamingListener
+from reactive_spark.listener import HoldsUntilStop, StreamingListener
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -69,7 +69,7 @@ END = "reactive_spark.span.end"
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
-class Tracing(StreamingListener):
+class Tracing(StreamingListener, HoldsUntilStop):
     """A streaming listener that turns events, batches and jobs into OpenTelemetry spans.
 
     Args:
@@ -209,7 +209,7 @@ class Tracing(StreamingListener):
             span.set_attribute("reactive_spark.event.dropped_by", dropped.reason)
         _end(spans, "dropped")
 
-    def _contextStopped(self) -> None:
+    def context_stopped(self) -> None:
         """End every span still open: the context stopped, nothing more will end them."""
         with self._lock:
             jobs, self._jobs = list(self._jobs.values()), {}
@@ -275,9 +275,7 @@ class Tracing(StreamingListener):
         if job.sparkJobGroup is None or job.startTime is None:
             return []
         sc = job.event.source.context.sparkContext
-        if sc._jsc is None:  # noqa: SLF001 # stopped: how PySpark marks it (no public check)
-            return []
-        try:
+        try:  # a stopped SparkContext raises here
             with self._lock:
                 tracker = self._tracker
             if tracker is None or tracker[0] is not sc:

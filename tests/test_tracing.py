@@ -207,7 +207,7 @@ def test_a_dropped_events_span_ends_when_it_is_reported() -> None:
     (span,) = spans.get_finished_spans()
     assert span.attributes[END] == "dropped"
     assert span.attributes["reactive_spark.event.dropped_by"] == "stop"
-    listener._contextStopped()  # nothing left open: nothing ends twice
+    listener.context_stopped()  # nothing left open: nothing ends twice
     assert len(spans.get_finished_spans()) == 1
 
 
