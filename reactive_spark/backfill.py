@@ -134,6 +134,12 @@ class Backfill:
                 f"outputs {', '.join(stream.name for stream in unbound)} are bound to no source: "
                 "a backfill fires named sources only; bind them (stream.bind(source))"
             )
+        live = ssc.graph.receivers()
+        if live:
+            raise InvalidArgumentError(
+                f"{', '.join(stream.name for stream in live)} read what a socket sends now: a "
+                "backfill cannot replay the past from it; build the program without it"
+            )
         self.sources = self._chosen(sources)
         self._events = self._events_in_range()
         #: The batches the backfill runs, in the order it runs them.

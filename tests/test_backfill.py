@@ -180,6 +180,14 @@ def test_mistakes_are_named_before_anything_runs(
         Backfill(ssc, *arguments)
 
 
+def test_a_stream_read_from_a_socket_cannot_be_backfilled(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    lines = ssc.socketTextStream("127.0.0.1", 9)
+    lines.foreachRDD(lambda rdd: None).bind(ssc.timer(START, None, DAY, "daily"))
+    with pytest.raises(InvalidArgumentError, match=r"socketTextStream\(127\.0\.0\.1:9\)\[0\] read what"):
+        Backfill(ssc, START, START + DAY)
+
+
 async def test_a_backfill_needs_a_new_context_on_a_virtual_clock(sc: SparkContext) -> None:
     ssc = StreamingContext(sc)
     ssc.queueStream([], default=[1]).foreachRDD(print).bind(ssc.timer(START, None, DAY, "d"))
