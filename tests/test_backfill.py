@@ -184,7 +184,9 @@ def test_a_stream_read_from_a_socket_cannot_be_backfilled(sc: SparkContext) -> N
     ssc = StreamingContext(sc, clock=VirtualClock(START))
     lines = ssc.socketTextStream("127.0.0.1", 9)
     lines.foreachRDD(lambda rdd: None).bind(ssc.timer(START, None, DAY, "daily"))
-    with pytest.raises(InvalidArgumentError, match=r"socketTextStream\(127\.0\.0\.1:9\)\[0\] read what"):
+    with pytest.raises(
+        InvalidArgumentError, match=r"socketTextStream\(127\.0\.0\.1:9\)\[0\] read what"
+    ):
         Backfill(ssc, START, START + DAY)
 
 
