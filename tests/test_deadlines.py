@@ -375,3 +375,25 @@ async def test_the_console_links_a_job_to_its_spark_jobs(sc: SparkContext) -> No
     [job] = _with_spark_jobs(WithUi(), [job_record(recorder.jobs[0])])  # type: ignore[arg-type]
     [spark] = job["sparkJobs"]
     assert spark["url"] == f"http://driver:4040/jobs/job/?id={spark['id']}"
+
+
+async def test_a_batch_of_a_stopped_context_is_shown_without_asking_spark(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once stopped, Spark (maybe stopped too) is not asked, and no thread starts for it."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from reactive_spark.web import create_app
+
+    monkeypatch.setattr(type(sc), "uiWebUrl", property(lambda self: "http://driver:4040/"))
+    ssc = virtual(sc, start=T0)
+    daily = ssc.timer(T0, None, Days(1), "daily")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: rdd.count()).bind(daily)
+    async with TestClient(TestServer(create_app(ssc))) as client:  # it starts the context
+        await ssc.advanceTo(T0)
+        await ssc.stop(stopSparkContext=False)
+        [listed] = await (await client.get("/api/batches")).json()
+        shown = await client.get(f"/api/batches/{listed['instanceId']}")
+        assert shown.status == 200
+        [job] = (await shown.json())["jobs"]
+        assert job["status"] == "succeeded" and "sparkJobs" not in job

@@ -99,7 +99,7 @@ async def batch(request: web.Request) -> web.Response:
     if record is None:
         raise json_error(web.HTTPNotFound, f"no event {raw} in the console's history")
     ssc = request.app[CONTEXT_KEY]
-    if record["jobs"] and ssc.sparkContext.uiWebUrl:
+    if record["jobs"] and ssc.state == "active":  # once stopped, Spark is not asked
         record["jobs"] = await Runtime.of(ssc).run_blocking(_with_spark_jobs, ssc, record["jobs"])
     return json_response(_shown(request, [record])[0])
 
@@ -108,10 +108,22 @@ def _with_spark_jobs(ssc: StreamingContext, jobs: list[Record]) -> list[Record]:
     """`jobs` with their Spark jobs and the address of each one's page in Spark's UI.
 
     Spark's status tracker finds them by the job's own job group, as long as Spark remembers
-    them (`spark.ui.retainedJobs`).
+    them (`spark.ui.retainedJobs`). Without Spark's UI, or if Spark cannot say (it stopped
+    meanwhile), `jobs` as they are.
     """
     sc = ssc.sparkContext
-    ui, tracker = str(sc.uiWebUrl).rstrip("/"), sc.statusTracker()
+    try:
+        ui = sc.uiWebUrl
+        if not ui:
+            return jobs
+        tracker = sc.statusTracker()
+        return _linked(jobs, str(ui).rstrip("/"), tracker)
+    except Exception:  # the batch is shown without links rather than not at all
+        log.debug("no Spark jobs for the console", exc_info=True)
+        return jobs
+
+
+def _linked(jobs: list[Record], ui: str, tracker: Any) -> list[Record]:
     shown = []
     for job in jobs:
         group = job.get("sparkJobGroup")
