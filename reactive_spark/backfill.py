@@ -215,7 +215,7 @@ class Backfill:
         return PlannedBatch(event.time.toDatetime(), event.source.name, streams)
 
     @property
-    def zeroTime(self) -> Time:
+    def zero_time(self) -> Time:
         """The context's zero time in the backfill: where the batch before the first one ran.
 
         The previous tick of the chosen timers (the earliest of them), else `start`: so an input
@@ -229,7 +229,7 @@ class Backfill:
         return min(previous)
 
     # -- checks ------------------------------------------------------------------------------
-    def refuseConflicts(self) -> None:
+    def refuse_conflicts(self) -> None:
         """Raise `BackfillConflictError` if an exactly-once output committed a planned batch.
 
         Unless `overwrite`. It names the output, its store and the first such batch time;

@@ -386,10 +386,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         self._runtime.require_not_started("start")
         await self._launch()
 
-    async def _launch(self, *, sources: bool = True, zeroTime: Time | None = None) -> None:
+    async def _launch(self, *, sources: bool = True, zero_time: Time | None = None) -> None:
         """Start; with `sources` false the sources are not started (a backfill fires them)."""
         try:
-            await self._start(sources, zeroTime)
+            await self._start(sources, zero_time)
         except BaseException as exc:
             if self._starting_source is not None and isinstance(exc, Exception):
                 self._runtime.report_source_error(self._starting_source, "start", exc)
@@ -544,10 +544,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 "checkpoint must name a new directory of the backfill's own: its streams "
                 "checkpoint RDDs, and the live run's directory is not written; got None"
             )
-        planned.refuseConflicts()
+        planned.refuse_conflicts()
         self.checkpointDirectory = checkpoint  # the live run's, if any, is not touched
-        self._runtime.replacesOutputs = True
-        await self._launch(sources=False, zeroTime=planned.zeroTime)
+        self._runtime.replaces_outputs = True
+        await self._launch(sources=False, zero_time=planned.zero_time)
         try:
             return await planned.run(progress)
         finally:

@@ -87,7 +87,7 @@ class Runtime:
         self.console_prefix = ""
         #: Whether file outputs replace the batch directories that exist (a backfill), rather
         #: than leaving a batch already written alone.
-        self.replacesOutputs = False
+        self.replaces_outputs = False
         _RUNTIMES[id(context)] = self
 
     @staticmethod

@@ -188,7 +188,7 @@ def test_arrivals_wait_for_what_the_os_says_or_for_quiet(tmp_path: Path) -> None
     paths = {name: str(tmp_path / name) for name in ("moved", "open", "unknown")}
     for path in paths.values():
         Path(path).write_text("x\n")
-    arrivals = Arrivals(settle=1.0, maxDelay=3.0, evidence_available=True)
+    arrivals = Arrivals(settle=1.0, max_delay=3.0, evidence_available=True)
     arrivals.report([("added", path) for path in paths.values()], now=100.0)
     arrivals.hear({paths["moved"]: COMPLETE, paths["open"]: WRITING}, lost=False)
     assert arrivals.ready(100.0) == {paths["moved"]: "added"}

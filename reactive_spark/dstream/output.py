@@ -165,6 +165,6 @@ class OutputOperations:
 
         def save(rdds: tuple[RDD[Any], ...], event: Any) -> None:
             path = batch_path(prefix, suffix, event.time)
-            save_atomically(rdds[0], path, write, replace=runtime.replacesOutputs)
+            save_atomically(rdds[0], path, write, replace=runtime.replaces_outputs)
 
         return self._output(save, f"{operation}({prefix})", target=(prefix, suffix))

@@ -166,14 +166,14 @@ class _Waiting:
 
 @dataclass
 class Arrivals:
-    """Decides when reported files fire; `settle` and `maxDelay` in seconds.
+    """Decides when reported files fire; `settle` and `max_delay` (`maxDelay`) in seconds.
 
     Feed it watchfiles' reports (`report`) and the OS's evidence (`hear`); `ready(now)` gives
     the files to fire now, with how each arrived (`"added"` or `"modified"`).
     """
 
     settle: float
-    maxDelay: float
+    max_delay: float
     evidence_available: bool
     _said: dict[str, str] = field(default_factory=dict)
     _waiting: dict[str, _Waiting] = field(default_factory=dict)
@@ -223,7 +223,7 @@ class Arrivals:
             quiet = now - waiting.unchanged_since
             if (
                 said == COMPLETE
-                or (said == WRITING and quiet >= self.maxDelay)
+                or (said == WRITING and quiet >= self.max_delay)
                 or (said is None and quiet >= self.settle)
             ):
                 fired[path] = waiting.change
