@@ -178,7 +178,7 @@ class FileEvent(Event):
 class RestEvent(Event):
     """An HTTP request: `method`, `path` (no query string), `query` dict and JSON `body`.
 
-    `traceparent` is the request's W3C trace context header, if it had one: traced batches
+    `traceparent` is the request's W3C trace context header, if it had a valid one: traced batches
     (`reactive_spark.tracing`) continue the caller's trace.
     """
 

@@ -181,7 +181,11 @@ class BatchInfo:
         return BatchTime(self.event.time.milliseconds)
 
     def submissionTime(self) -> int:
-        """When the batch was planned, and so submitted (epoch ms), as a JobSet in Spark."""
+        """When the batch was planned, and so submitted (epoch ms), as a JobSet in Spark.
+
+        This and the processing times are on the wall clock, also on a virtual clock, where
+        `batchTime()` is the event's virtual time: use the delays, not their difference.
+        """
         return int(self.plannedTime)
 
     def processingStartTime(self) -> int | None:
