@@ -59,6 +59,8 @@ class EventSourceDefinitions:
             >>> uploads = ssc.fileWatcher("incoming", "uploads", pattern="*.csv")
             >>> uploads.accepts("incoming/day1.csv"), uploads.accepts("incoming/day1.csv.part")
             (True, False)
+            >>> uploads.accepts("incoming/_temporary/0/day2.csv")
+            False
         """
         return FileWatcherEventSource(
             _context(self),

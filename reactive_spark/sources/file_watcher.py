@@ -100,8 +100,15 @@ class FileWatcherEventSource(EventSource):
         self._ready = asyncio.Event()
 
     def accepts(self, path: str) -> bool:
-        """Whether a change of `path` is reported (not partial, matching `pattern`)."""
+        """Whether a change of `path` is reported (not partial, matching `pattern`).
+
+        Files in hidden or underscore directories below the watched one (Spark's
+        `_temporary/`) are not, live as in `between`.
+        """
         if is_partial_file(path):
+            return False
+        below = os.path.relpath(os.path.dirname(os.path.abspath(path)), self.path)
+        if below != "." and any(part.startswith((".", "_")) for part in below.split(os.sep)):
             return False
         return self.pattern is None or fnmatch.fnmatch(os.path.basename(path), self.pattern)
 
