@@ -264,3 +264,15 @@ def test_after_the_os_drops_events_the_evidence_reader_starts_afresh(
         assert evidence.drain() == ({str(tmp_path / "after.txt"): COMPLETE}, False)
     finally:
         evidence.close()
+
+
+def test_what_the_os_said_of_files_never_reported_stays_bounded() -> None:
+    from reactive_spark.sources.file_completion import MAX_HEARD
+
+    arrivals = Arrivals(settle=1.0, max_delay=3.0, evidence_available=True)
+    arrivals.report([("added", "/in/waiting.csv")], now=0.0)
+    arrivals.hear({"/in/waiting.csv": COMPLETE}, lost=False)
+    for start in range(0, 3 * MAX_HEARD, 1000):
+        arrivals.hear({f"/in/{n}.csv": COMPLETE for n in range(start, start + 1000)}, lost=False)
+    assert len(arrivals._said) <= MAX_HEARD + 1000
+    assert arrivals._said.get("/in/waiting.csv") == COMPLETE  # a waiting file keeps its word

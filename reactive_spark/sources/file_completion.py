@@ -164,6 +164,10 @@ class _Waiting:
     unchanged_since: float  # monotonic seconds
 
 
+#: How many files' last word from the OS is kept for files not reported (yet) by watchfiles.
+MAX_HEARD = 10_000
+
+
 @dataclass
 class Arrivals:
     """Decides when reported files fire; `settle` and `max_delay` (`maxDelay`) in seconds.
@@ -187,6 +191,8 @@ class Arrivals:
                 self._said[path] = state
             else:
                 self._said.pop(path, None)
+        if len(self._said) > MAX_HEARD:  # what the OS said of files no report came for
+            self._said = {path: self._said[path] for path in self._waiting if path in self._said}
 
     def report(self, changes: Iterable[tuple[str, str]], now: float) -> None:
         """Take `(change, path)` pairs from watchfiles (`added`, `modified` or `deleted`)."""
