@@ -276,3 +276,30 @@ def test_what_the_os_said_of_files_never_reported_stays_bounded() -> None:
         arrivals.hear({f"/in/{n}.csv": COMPLETE for n in range(start, start + 1000)}, lost=False)
     assert len(arrivals._said) <= MAX_HEARD + 1000
     assert arrivals._said.get("/in/waiting.csv") == COMPLETE  # a waiting file keeps its word
+
+
+@linux_only
+def test_a_directory_moved_out_takes_what_the_os_said_under_it(tmp_path: Path) -> None:
+    """A file closed in a directory moved out of the watch does not count for a new file at
+    the old path: the new one waits for its own word."""
+    watched, elsewhere = tmp_path / "in", tmp_path / "elsewhere"
+    (watched / "day").mkdir(parents=True)
+    elsewhere.mkdir()
+    evidence = WriteEvidence(str(watched), recursive=True, accepts=lambda path: True)
+    arrivals = Arrivals(settle=1.0, max_delay=3.0, evidence_available=True)
+    try:
+        (watched / "day" / "a.csv").write_text("closed")
+        arrivals.hear(*evidence.drain())
+        os.rename(watched / "day", elsewhere / "day")
+        (elsewhere / "day" / "a.csv").write_text("closed again, outside the watch")
+        said, lost = evidence.drain()
+        assert said == {str(watched / "day") + os.sep: ""} and not lost
+        arrivals.hear(said, lost)
+        (watched / "day").mkdir()
+        with open(watched / "day" / "a.csv", "w") as still_open:
+            still_open.write("half")
+            arrivals.report([("added", str(watched / "day" / "a.csv"))], now=0.0)
+            arrivals.hear(*evidence.drain())
+            assert arrivals.ready(now=0.5) == {}  # open: it waits
+    finally:
+        evidence.close()

@@ -66,6 +66,7 @@ class WriteEvidence:
         self._directories: dict[int, str] = {}
         self._fd = -1
         self._add_watch: Callable[[int, bytes, int], int] | None = None
+        self._remove_watch: Callable[[int, int], int] | None = None
         self._open()
 
     def _open(self) -> None:
@@ -75,6 +76,7 @@ class WriteEvidence:
                 fd = library.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
                 if fd >= 0:
                     self._fd, self._add_watch = fd, library.inotify_add_watch
+                    self._remove_watch = library.inotify_rm_watch
                     self._watch_tree(self._root)
 
     @property
@@ -99,9 +101,10 @@ class WriteEvidence:
     def drain(self) -> tuple[dict[str, str], bool]:
         """`({path: COMPLETE or WRITING}, lost)`: what the OS said since the last drain.
 
-        Paths deleted or moved away map to nothing (they are dropped); `lost` says the kernel's
-        queue overflowed, so earlier evidence may be missing: the reader then starts afresh, and
-        says again what happens from then on.
+        Paths deleted or moved away map to nothing (they are dropped; a directory, as its path
+        with a trailing separator, for everything under it); `lost` says the kernel's queue
+        overflowed, so earlier evidence may be missing: the reader then starts afresh, and says
+        again what happens from then on.
         """
         said: dict[str, str] = {}
         lost = False
@@ -136,7 +139,10 @@ class WriteEvidence:
             return
         path = os.path.join(directory, name)
         if mask & _IN_ISDIR:
-            if self._recursive and mask & (_IN_CREATE | _IN_MOVED_TO):
+            if mask & (_IN_MOVED_FROM | _IN_DELETE):  # what was said under it is void
+                self._forget_tree(path)
+                said[path + os.sep] = ""
+            elif self._recursive and mask & (_IN_CREATE | _IN_MOVED_TO):
                 self._watch_tree(path)
             return
         if not self._accepts(path):
@@ -147,6 +153,15 @@ class WriteEvidence:
             said[path] = COMPLETE
         else:
             said[path] = WRITING
+
+    def _forget_tree(self, directory: str) -> None:
+        """Stop watching `directory` and what is under it (moved out, or deleted)."""
+        inside = directory + os.sep
+        for wd, watched in list(self._directories.items()):
+            if watched == directory or watched.startswith(inside):
+                del self._directories[wd]
+                if self._remove_watch is not None:
+                    self._remove_watch(self._fd, wd)
 
     def close(self) -> None:
         """Stop listening."""
@@ -189,6 +204,8 @@ class Arrivals:
         for path, state in said.items():
             if state:
                 self._said[path] = state
+            elif path.endswith(os.sep):  # a directory moved out or deleted: all under it
+                self._said = {p: s for p, s in self._said.items() if not p.startswith(path)}
             else:
                 self._said.pop(path, None)
         if len(self._said) > MAX_HEARD:  # what the OS said of files no report came for
