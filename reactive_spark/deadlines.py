@@ -322,16 +322,7 @@ class DeadlineWatch(StreamingListener):
         start = first
         while len(told) < MAX_TOLD and start < end:
             if start.milliseconds not in met:
-                deadline = expectation.deadline(start)
-                told.append(
-                    DeadlineMissed(
-                        tracker.kind,
-                        tracker.name,
-                        start.toDatetime(),
-                        deadline.toDatetime(),
-                        duringDowntime=deadline < self._started_at,
-                    )
-                )
+                told.append(self._missed(tracker, start, expectation.deadline(start)))
             start = start + expectation.every
         last_missed = end - expectation.every
         while last_missed.milliseconds in met and first < last_missed:
@@ -340,18 +331,21 @@ class DeadlineWatch(StreamingListener):
         tracker.next = end
         more = due - len(met) - len(told)
         if more:
-            deadline = expectation.deadline(last_missed)
-            told.append(
-                DeadlineMissed(
-                    tracker.kind,
-                    tracker.name,
-                    start.toDatetime(),
-                    deadline.toDatetime(),
-                    duringDowntime=deadline < self._started_at,
-                    periodsMissed=more,
-                )
-            )
+            told.append(self._missed(tracker, start, expectation.deadline(last_missed), more))
         return told
+
+    def _missed(
+        self, tracker: _Tracker, start: Time, deadline: Time, periods: int = 1
+    ) -> DeadlineMissed:
+        """The report of `periods` missed from the period starting at `start` to `deadline`."""
+        return DeadlineMissed(
+            tracker.kind,
+            tracker.name,
+            start.toDatetime(),
+            deadline.toDatetime(),
+            duringDowntime=deadline < self._started_at,
+            periodsMissed=periods,
+        )
 
     def _keep(self, tracker: _Tracker, durable: bool) -> Exception | None:
         """Log `tracker`'s state (under the lock); the error, if it could not be."""
