@@ -17,7 +17,9 @@ import pyspark
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark.cli import REGISTRATION_SECONDS, load, main, on_path
+from reactive_spark.cli import main
+from reactive_spark.cli.program import load, on_path
+from reactive_spark.cli.spark_start import REGISTRATION_SECONDS
 from reactive_spark.errors import InvalidArgumentError
 from tests.helpers import EXAMPLE_FILES, ROOT, command
 

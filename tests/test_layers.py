@@ -35,7 +35,9 @@ LAYERS: list[set[str]] = [
 LAZY = {
     ("reactive_spark.sources.definitions", "reactive_spark.sources.rest"): "aiohttp, for REST",
     ("reactive_spark.context", "reactive_spark.web.app"): "the console, for ssc.serve()",
-    ("reactive_spark.cli", "reactive_spark.web"): "the console, for --ui: a mistake answers fast",
+    ("reactive_spark.cli.running", "reactive_spark.web"): (
+        "the console, for --ui: a mistake answers fast"
+    ),
 }
 
 

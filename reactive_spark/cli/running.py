@@ -1,0 +1,192 @@
+"""`reactive-spark run` and `reactive-spark demo`: streams running until they stop.
+
+A program runs on the system clock with its console (`--ui`), a progress bar while it catches
+up after a restart, and a graceful stop on SIGINT or SIGTERM; the demo runs on simulated days.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rich.console import Console as Terminal
+from rich.table import Table
+
+from reactive_spark.cli.arguments import until
+from reactive_spark.cli.output import progress_bar, terminal
+from reactive_spark.cli.program import build, load, on_path
+from reactive_spark.cli.spark_start import quiet_spark, spark
+from reactive_spark.clock import SystemClock
+from reactive_spark.context import StreamingContext
+from reactive_spark.demo import Demo, DemoSummary
+from reactive_spark.errors import JobFailedError
+from reactive_spark.time import Duration, Time
+
+if TYPE_CHECKING:
+    from reactive_spark.web import Console
+
+
+async def demo(args: argparse.Namespace) -> int:
+    """Run the daily/weekly logs demo with a progress bar, then print a summary table."""
+    with progress_bar("simulated days") as progress:
+        days = progress.add_task("days", total=args.days)
+        runner = Demo(
+            days=args.days,
+            workdir=args.workdir,
+            real_time=args.real_time,
+            on_day=lambda day: progress.update(days, completed=day),
+        )
+        with quiet_spark(not args.verbose):
+            sc = runner.spark()
+        ssc = runner.context(sc, runner.clock(), freezeHeap=True)
+        console = await start_console(ssc, args) if args.ui else None
+        try:
+            summary = await runner.run(ssc)
+        finally:
+            if console is not None:
+                await console.stop()
+        progress.update(days, completed=summary.days)
+    print_summary(summary)
+    return 1 if summary.failures else 0
+
+
+def print_summary(summary: DemoSummary) -> None:
+    """The demo's summary as a table."""
+    table = Table(
+        title="reactive-spark demo: daily WARN/ERROR extracts, rolled up weekly", show_header=False
+    )
+    table.add_column("what", style="bold")
+    table.add_column("value", justify="right")
+    table.add_row("days processed", str(summary.days))
+    table.add_row("log lines generated", f"{summary.linesGenerated:,}")
+    table.add_row("lines kept by the daily job", f"{summary.linesKeptDaily:,}")
+    table.add_row("weekly roll-ups", str(summary.weeklyRollups))
+    table.add_row("ERROR lines in the roll-ups", f"{summary.weeklyErrors:,}")
+    table.add_row("failed jobs", str(len(summary.failures)))
+    table.add_row("outputs", str(summary.outputs))
+    table.add_row("wall time", f"{summary.seconds:.1f} s")
+    Terminal().print(table)
+    for failure in summary.failures:
+        terminal.print(f"[red]{failure}")
+
+
+async def start_console(ssc: StreamingContext, args: argparse.Namespace) -> Console:
+    """Serve the console `--ui` asks for, behind a fresh token, and print its login URL.
+
+    As Jupyter does, the token is in the printed URL only (the page keeps it in the tab), never
+    in the log. `--insecure` serves it without a token (needed on a non-loopback `--host`).
+    """
+    from reactive_spark.web import Console  # noqa: PLC0415 (aiohttp, when asked for)
+
+    token = None if args.insecure else secrets.token_urlsafe(24)
+    console = await Console(ssc, args.host, args.port, token=token, insecure=args.insecure).start()
+    terminal.print(f"console: [link]{console.loginUrl}[/link]", soft_wrap=True)
+    return console
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Run a user's program on the system clock until it stops, `--until`, SIGINT or SIGTERM."""
+    # the command line, the module and its function first: a mistake answers before Spark starts
+    stop_at = None if args.until is None else until(args.until)
+    py_files = [path for paths in args.py_files for path in paths.split(",") if path]
+    on_path(py_files)  # the module may import from them, as its executors will
+    function = load(args.target)
+    sc = spark(args.master, args.target, args.conf, py_files, quiet=not args.verbose)
+    # the command owns its process: the heap it starts with stays out of the collector's way
+    ssc = StreamingContext(
+        sc,
+        args.batch_duration,
+        clock=SystemClock(),
+        checkpoint=args.checkpoint,
+        freezeHeap=True,
+    )
+    await build(function, ssc)
+    console = None
+    if args.ui:
+        console = await start_console(ssc, args)  # starts ssc too
+    else:
+        await ssc.start()
+    if ssc.recovered:
+        await catching_up(ssc)
+    deadline = ssc.clock.now() + stop_at if isinstance(stop_at, Duration) else stop_at
+    stopping = asyncio.Event()
+    unhandle = on_stop_signals(ssc, stopping)
+    try:
+        failed = await supervise(ssc, deadline, stopping)
+    finally:
+        if console is not None:
+            await console.stop()
+        await ssc.stop(stopSparkContext=True, stopGracefully=True)
+        unhandle()
+    return 1 if failed else 0
+
+
+def on_stop_signals(ssc: StreamingContext, stopping: asyncio.Event) -> Callable[[], None]:
+    """SIGINT or SIGTERM sets `stopping` (a graceful stop); a second one cancels what runs.
+
+    Returns the function that restores the previous handlers.
+    """
+    loop = asyncio.get_running_loop()
+    escalations: set[asyncio.Task[None]] = set()
+
+    def requested() -> None:
+        if stopping.is_set():
+            terminal.print("[yellow]stopping now: queued events are dropped, jobs cancelled")
+            escalation = loop.create_task(ssc.stop(stopSparkContext=False, stopGracefully=False))
+            escalations.add(escalation)
+            escalation.add_done_callback(escalations.discard)
+            return
+        terminal.print("stopping gracefully (again to stop at once)")
+        stopping.set()
+
+    numbers = (signal.SIGINT, signal.SIGTERM)
+    for number in numbers:
+        loop.add_signal_handler(number, requested)
+
+    def restore() -> None:
+        for number in numbers:
+            loop.remove_signal_handler(number)
+
+    return restore
+
+
+async def supervise(ssc: StreamingContext, deadline: Time | None, stopping: asyncio.Event) -> int:
+    """Wait until `ssc` terminates, `stopping` is set or `deadline`; return failures printed."""
+    failed = 0
+    stop_requested = asyncio.ensure_future(stopping.wait())
+    try:
+        while not stopping.is_set():
+            timeout = None
+            if deadline is not None:
+                timeout = max(0.0, (deadline - ssc.clock.now()).totalSeconds())
+            termination = asyncio.ensure_future(ssc.awaitTerminationOrTimeout(timeout))
+            await asyncio.wait({termination, stop_requested}, return_when=asyncio.FIRST_COMPLETED)
+            if not termination.done():
+                termination.cancel()
+                break
+            try:
+                if termination.result() or deadline is not None:
+                    break
+            except JobFailedError as failure:
+                failed += 1
+                terminal.print(f"[red]{failure.failures[0].describe()}")
+    finally:
+        stop_requested.cancel()
+    return failed
+
+
+async def catching_up(ssc: StreamingContext) -> None:
+    """A progress bar while a restarted context works through what it missed."""
+    total = ssc.queueDepth
+    if not total:
+        return
+    with progress_bar("catching up") as progress:
+        task = progress.add_task("events", total=total)
+        while ssc.queueDepth and ssc.state == "active":
+            progress.update(task, completed=total - ssc.queueDepth)
+            await asyncio.sleep(0.2)
+        progress.update(task, completed=total)
