@@ -10,20 +10,21 @@ of the same batch times are replaced atomically; the live checkpoint is never wr
 backfill keeps its own, or none); outputs with exactly-once state (`aggregateExactlyOnce`)
 that committed one of the batches refuse the backfill unless it may overwrite.
 
-`Backfill(ssc, start, end, sources)` plans without running anything (`batches`);
-`StreamingContext.backfill` runs the plan. See docs/operations.md.
+`Backfill(ssc, start, end, sources)` plans without running anything (`batches`); its `run`
+runs the plan for `StreamingContext.backfill`. See docs/operations.md.
 """
 
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark._validation import require_bool
+from reactive_spark._validation import require_bool, require_checkpoint_path
+from reactive_spark.checkpoint import Checkpoint
 from reactive_spark.clock import VirtualClock
 from reactive_spark.dstream.base import ForEachDStream
 from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
@@ -41,6 +42,8 @@ __all__ = ["Backfill", "BackfillConflictError", "BackfillReport", "PlannedBatch"
 
 #: `progress(done, total, time)`: after each instant, how many planned batches ran, of how many.
 Progress = Callable[[int, int, datetime], Any]
+#: `launch(zero_time)`: start the context at `zero_time` without starting its sources.
+Launch = Callable[[Time], Awaitable[None]]
 
 
 class BackfillConflictError(ReactiveSparkError):
@@ -262,12 +265,37 @@ class Backfill:
                 )
 
     # -- running -----------------------------------------------------------------------------
-    async def run(self, progress: Progress | None = None) -> BackfillReport:
-        """Fire the planned events on the context's clock, instant by instant; report.
+    async def run(
+        self, checkpoint: str | None, progress: Progress | None, launch: Launch
+    ) -> BackfillReport:
+        """Start the context, fire the planned events, stop it; report (`ssc.backfill`).
 
-        The context was started without starting its sources (`StreamingContext.backfill`
-        does that, then this).
+        `checkpoint` is a new directory of the backfill's own, or None; the live run's is
+        never written. `launch(zero_time)` starts the context without starting its sources.
         """
+        ssc = self._ssc
+        if checkpoint is not None:
+            checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
+            if checkpoint == ssc.checkpointDirectory or Checkpoint(checkpoint).exists():
+                raise InvalidArgumentError(
+                    f"checkpoint must be a new directory of the backfill's own, got {checkpoint!r}"
+                )
+        elif ssc.graph.checkpoints_rdds():
+            raise InvalidArgumentError(
+                "checkpoint must name a new directory of the backfill's own: its streams "
+                "checkpoint RDDs, and the live run's directory is not written; got None"
+            )
+        self.refuse_conflicts()
+        ssc.checkpointDirectory = checkpoint  # the live run's, if any, is not touched
+        Runtime.of(ssc).replaces_outputs = True
+        await launch(self.zero_time)
+        try:
+            return await self._fire(progress)
+        finally:
+            await ssc.stop(stopSparkContext=False, stopGracefully=True)
+
+    async def _fire(self, progress: Progress | None) -> BackfillReport:
+        """Fire the planned events on the context's clock, instant by instant; report."""
         began = _time.perf_counter()
         ssc = self._ssc
         clock = ssc.clock

@@ -386,10 +386,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         self._runtime.require_not_started("start")
         await self._launch()
 
-    async def _launch(self, *, sources: bool = True, zero_time: Time | None = None) -> None:
-        """Start; with `sources` false the sources are not started (a backfill fires them)."""
+    async def _launch(self, backfill_from: Time | None = None) -> None:
+        """Start; a backfill gives its zero time, and fires the events: no source is started."""
         try:
-            await self._start(sources, zero_time)
+            await self._start(backfill_from)
         except BaseException as exc:
             if self._starting_source is not None and isinstance(exc, Exception):
                 self._runtime.report_source_error(self._starting_source, "start", exc)
@@ -398,7 +398,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         assert self._zero_time is not None
         log.info("StreamingContext started at %s", self._zero_time.isoformat())
 
-    async def _start(self, start_sources: bool, zero_time: Time | None) -> None:
+    async def _start(self, backfill_from: Time | None) -> None:
+        start_sources = backfill_from is None
         loop = asyncio.get_running_loop()
         self._graph.validate()
         self.clock.attach(loop)
@@ -408,8 +409,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             recovered = await self._blocking.run(self._checkpoint.load)
         self._started_at = self.clock.now()
         self._zero_time = self._started_at if recovered is None else recovered.zero_time
-        if zero_time is not None:
-            self._zero_time = zero_time
+        if backfill_from is not None:
+            self._zero_time = backfill_from
         unbound = self._graph.unbound_outputs()
         if unbound:
             if self.batchDuration is None:
@@ -533,25 +534,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             (['2024-01-02', '2024-01-03'], [])
         """
         planned = Backfill(self, start, end, sources, overwrite=overwrite)
-        if checkpoint is not None:
-            checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
-            if checkpoint == self.checkpointDirectory or Checkpoint(checkpoint).exists():
-                raise InvalidArgumentError(
-                    f"checkpoint must be a new directory of the backfill's own, got {checkpoint!r}"
-                )
-        elif self._graph.checkpoints_rdds():
-            raise InvalidArgumentError(
-                "checkpoint must name a new directory of the backfill's own: its streams "
-                "checkpoint RDDs, and the live run's directory is not written; got None"
-            )
-        planned.refuse_conflicts()
-        self.checkpointDirectory = checkpoint  # the live run's, if any, is not touched
-        self._runtime.replaces_outputs = True
-        await self._launch(sources=False, zero_time=planned.zero_time)
-        try:
-            return await planned.run(progress)
-        finally:
-            await self.stop(stopSparkContext=False, stopGracefully=True)
+        return await planned.run(checkpoint, progress, self._launch)
 
     async def stop(
         self,
