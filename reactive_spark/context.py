@@ -19,7 +19,7 @@ from reactive_spark._validation import require_bool, require_checkpoint_path, re
 from reactive_spark.backfill import Backfill, BackfillReport, Progress
 from reactive_spark.checkpoint import Checkpoint, resume
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
-from reactive_spark.deadlines import OUTPUT, SOURCE, DeadlineWatch
+from reactive_spark.deadlines import DeadlineWatch, watch_expectations
 from reactive_spark.dstream.definitions import InputStreamDefinitions
 from reactive_spark.errors import (
     ContextStateError,
@@ -434,8 +434,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 "nor the SparkContext has a checkpoint directory",
             )
         if start_sources:  # a backfill re-runs the past: no deadline falls due in it
-            self._deadlines = self._watch_deadlines(
-                {} if recovered is None else recovered.deadlines
+            self._deadlines = watch_expectations(
+                self,
+                {} if recovered is None else recovered.deadlines,
+                None if self._checkpoint is None else self._checkpoint.deadline,
             )
         self._graph.start(self._zero_time, self._runtime.sources)
         await self._blocking.run(self._graph.start_inputs)
@@ -465,37 +467,6 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
     def _accept_posted(self) -> None:
         """Accept the events posted so far (a deadline check after a restart sees them)."""
         self._scheduler.order.flush()
-
-    def _watch_deadlines(self, states: dict[str, dict[str, Any]]) -> DeadlineWatch | None:
-        """The watch over what `expect` asked of sources and streams, listening; None if nothing.
-
-        It starts where the checkpoint's `states` left it, and logs to the checkpoint.
-        """
-        watch = DeadlineWatch(
-            self.clock, self._runtime.tell_listeners, report=self._listeners.report
-        )
-        for source in self._runtime.sources:
-            if source.expectation is not None:
-                watch.add(SOURCE, source.name, source.expectation)
-        for stream in self._graph.streams:
-            if stream.expectation is None:
-                continue
-            if not (stream.isOutput or stream.boundSources):
-                raise ContextStateError(
-                    f"{stream.name} is expected to succeed (expect) but runs no job: "
-                    "bind it to a source, or expect its output operation instead",
-                )
-            watch.add(OUTPUT, stream.name, stream.expectation)
-        if not watch:
-            return None
-        assert self._started_at is not None
-        watch.begin(self._started_at, states)
-        if self._checkpoint is not None:
-            watch.set_record(self._checkpoint.deadline)
-            for key, state in watch.states().items():
-                self._checkpoint.deadline(key, state)  # a restart goes on from here
-        self._listeners.add(watch)
-        return watch
 
     async def backfill(
         self,

@@ -6,14 +6,14 @@ the source fires an event whose time lies in `[start, start + within)`. `stream.
 says the same of a bound stream's job succeeding. When a period's deadline `start + within`
 passes without it, the listeners hear `onDeadlineMissed` at most once.
 
-`DeadlineWatch` is the context's internal listener that keeps the periods: it hears accepted
-events and completed jobs, checks each period when the clock reaches its deadline (a virtual
-clock too), and hands its state to the checkpoint, so that a period whose deadline passed
-while the process was down is reported once at the restart, and never again
-(docs/architecture.md). A decision is logged durably, under the watch's lock, before the
-listeners hear it: a crash in between loses that report rather than repeating it. After a long
-downtime the first `MAX_TOLD` misses of an expectation are told one by one, the rest in one
-report that counts them (`DeadlineMissed.periodsMissed`).
+`DeadlineWatch` is the context's internal listener that keeps the periods (`watch_expectations`
+sets it up as the context starts): it hears accepted events and completed jobs, checks each
+period when the clock reaches its deadline (a virtual clock too), and hands its state to the
+checkpoint, so that a period whose deadline passed while the process was down is reported once
+at the restart, and never again (docs/architecture.md). A decision is logged durably, under the
+watch's lock, before the listeners hear it: a crash in between loses that report rather than
+repeating it. After a long downtime the first `MAX_TOLD` misses of an expectation are told one
+by one, the rest in one report that counts them (`DeadlineMissed.periodsMissed`).
 
 Examples:
     >>> from reactive_spark.time import Days, Hours, Time
@@ -33,19 +33,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.failures import Failure, SourceErrorInfo
 from reactive_spark.listener import DeadlineMissed, StreamingListener
+from reactive_spark.runtime import Runtime
 from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactivex import abc as rx_abc
 
     from reactive_spark.clock import Clock
+    from reactive_spark.context import StreamingContext
     from reactive_spark.events import Event
     from reactive_spark.jobs import JobInfo
 
-__all__ = ["DeadlineWatch", "Expectation"]
+__all__ = ["DeadlineWatch", "Expectation", "watch_expectations"]
 
 log = logging.getLogger(__name__)
 
@@ -365,3 +367,36 @@ class DeadlineWatch(StreamingListener):
             return
         log.error("reactive-spark: %s", failure.describe(), exc_info=error)
         self._tell("onSourceError", failure)
+
+
+def watch_expectations(
+    ssc: StreamingContext, states: dict[str, dict[str, Any]], record: Record | None
+) -> DeadlineWatch | None:
+    """The watch over what `expect` asked of `ssc`'s sources and streams, listening, or None.
+
+    It starts where a checkpoint's `states` left it, and keeps each state with `record` (the
+    checkpoint's), if any.
+    """
+    runtime = Runtime.of(ssc)
+    watch = DeadlineWatch(ssc.clock, runtime.tell_listeners, report=runtime.report)
+    for source in runtime.sources:
+        if source.expectation is not None:
+            watch.add(SOURCE, source.name, source.expectation)
+    for stream in ssc.graph.streams:
+        if stream.expectation is None:
+            continue
+        if not (stream.isOutput or stream.boundSources):
+            raise ContextStateError(
+                f"{stream.name} is expected to succeed (expect) but runs no job: "
+                "bind it to a source, or expect its output operation instead",
+            )
+        watch.add(OUTPUT, stream.name, stream.expectation)
+    if not watch:
+        return None
+    watch.begin(ssc.startedAt, states)
+    if record is not None:
+        watch.set_record(record)
+        for key, state in watch.states().items():
+            record(key, state)  # a restart goes on from here
+    ssc.addStreamingListener(watch)
+    return watch

@@ -142,6 +142,10 @@ class Runtime:
         return name
 
     # -- failures and listeners ------------------------------------------------------------
+    def report(self, failure: Failure) -> None:
+        """Report `failure`: logged once, told to the listeners, kept for `awaitTermination`."""
+        self._report(failure)
+
     def report_source_error(
         self,
         source: EventSource,
