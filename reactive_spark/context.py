@@ -21,11 +21,7 @@ from reactive_spark.checkpoint import Checkpoint, resume
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.deadlines import DeadlineWatch, watch_expectations
 from reactive_spark.dstream.definitions import InputStreamDefinitions
-from reactive_spark.errors import (
-    ContextStateError,
-    InvalidArgumentError,
-    JobFailedError,
-)
+from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.events import EventSource
 from reactive_spark.failures import Failure, FailureLedger
 from reactive_spark.graph import DStreamGraph
@@ -36,8 +32,8 @@ from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED, Runtime
 from reactive_spark.scheduler import BlockingCalls, JobScheduler
 from reactive_spark.sources.definitions import EventSourceDefinitions
 from reactive_spark.sources.timer import TimerEventSource
-from reactive_spark.time import Duration, Time, now_ms, to_duration, to_time
-from reactive_spark.virtual_time import advance
+from reactive_spark.time import Duration, Time, now_ms, to_duration
+from reactive_spark.virtual_time import VirtualTimeDriver
 
 if TYPE_CHECKING:
     pass
@@ -174,7 +170,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         self._checkpoint: Checkpoint | None = None
         self._started_at: Time | None = None
         self.defaultTimer: TimerEventSource | None = None
-        self._advancing = False
+        self._virtual_time = VirtualTimeDriver(self._runtime, self._scheduler, self._failures)
         self._sources_stopped = False
         self._stop_complete = False
         self._starting_source: EventSource | None = None
@@ -711,26 +707,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             [2]
             []
         """
-        target = to_time(time, "time")
-        clock = self.clock
-        if not isinstance(clock, VirtualClock):
-            raise ContextStateError("advanceTo needs a StreamingContext with a VirtualClock")
-        if self._runtime.state != ACTIVE:
-            raise ContextStateError(
-                f"cannot advance: the StreamingContext is {self._runtime.state}"
-            )
-        if target < clock.now():
-            raise InvalidArgumentError(
-                f"time must not be before the clock's current time {clock.now()}, got {target}",
-            )
-        if self._advancing:
-            raise ContextStateError("advanceTo is already running on this context")
-        self._advancing = True
-        try:
-            await advance(clock, self._scheduler, target)
-        finally:
-            self._advancing = False
-        return self._failures.take_unreturned()
+        return await self._virtual_time.advance_to(time)
 
     async def runUntil(self, time: Time | datetime) -> None:
         """`advanceTo(time)`, then raise `JobFailedError` with every failure, if any.
@@ -751,9 +728,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             [1]
             1 1
         """
-        failures = await self.advanceTo(time)
-        if failures:
-            raise JobFailedError(failures)
+        await self._virtual_time.run_until(time)
 
 
 async def _settle(result: Awaitable[None] | None) -> None:
