@@ -448,8 +448,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         resumed: set[str] = set()
         if self._checkpoint is not None:
             resumed = await resume(self, self._checkpoint, recovered, self._scheduler)
-        for receiver in self._graph.receivers():
-            receiver.start_receiver(loop)
+        self._graph.start_receivers(loop)
         for source in self._runtime.sources if start_sources else ():
             self._starting_source = source
             await _settle(source.restart() if source.name in resumed else source.start())
@@ -559,10 +558,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             if self in StreamingContext._active:
                 StreamingContext._active.remove(self)
             if graceful and timeout is not None:
-                graceful = await self._finish_queued(timeout)
+                graceful = await self._scheduler.finish(timeout)
             if not graceful:
                 self._scheduler.abort()  # what was posted and not accepted yet never runs
-            await self._stop_receivers()
+            await self._graph.stop_receivers()
             await self._stop_sources()
             await self._scheduler.stop(graceful)
             self._listeners.stopped()  # after the last batch: tracing ends the spans still open
@@ -578,15 +577,6 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         await self._blocking.close()
         self._failures.end()
 
-    async def _finish_queued(self, timeout: float) -> bool:
-        """Let what was posted run within `timeout` seconds; whether it all did."""
-        try:
-            await asyncio.wait_for(self._scheduler.idle(raise_crash=False), timeout)
-        except TimeoutError:
-            log.warning("the graceful stop took over %s s: dropping what still waits", timeout)
-            return False
-        return True
-
     async def _drain_receivers(self) -> None:
         """Stop receiving, then let the sources fire until batches read what was received.
 
@@ -596,7 +586,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         receivers = self._graph.receivers()
         if not receivers:
             return
-        await self._stop_receivers()
+        await self._graph.stop_receivers()
         if self.clock.isVirtual:
             return
         period = self.batchDuration.totalSeconds() if self.batchDuration else 1.0
@@ -607,10 +597,6 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 return
             await asyncio.sleep(0.05)
         await self._scheduler.idle(raise_crash=False)
-
-    async def _stop_receivers(self) -> None:
-        for receiver in self._graph.receivers():
-            await receiver.stop_receiver()
 
     async def _stop_sources(self) -> None:
         if self._sources_stopped:

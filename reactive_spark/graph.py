@@ -6,6 +6,7 @@ checkpoint: it runs the plan its source got at start (`reactive_spark.planning`)
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 from typing import TYPE_CHECKING, Any
 
@@ -166,6 +167,16 @@ class DStreamGraph:
         """Let every input fix where it starts reading (may block: a worker thread calls it)."""
         for stream in self.inputs:
             stream.start()
+
+    def start_receivers(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start every receiver on `loop` (when the context starts)."""
+        for receiver in self.receivers():
+            receiver.start_receiver(loop)
+
+    async def stop_receivers(self) -> None:
+        """Stop every receiver (when the context stops); what they received stays for batches."""
+        for receiver in self.receivers():
+            await receiver.stop_receiver()
 
     def _reaching_sources(self) -> dict[int, set[EventSource]]:
         """For each stream, the sources whose events make it compute an RDD.

@@ -256,6 +256,18 @@ class JobScheduler:
             self._job_threads.shutdown(wait=True)
             self._job_threads = None
 
+    async def finish(self, timeout: float) -> bool:
+        """Let what was posted run within `timeout` seconds; whether it all did.
+
+        How a graceful stop with a timeout waits; what did not run by then is dropped (`abort`).
+        """
+        try:
+            await asyncio.wait_for(self.idle(raise_crash=False), timeout)
+        except TimeoutError:
+            log.warning("the graceful stop took over %s s: dropping what still waits", timeout)
+            return False
+        return True
+
     def _enqueue(self, runs: list[list[Event]]) -> None:
         """Queue runs of accepted events for the worker thread (on the loop)."""
         self._ready.extend(runs)
