@@ -407,18 +407,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         self._zero_time = self._started_at if recovered is None else recovered.zero_time
         if backfill_from is not None:
             self._zero_time = backfill_from
-        unbound = self._graph.unbound_outputs()
-        if unbound:
-            if self.batchDuration is None:
-                raise ContextStateError(
-                    f"outputs {[s.name for s in unbound]} are bound to no source and the "
-                    "context has no batchDuration for the default timer; bind them or pass one",
-                )
-            self.defaultTimer = TimerEventSource(
-                self, self._zero_time + self.batchDuration, None, self.batchDuration, "DefaultTimer"
-            )
-            for stream in unbound:
-                stream.bind(self.defaultTimer)
+        self.defaultTimer = self._graph.bind_default_timer(self._zero_time, self.batchDuration)
         if self.checkpointDirectory is not None:
             rdds = os.path.join(self.checkpointDirectory, "rdds")
             await self._blocking.run(self._sc.setCheckpointDir, rdds)

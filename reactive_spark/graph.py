@@ -118,6 +118,28 @@ class DStreamGraph:
         """Output streams bound to no source (they go on the default timer)."""
         return [stream for stream in self.outputs if not stream.boundSources]
 
+    def bind_default_timer(
+        self, zeroTime: Time, batchDuration: Duration | None
+    ) -> TimerEventSource | None:
+        """Bind the unbound outputs to a new default timer; None if every output is bound.
+
+        The timer ticks every `batchDuration` from `zeroTime + batchDuration` (at start).
+        """
+        unbound = self.unbound_outputs()
+        if not unbound:
+            return None
+        if batchDuration is None:
+            raise ContextStateError(
+                f"outputs {[s.name for s in unbound]} are bound to no source and the "
+                "context has no batchDuration for the default timer; bind them or pass one",
+            )
+        timer = TimerEventSource(
+            self._ssc, zeroTime + batchDuration, None, batchDuration, "DefaultTimer"
+        )
+        for stream in unbound:
+            stream.bind(timer)
+        return timer
+
     def remember(self, duration: Duration) -> None:
         """Keep every stream's RDDs for `duration`; may be set once."""
         if self.remember_duration is not None:
