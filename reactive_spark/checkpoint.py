@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reactive_spark.dependencies import Retention
-from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
+from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import Batch
 from reactive_spark.runtime import Runtime
@@ -483,6 +483,22 @@ def all_missed_events(
             source, since[source.name], now, dropped.get(source.name, frozenset())
         )
     ]
+
+
+async def use_rdd_directory(ssc: StreamingContext) -> None:
+    """Point Spark's RDD checkpoints (`DStream.checkpoint`) at the checkpoint's `rdds/`.
+
+    Without a checkpoint directory, streams that checkpoint their RDDs need the SparkContext's.
+    """
+    run_blocking, spark = Runtime.of(ssc).run_blocking, ssc.sparkContext
+    if ssc.checkpointDirectory is not None:
+        rdds = os.path.join(ssc.checkpointDirectory, "rdds")
+        await run_blocking(spark.setCheckpointDir, rdds)
+    elif ssc.graph.checkpoints_rdds() and (await run_blocking(spark.getCheckpointDir) is None):
+        raise ContextStateError(
+            "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
+            "nor the SparkContext has a checkpoint directory",
+        )
 
 
 async def resume(

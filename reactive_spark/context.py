@@ -6,7 +6,6 @@ import asyncio
 import contextvars
 import inspect
 import logging
-import os
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -17,7 +16,7 @@ from reactive_spark._callbacks import require_callable
 from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark._validation import require_bool, require_checkpoint_path, require_int
 from reactive_spark.backfill import Backfill, BackfillReport, Progress
-from reactive_spark.checkpoint import Checkpoint, resume
+from reactive_spark.checkpoint import Checkpoint, resume, use_rdd_directory
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.deadlines import DeadlineWatch, watch_expectations
 from reactive_spark.dstream.definitions import InputStreamDefinitions
@@ -408,16 +407,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         if backfill_from is not None:
             self._zero_time = backfill_from
         self.defaultTimer = self._graph.bind_default_timer(self._zero_time, self.batchDuration)
-        if self.checkpointDirectory is not None:
-            rdds = os.path.join(self.checkpointDirectory, "rdds")
-            await self._blocking.run(self._sc.setCheckpointDir, rdds)
-        elif self._graph.checkpoints_rdds() and (
-            await self._blocking.run(self._sc.getCheckpointDir) is None
-        ):
-            raise ContextStateError(
-                "streams are checkpointed but neither the StreamingContext (checkpoint=...) "
-                "nor the SparkContext has a checkpoint directory",
-            )
+        await use_rdd_directory(self)
         if start_sources:  # a backfill re-runs the past: no deadline falls due in it
             self._deadlines = watch_expectations(
                 self,
