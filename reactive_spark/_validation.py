@@ -6,7 +6,7 @@ import re
 
 from reactive_spark.errors import InvalidArgumentError
 
-__all__ = ["require_bool", "require_checkpoint_path", "require_int"]
+__all__ = ["require_bool", "require_checkpoint_path", "require_int", "require_timeout"]
 
 _URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -35,6 +35,22 @@ def require_bool(value: object, name: str) -> bool:
     """
     if not isinstance(value, bool):
         raise InvalidArgumentError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def require_timeout(value: object, name: str = "timeout") -> float | None:
+    """Return `value` if it is None or a non-negative number (of seconds), else raise.
+
+    Examples:
+        >>> require_timeout(-1)
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: timeout must be a non-negative number, got -1
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise InvalidArgumentError(f"{name} must be a non-negative number, got {value!r}")
     return value
 
 

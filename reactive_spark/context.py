@@ -8,13 +8,18 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from pyspark import SparkContext
 
 from reactive_spark._callbacks import require_callable
 from reactive_spark._collector import hold_heap, release_heap
-from reactive_spark._validation import require_bool, require_checkpoint_path, require_int
+from reactive_spark._validation import (
+    require_bool,
+    require_checkpoint_path,
+    require_int,
+    require_timeout,
+)
 from reactive_spark.backfill import Backfill, BackfillReport, Progress
 from reactive_spark.checkpoint import Checkpoint, resume, use_rdd_directory
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
@@ -34,12 +39,7 @@ from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time, now_ms, to_duration
 from reactive_spark.virtual_time import VirtualTimeDriver
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["StreamingContext"]
-
-R = TypeVar("R")
 
 log = logging.getLogger(__name__)
 
@@ -519,10 +519,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             raise InvalidArgumentError(
                 "stopGraceFully=True and stopGracefully=False disagree: pass one of them"
             )
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
-        ):
-            raise InvalidArgumentError(f"timeout must be a non-negative number, got {timeout!r}")
+        require_timeout(timeout)
         if self._runtime.state == INITIALIZED:
             self._runtime.state = STOPPED
             self._stop_complete = True
@@ -618,10 +615,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         """
         if self._runtime.state == INITIALIZED or not self._failures.attached:
             raise ContextStateError("cannot await termination: the StreamingContext is not started")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0
-        ):
-            raise InvalidArgumentError(f"timeout must be a non-negative number, got {timeout!r}")
+        require_timeout(timeout)
         return await self._failures.wait(timeout)
 
     async def serve(self, host: str = "127.0.0.1", port: int = 4040) -> None:
