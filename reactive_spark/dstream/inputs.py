@@ -16,6 +16,7 @@ from pyspark import RDD
 from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Retention
 from reactive_spark.dstream.base import DStream, ParentRDDs
+from reactive_spark.dstream.text_files import DEFAULT_FORMAT, line_format, splits_rdd, text_splits
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
 from reactive_spark.time import Duration, Time
@@ -189,9 +190,15 @@ class FileInputDStream(InputDStream):
         self.minRememberDuration = min_remember_duration(ssc.sparkContext)
         self._last_time: Time | None = None
         self._read_files: dict[str, int] = {}  # path -> mtime (ms) of the files read recently
+        self._format = DEFAULT_FORMAT
 
     def start(self) -> None:
-        """Check that the directory exists (a missing one would only give empty batches)."""
+        """Check that the directory exists (a missing one would only give empty batches).
+
+        Also reads how the Hadoop configuration splits files and ends lines.
+        """
+        hadoop = self._ssc.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 (no public API)
+        self._format = line_format(hadoop.get)
         if not os.path.isdir(self.directory):
             found = "is not a directory" if os.path.exists(self.directory) else "does not exist"
             raise DirectoryNotFoundError(
@@ -240,7 +247,7 @@ class FileInputDStream(InputDStream):
     def _load(self, paths: list[str]) -> RDD[Any]:
         sc = self._ssc.sparkContext
         if self.recordLength is None:
-            return _text_files(sc, paths)
+            return splits_rdd(sc, text_splits(paths, self._format), self._format)
         if not paths:
             return sc.emptyRDD()
         return sc.union([sc.binaryRecords(path, self.recordLength) for path in paths])
@@ -275,16 +282,3 @@ def modified_between(directory: str, after: Time, upTo: Time) -> list[tuple[str,
 def _inside(path: str, directory: str) -> bool:
     name = os.path.basename(path)
     return os.path.dirname(os.path.abspath(path)) == directory and not name.startswith((".", "_"))
-
-
-def _text_files(sc: Any, paths: list[str]) -> RDD[Any]:
-    """The lines of `paths`, split as Spark's file stream splits them: by file, then by block.
-
-    `minPartitions=1` keeps a small file in one partition, as `newAPIHadoopFile` does in
-    Spark's own file stream, so record order (and what order-sensitive outputs print) matches.
-    """
-    if not paths:
-        return sc.emptyRDD()  # type: ignore[no-any-return]
-    if any("," in path for path in paths):
-        return sc.union([sc.textFile(path, 1) for path in paths])  # type: ignore[no-any-return]
-    return sc.textFile(",".join(paths), 1)  # type: ignore[no-any-return]

@@ -1,0 +1,134 @@
+"""Text file streams read exactly what Spark's `textFile` reads: an oracle on tricky files."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark.dstream.text_files import (
+    LineFormat,
+    line_format,
+    splits_rdd,
+    text_splits,
+)
+from reactive_spark.errors import InvalidArgumentError
+
+TRICKY = {
+    "plain": b"a\nb\nc\n",
+    "no-final-end": b"a\nb",
+    "crlf": b"one\r\ntwo\r\n\r\nfour",
+    "cr-only": b"one\rtwo\r\rfour\r",
+    "mixed": b"a\r\n\rb\n\r\n\n\rc",
+    "blank-lines": b"\n\n\nx\n\n",
+    "bom": b"\xef\xbb\xbfhead\nbody\n",
+    "bom-only": b"\xef\xbb\xbf",
+    "not-utf8": b"ok\n\xff\xfe bad \xc3\x28 \xe2\x82\nend\xf0\x9f\x98\n",
+    "unicode": "zürich\n東京\r\n😀\n\u2028inside\x0bvtab\x0cff\n".encode(),
+    "empty": b"",
+    "one-newline": b"\n",
+}
+
+
+def spark_lines(sc: SparkContext, paths: list[str]) -> list[list[str]]:
+    return sc.textFile(",".join(paths), 1).glom().collect()
+
+
+def spark_split_lines(sc: SparkContext, paths: list[str], block: int) -> list[list[str]]:
+    """What Spark reads with `fs.local.block.size` at `block`."""
+    conf = sc._jsc.hadoopConfiguration()
+    conf.set("fs.local.block.size", str(block))
+    conf.set("fs.file.impl.disable.cache", "true")  # else Spark's file system keeps its size
+    try:
+        return spark_lines(sc, paths)
+    finally:
+        conf.unset("fs.local.block.size")
+        conf.unset("fs.file.impl.disable.cache")
+
+
+def our_lines(sc: SparkContext, paths: list[str], format: LineFormat) -> list[list[str]]:
+    return splits_rdd(sc, text_splits(paths, format), format).glom().collect()
+
+
+def hadoop_format(sc: SparkContext) -> LineFormat:
+    return line_format(sc._jsc.hadoopConfiguration().get)
+
+
+def test_tricky_files_read_as_spark_reads_them(sc: SparkContext, tmp_path: Path) -> None:
+    paths = []
+    for name, data in TRICKY.items():
+        path = tmp_path / f"{name}.txt"
+        path.write_bytes(data)
+        paths.append(str(path))
+    assert our_lines(sc, paths, hadoop_format(sc)) == spark_lines(sc, paths)
+    for path in paths:  # and each on its own
+        assert our_lines(sc, [path], hadoop_format(sc)) == spark_lines(sc, [path]), path
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_files_read_every_line_once_as_spark_does(
+    sc: SparkContext, tmp_path: Path, seed: int
+) -> None:
+    """Small blocks force many splits; line ends fall on, before and after their edges."""
+    rng = random.Random(seed)
+    pieces = [b"\n", b"\r\n", b"\r", b"x", b"yz", b"\xef\xbb\xbf", b"\xc3\xa9", b"\xff"]
+    paths = []
+    for name in ("first.txt", "second.txt"):  # the block is cut from both files' total size
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(50, 400)))
+        (tmp_path / name).write_bytes(data)
+        paths.append(str(tmp_path / name))
+    block = rng.randint(1, 37)
+    expected = spark_split_lines(sc, paths, block)
+    assert len(expected) > 2
+    assert our_lines(sc, paths, LineFormat(block_size=block)) == expected
+
+
+def test_a_long_line_starting_at_a_split_end_is_read_whole(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    block = 70_000
+    path = tmp_path / "long.txt"
+    path.write_bytes(b"x" * (block - 1) + b"\n" + b"y" * 200_000 + b"\r\nend\r")
+    expected = spark_split_lines(sc, [str(path)], block)
+    assert [len(lines) for lines in expected] == [2, 0, 0, 1]
+    assert our_lines(sc, [str(path)], LineFormat(block_size=block)) == expected
+
+
+def test_compressed_files_are_decompressed_as_spark_does(sc: SparkContext, tmp_path: Path) -> None:
+    text = b"first\r\nsecond\nthird"
+    files = {
+        "a.gz": gzip.compress(text) + gzip.compress(b"\nmore"),  # two members
+        "b.bz2": bz2.compress(text),
+        "c.deflate": zlib.compress(text),
+    }
+    paths = []
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        paths.append(str(tmp_path / name))
+    assert our_lines(sc, paths, hadoop_format(sc)) == spark_lines(sc, paths)
+
+
+def test_a_custom_record_delimiter_is_honoured(sc: SparkContext, tmp_path: Path) -> None:
+    path = tmp_path / "records.txt"
+    path.write_bytes(b"a||b\n||||c||")
+    conf = sc._jsc.hadoopConfiguration()
+    conf.set("textinputformat.record.delimiter", "||")
+    try:
+        format = hadoop_format(sc)
+        expected = spark_lines(sc, [str(path)])
+    finally:
+        conf.unset("textinputformat.record.delimiter")
+    assert format.delimiter == b"||"
+    assert our_lines(sc, [str(path)], format) == expected == [["a", "b\n", "", "c"]]
+
+
+def test_a_codec_python_cannot_read_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "data.snappy"
+    path.write_bytes(b"\x00")
+    with pytest.raises(InvalidArgumentError, match=r"data\.snappy"):
+        text_splits([str(path)])
