@@ -4,6 +4,7 @@ re-runs."""
 from __future__ import annotations
 
 import pickle
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Minutes, Seconds, StreamingContext, Time
+from reactive_spark import Hours, Minutes, Seconds, StreamingContext, Time
 from reactive_spark.log import FileLog, OffsetOutOfRangeError, OffsetRange, createRDD
 
 from .helpers import virtual
@@ -72,6 +73,41 @@ def test_log_appends_and_reads(log: Any) -> None:
     with pytest.raises(ValueError, match="partition must be one of \\[0, 1\\]"):
         log.append("clicks", 1, partition=5)
     assert repr(pickle.loads(pickle.dumps(log))) == repr(log)
+
+
+def test_records_keep_the_time_they_were_appended_with(sc: SparkContext, log: Any) -> None:
+    day = Time(1_767_225_600_000)  # 2026-01-01
+    log.append("clicks", "a", partition=0, timestamp=day)
+    log.append("clicks", "b", partition=0, timestamp=(day + Hours(1)).toDatetime())
+    log.append("clicks", "c", partition=0, timestamp=day.milliseconds + 7)
+    before = int(time.time() * 1000)
+    log.append("clicks", "d", partition=0)  # by default: the wall-clock time of the append
+    after = int(time.time() * 1000)
+    records = list(log.read(OffsetRange("clicks", 0, 0, 4)))
+    stamps = [record.timestamp for record in records]
+    assert stamps[:3] == [day.milliseconds, day.milliseconds + 3_600_000, day.milliseconds + 7]
+    assert before <= stamps[3] <= after
+    assert records[0] == ("clicks", 0, 0, None, "a", day.milliseconds)
+    handled = createRDD(sc, log, [OffsetRange("clicks", 0, 0, 3)], lambda r: (r.value, r.timestamp))
+    assert handled.collect() == [("a", stamps[0]), ("b", stamps[1]), ("c", stamps[2])]
+    with pytest.raises(
+        ValueError,
+        match=r"timestamp must be a Time, a datetime or epoch milliseconds \(int\), got '2026'",
+    ):
+        log.append("clicks", "x", timestamp="2026")
+    with pytest.raises(ValueError, match="timestamp must not be before 1970-01-01, got -1"):
+        log.append("clicks", "x", timestamp=-1)
+    assert log.latest_offset("clicks", 0) == 4  # a refused record is not appended
+
+
+def test_file_log_lines_written_before_records_had_times_have_none(tmp_path: Path) -> None:
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    segment = Path(log.directory) / "clicks" / "0" / f"{0:020d}.jsonl"
+    segment.write_text('{"k":null,"v":"old"}\n')  # as a file log wrote them before
+    log.append("clicks", "new", timestamp=Time(5_000))
+    records = list(log.read(OffsetRange("clicks", 0, 0, 2)))
+    assert [(r.value, r.timestamp) for r in records] == [("old", None), ("new", 5_000)]
 
 
 def test_log_retention(log: Any, request: pytest.FixtureRequest) -> None:

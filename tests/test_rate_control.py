@@ -65,7 +65,7 @@ def generated_log(partitions: int) -> Any:
             for n in range(offsets.fromOffset, offsets.untilOffset):
                 yield LogRecord(offsets.topic, offsets.partition, n, None, [offsets.partition, n])
 
-        def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
+        def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
             self.latest[partition] += 1
             return self.latest[partition] - 1
 

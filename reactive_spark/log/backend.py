@@ -9,20 +9,30 @@ from __future__ import annotations
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from reactive_spark.errors import InvalidArgumentError, OffsetOutOfRangeError
 from reactive_spark.offsets import OffsetRange
+from reactive_spark.time import Time, now_ms, to_time
 
 __all__ = ["LogBackend", "LogRecord"]
 
 
+#: A record's time as `append(timestamp=...)` takes it: a `Time`, a `datetime` or epoch ms.
+Timestamp = Time | datetime | int
+
+
 class LogRecord(NamedTuple):
-    """One record of a log: where it is, its key and its value.
+    """One record of a log: where it is, its key, its value and its time.
+
+    `timestamp` is the record's time in milliseconds since the epoch (Kafka's CreateTime: by
+    default when it was appended); None for a file log line written before records had times.
 
     Examples:
-        >>> LogRecord("clicks", 0, 41, "user-7", {"page": "/"}).offset
-        41
+        >>> record = LogRecord("clicks", 0, 41, "user-7", {"page": "/"}, 1_767_225_600_000)
+        >>> record.offset, Time(record.timestamp).isoformat()
+        (41, '2026-01-01T00:00:00Z')
     """
 
     topic: str
@@ -30,6 +40,32 @@ class LogRecord(NamedTuple):
     offset: int
     key: Any
     value: Any
+    timestamp: int | None = None
+
+
+def epoch_ms(value: Timestamp, name: str) -> int:
+    """A record's time in epoch milliseconds, from a `Time`, a `datetime` or an int.
+
+    Raises `InvalidArgumentError` naming `name` for anything else, or a time before 1970.
+
+    Examples:
+        >>> from datetime import UTC, datetime
+        >>> epoch_ms(datetime(2026, 1, 1, tzinfo=UTC), "timestamp")
+        1767225600000
+        >>> epoch_ms(1_767_225_600_000, "timestamp")
+        1767225600000
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        ms = value
+    elif isinstance(value, Time | datetime):
+        ms = to_time(value, name).milliseconds
+    else:
+        raise InvalidArgumentError(
+            f"{name} must be a Time, a datetime or epoch milliseconds (int), got {value!r}"
+        )
+    if ms < 0:
+        raise InvalidArgumentError(f"{name} must not be before 1970-01-01, got {value!r}")
+    return ms
 
 
 class LogBackend(ABC):
@@ -42,6 +78,8 @@ class LogBackend(ABC):
         >>> log.create_topic("clicks", partitions=2)
         >>> [log.append("clicks", {"page": "/"}, key="user-1") for _ in range(2)]
         [(1, 0), (1, 1)]
+        >>> log.append("clicks", {"page": "/"}, partition=0, timestamp=Time(1_767_225_600_000))
+        (0, 0)
     """
 
     @abstractmethod
@@ -61,8 +99,8 @@ class LogBackend(ABC):
         """The records of a range known to be held, in offset order."""
 
     @abstractmethod
-    def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
-        """Append a record to a partition; returns its offset."""
+    def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
+        """Append a record stamped `timestamp` (epoch ms) to a partition; returns its offset."""
 
     def read(self, offsets: OffsetRange) -> Iterator[LogRecord]:
         """The records of `offsets`, in order; raises `OffsetOutOfRangeError` outside the log."""
@@ -70,13 +108,22 @@ class LogBackend(ABC):
         return self._read(offsets)
 
     def append(
-        self, topic: str, value: Any, key: Any = None, partition: int | None = None
+        self,
+        topic: str,
+        value: Any,
+        key: Any = None,
+        partition: int | None = None,
+        *,
+        timestamp: Timestamp | None = None,
     ) -> tuple[int, int]:
         """Append a record; returns its `(partition, offset)`.
 
         Without `partition`, records with a key go to the partition the key hashes to (crc32,
-        stable across processes) and records without one to partition 0.
+        stable across processes) and records without one to partition 0. `timestamp` is the
+        record's time (a `Time`, a `datetime` or epoch milliseconds, not before 1970); by
+        default the wall-clock time of the append, as Kafka's CreateTime.
         """
+        stamp = int(now_ms()) if timestamp is None else epoch_ms(timestamp, "timestamp")
         partitions = self.require_topic(topic)
         if partition is None:
             partition = 0 if key is None else zlib.crc32(repr(key).encode()) % len(partitions)
@@ -84,7 +131,7 @@ class LogBackend(ABC):
             raise InvalidArgumentError(
                 f"partition must be one of {partitions} for topic {topic!r}, got {partition!r}",
             )
-        return partition, self._append(topic, partition, key, value)
+        return partition, self._append(topic, partition, key, value, stamp)
 
     def require_topic(self, topic: str) -> list[int]:
         """The partitions of `topic`; raises `InvalidArgumentError` for an unknown topic."""

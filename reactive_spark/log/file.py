@@ -1,7 +1,8 @@
 """The embedded log: topics and partitions as directories of JSON-lines segment files.
 
 `<directory>/<topic>/<partition>/<first offset, 20 digits>.jsonl`: a record per line, at the
-offset of the segment's first record plus the line number. A segment holds at most
+offset of the segment's first record plus the line number, `{"t": <epoch ms>, "k": <key>, "v":
+<value>}` (lines written before records had times have no `"t"`). A segment holds at most
 `segmentRecords` records; `delete_before` drops whole segments (retention). Appends to a
 partition are serialised across processes with a lock file; a reader counts only complete
 lines, so it never sees a record half written.
@@ -116,10 +117,12 @@ class FileLog(LogBackend):
                         break
                     if offset >= offsets.fromOffset:
                         record = json.loads(line)
-                        yield LogRecord(topic, partition, offset, record["k"], record["v"])
+                        yield LogRecord(
+                            topic, partition, offset, record["k"], record["v"], record.get("t")
+                        )
 
-    def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
-        line = json.dumps({"k": key, "v": value}, separators=(",", ":")) + "\n"
+    def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
+        line = json.dumps({"t": timestamp, "k": key, "v": value}, separators=(",", ":")) + "\n"
         directory = self._partition_directory(topic, partition)
         with open(os.path.join(directory, ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)

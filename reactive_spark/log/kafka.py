@@ -174,13 +174,18 @@ class KafkaLog(LogBackend):
                         message.offset,
                         decode(message.key),
                         decode(message.value),
+                        None if message.timestamp < 0 else message.timestamp,
                     )
         finally:
             consumer.close()
 
-    def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
+    def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
         encode = _CODECS[self.codec][0]
         sent = self._client("producer").send(
-            topic, value=encode(value), key=encode(key), partition=partition
+            topic,
+            value=encode(value),
+            key=encode(key),
+            partition=partition,
+            timestamp_ms=timestamp,  # its CreateTime (a topic on LogAppendTime overrides it)
         )
         return int(sent.get(timeout=30).offset)

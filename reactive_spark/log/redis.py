@@ -1,9 +1,11 @@
 """A log on Redis Streams: one stream per partition, offsets as dense stream IDs.
 
 The record at offset `n` of `topic` partition `p` is the entry `0-(n+1)` of the stream
-`<prefix>:<topic>:<p>`; a counter beside it hands out offsets, and a Lua script appends, so
-concurrent producers never reorder or reuse offsets. `delete_before` trims by ID (`XTRIM
-MINID`), which is how retention shows up as `earliest_offset`. Needs the `redis` extra.
+`<prefix>:<topic>:<p>`, with the fields `k` and `v` (JSON) and `t` (its time, epoch ms; entries
+written before records had times have none); a counter beside it hands out offsets, and a Lua
+script appends, so concurrent producers never reorder or reuse offsets. `delete_before` trims
+by ID (`XTRIM MINID`), which is how retention shows up as `earliest_offset`. Needs the `redis`
+extra.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ __all__ = ["RedisLog"]
 
 _APPEND = """
 local offset = redis.call('INCR', KEYS[2])
-redis.call('XADD', KEYS[1], '0-' .. offset, 'k', ARGV[1], 'v', ARGV[2])
+redis.call('XADD', KEYS[1], '0-' .. offset, 'k', ARGV[1], 'v', ARGV[2], 't', ARGV[3])
 return offset - 1
 """
 _READ_BATCH = 1000
@@ -125,15 +127,21 @@ class RedisLog(LogBackend):
                     offset,
                     json.loads(fields[b"k"]),
                     json.loads(fields[b"v"]),
+                    _timestamp(fields),
                 )
                 start = offset + 1
 
-    def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
+    def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
         stream = self._stream(topic, partition)
         offset = self.client.eval(
-            _APPEND, 2, stream, f"{stream}:next", json.dumps(key), json.dumps(value)
+            _APPEND, 2, stream, f"{stream}:next", json.dumps(key), json.dumps(value), timestamp
         )
         return int(offset)
+
+
+def _timestamp(fields: dict[bytes, bytes]) -> int | None:
+    stamp = fields.get(b"t")
+    return None if stamp is None else int(stamp)
 
 
 def _offset(entry_id: bytes | str) -> int:
