@@ -25,6 +25,7 @@ __all__ = [
     "JobFailedError",
     "JobSkippedError",
     "ListenError",
+    "MissingTimestampError",
     "OffsetOutOfRangeError",
     "QueueFullError",
     "ReactiveSparkError",
@@ -63,6 +64,13 @@ class OffsetOutOfRangeError(ReactiveSparkError):
     """Records asked of a log lie outside what it holds (e.g. below its earliest offset).
 
     The message names the topic, the partition and the offsets.
+    """
+
+
+class MissingTimestampError(ReactiveSparkError):
+    """A log's record has no time (written before records had times): none is found by time.
+
+    The message names the topic, the partition and the offset.
     """
 
 

@@ -12,10 +12,17 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Hours, Minutes, Seconds, StreamingContext, Time
-from reactive_spark.log import FileLog, OffsetOutOfRangeError, OffsetRange, createRDD
+from reactive_spark import Hours, Milliseconds, Minutes, Seconds, StreamingContext, Time
+from reactive_spark.log import (
+    FileLog,
+    MissingTimestampError,
+    OffsetOutOfRangeError,
+    OffsetRange,
+    createRDD,
+)
 
 from .helpers import virtual
+from .log_backends import redis_log_or_skip
 
 T0 = Time(1_700_000_000_000)
 
@@ -100,14 +107,67 @@ def test_records_keep_the_time_they_were_appended_with(sc: SparkContext, log: An
     assert log.latest_offset("clicks", 0) == 4  # a refused record is not appended
 
 
+def test_offset_for_time_finds_the_first_record_at_or_after_a_time(log: Any) -> None:
+    day = Time(1_767_225_600_000)
+    stamps = [day, day + Seconds(1), day + Seconds(1), day + Seconds(1), day + Seconds(3)]
+    for n, stamp in enumerate(stamps):
+        log.append("clicks", n, partition=0, timestamp=stamp)
+
+    def find(time: Any) -> int:
+        return int(log.offset_for_time("clicks", 0, time))
+
+    assert find(day - Seconds(1)) == 0  # before the first record
+    assert find(0) == 0 and find(Time(-5)) == 0
+    assert find(day) == 0
+    assert find(day + Milliseconds(1)) == 1  # the first of three equal timestamps
+    assert find(day + Seconds(1)) == 1
+    assert find((day + Seconds(2)).toDatetime()) == 4
+    assert find(day + Seconds(3)) == 4
+    assert find(day.milliseconds + 3_001) == 5  # after the last: the latest offset
+    assert log.offset_for_time("clicks", 1, day) == 0  # an empty partition: its latest offset
+    with pytest.raises(
+        ValueError, match=r"partition must be one of \[0, 1\] for topic 'clicks', got 2"
+    ):
+        log.offset_for_time("clicks", 2, day)
+    with pytest.raises(ValueError, match="unknown topic 'views'"):
+        log.offset_for_time("views", 0, day)
+    with pytest.raises(ValueError, match=r"time must be a Time, a datetime or epoch milliseconds"):
+        log.offset_for_time("clicks", 0, "yesterday")
+
+
 def test_file_log_lines_written_before_records_had_times_have_none(tmp_path: Path) -> None:
-    log = FileLog(str(tmp_path / "log"))
+    log = FileLog(str(tmp_path / "log"), segmentRecords=1)
     log.create_topic("clicks")
     segment = Path(log.directory) / "clicks" / "0" / f"{0:020d}.jsonl"
     segment.write_text('{"k":null,"v":"old"}\n')  # as a file log wrote them before
     log.append("clicks", "new", timestamp=Time(5_000))
     records = list(log.read(OffsetRange("clicks", 0, 0, 2)))
     assert [(r.value, r.timestamp) for r in records] == [("old", None), ("new", 5_000)]
+    with pytest.raises(
+        MissingTimestampError,
+        match="topic 'clicks' partition 0: the record at offset 0 has no timestamp",
+    ):
+        log.offset_for_time("clicks", 0, Time(1_000))
+    assert log.delete_before("clicks", 0, 1) == 1  # retention drops the old segment
+    assert log.offset_for_time("clicks", 0, Time(1_000)) == 1
+
+
+def test_redis_entries_written_before_records_had_times_have_none() -> None:
+    log = redis_log_or_skip()
+    log.create_topic("clicks")
+    stream = f"{log.prefix}:clicks:0"
+    log.client.incr(f"{stream}:next")  # an entry as a Redis log appended them before
+    log.client.xadd(stream, {"k": "null", "v": '"old"'}, id="0-1")
+    try:
+        log.append("clicks", "new", timestamp=Time(5_000))
+        records = list(log.read(OffsetRange("clicks", 0, 0, 2)))
+        assert [(r.value, r.timestamp) for r in records] == [("old", None), ("new", 5_000)]
+        with pytest.raises(
+            MissingTimestampError, match="'clicks' partition 0: the record at offset 0"
+        ):
+            log.offset_for_time("clicks", 0, Time(1_000))
+    finally:
+        log.delete_topic("clicks")
 
 
 def test_log_retention(log: Any, request: pytest.FixtureRequest) -> None:
@@ -115,6 +175,7 @@ def test_log_retention(log: Any, request: pytest.FixtureRequest) -> None:
     for n in range(10):
         log.append("clicks", {"n": n}, partition=0)
     assert log.delete_before("clicks", 0, 8) == 8
+    assert log.offset_for_time("clicks", 0, 0) == 8  # the records still held
     with pytest.raises(OffsetOutOfRangeError, match=r"'clicks' partition 0: offsets 3\.\.9"):
         list(log.read(OffsetRange("clicks", 0, 3, 9)))
     with pytest.raises(OffsetOutOfRangeError, match=r"outside the retained 8\.\.10"):

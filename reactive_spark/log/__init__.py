@@ -7,7 +7,7 @@ Examples:
     >>> from reactive_spark.log import FileLog, OffsetRange
 """
 
-from reactive_spark.errors import OffsetOutOfRangeError
+from reactive_spark.errors import MissingTimestampError, OffsetOutOfRangeError
 from reactive_spark.log.aggregate import ExactlyOnceAggregateDStream
 from reactive_spark.log.backend import LogBackend, LogRecord
 from reactive_spark.log.file import FileLog
@@ -29,6 +29,7 @@ __all__ = [
     "LogBackend",
     "LogRDD",
     "LogRecord",
+    "MissingTimestampError",
     "OffsetCommitError",
     "OffsetOutOfRangeError",
     "OffsetRange",

@@ -12,7 +12,11 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from reactive_spark.errors import InvalidArgumentError, OffsetOutOfRangeError
+from reactive_spark.errors import (
+    InvalidArgumentError,
+    MissingTimestampError,
+    OffsetOutOfRangeError,
+)
 from reactive_spark.offsets import OffsetRange
 from reactive_spark.time import Time, now_ms, to_time
 
@@ -55,17 +59,20 @@ def epoch_ms(value: Timestamp, name: str) -> int:
         >>> epoch_ms(1_767_225_600_000, "timestamp")
         1767225600000
     """
-    if isinstance(value, int) and not isinstance(value, bool):
-        ms = value
-    elif isinstance(value, Time | datetime):
-        ms = to_time(value, name).milliseconds
-    else:
-        raise InvalidArgumentError(
-            f"{name} must be a Time, a datetime or epoch milliseconds (int), got {value!r}"
-        )
+    ms = _milliseconds(value, name)
     if ms < 0:
         raise InvalidArgumentError(f"{name} must not be before 1970-01-01, got {value!r}")
     return ms
+
+
+def _milliseconds(value: Timestamp, name: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, Time | datetime):
+        return to_time(value, name).milliseconds
+    raise InvalidArgumentError(
+        f"{name} must be a Time, a datetime or epoch milliseconds (int), got {value!r}"
+    )
 
 
 class LogBackend(ABC):
@@ -132,6 +139,58 @@ class LogBackend(ABC):
                 f"partition must be one of {partitions} for topic {topic!r}, got {partition!r}",
             )
         return partition, self._append(topic, partition, key, value, stamp)
+
+    def offset_for_time(self, topic: str, partition: int, time: Timestamp) -> int:
+        """The earliest offset whose record's timestamp is at or after `time`, else the latest.
+
+        Kafka's `offsetsForTimes`: `time` is a `Time`, a `datetime` or epoch milliseconds, and
+        the records of `partition` with a timestamp before `time` are those below the offset
+        (when timestamps grow with offsets, as appends stamped with the time they are made do).
+        Only records still held count. Raises `InvalidArgumentError` for an unknown topic or
+        partition, and `MissingTimestampError` naming the offset if a record it has to look at
+        has no time (a file log line written before records had times).
+
+        Examples:
+            >>> import tempfile
+            >>> from reactive_spark.log import FileLog
+            >>> log = FileLog(tempfile.mkdtemp())
+            >>> log.create_topic("clicks")
+            >>> _ = [log.append("clicks", n, timestamp=Time(1000 * n)) for n in (1, 2, 2, 3)]
+            >>> [log.offset_for_time("clicks", 0, Time(ms)) for ms in (0, 2000, 2001, 9000)]
+            [0, 1, 3, 4]
+        """
+        partitions = self.require_topic(topic)
+        if partition not in partitions:
+            raise InvalidArgumentError(
+                f"partition must be one of {partitions} for topic {topic!r}, got {partition!r}",
+            )
+        return self._offset_for_time(topic, partition, _milliseconds(time, "time"))
+
+    def _offset_for_time(self, topic: str, partition: int, time: int) -> int:
+        """`offset_for_time` of a known partition, `time` in epoch ms (maybe before 1970).
+
+        A scan of the partition's records, from the earliest.
+
+        Backends with an index of times (Kafka) override it.
+        """
+        earliest = self.earliest_offset(topic, partition)
+        latest = self.latest_offset(topic, partition)
+        for offset, timestamp in self._timestamps(OffsetRange(topic, partition, earliest, latest)):
+            if timestamp is None:
+                raise MissingTimestampError(
+                    f"topic {topic!r} partition {partition}: the record at offset {offset} has "
+                    "no timestamp (it was written before records had times), so records cannot "
+                    "be found by time there; delete the records without one (delete_before) or "
+                    "read them by offset"
+                )
+            if timestamp >= time:
+                return offset
+        return latest
+
+    def _timestamps(self, offsets: OffsetRange) -> Iterator[tuple[int, int | None]]:
+        """`(offset, timestamp)` of each record of a held range (backends may read less)."""
+        for record in self._read(offsets):
+            yield record.offset, record.timestamp
 
     def require_topic(self, topic: str) -> list[int]:
         """The partitions of `topic`; raises `InvalidArgumentError` for an unknown topic."""

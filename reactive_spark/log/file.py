@@ -26,6 +26,8 @@ from reactive_spark.offsets import OffsetRange
 __all__ = ["FileLog"]
 
 _SEGMENT = re.compile(r"^(\d{20})\.jsonl$")
+#: A record line begins with its time (`_append` writes it first); older lines do not.
+_STAMPED = re.compile(r'\{"t":(-?\d+)[,}]')
 
 
 class FileLog(LogBackend):
@@ -102,6 +104,20 @@ class FileLog(LogBackend):
 
     # -- records -----------------------------------------------------------------------------
     def _read(self, offsets: OffsetRange) -> Iterator[LogRecord]:
+        for offset, line in self._lines(offsets):
+            record = json.loads(line)
+            yield LogRecord(
+                offsets.topic, offsets.partition, offset, record["k"], record["v"], record.get("t")
+            )
+
+    def _timestamps(self, offsets: OffsetRange) -> Iterator[tuple[int, int | None]]:
+        """Each record's time from the head of its line, without decoding its key and value."""
+        for offset, line in self._lines(offsets):
+            stamped = _STAMPED.match(line)
+            yield offset, None if stamped is None else int(stamped[1])
+
+    def _lines(self, offsets: OffsetRange) -> Iterator[tuple[int, str]]:
+        """`(offset, line)` of each complete record line of `offsets`."""
         topic, partition = offsets.topic, offsets.partition
         segments = self._segments(topic, partition)
         for position, first in enumerate(segments):
@@ -116,10 +132,7 @@ class FileLog(LogBackend):
                     if offset >= offsets.untilOffset or not line.endswith("\n"):
                         break
                     if offset >= offsets.fromOffset:
-                        record = json.loads(line)
-                        yield LogRecord(
-                            topic, partition, offset, record["k"], record["v"], record.get("t")
-                        )
+                        yield offset, line
 
     def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
         line = json.dumps({"t": timestamp, "k": key, "v": value}, separators=(",", ":")) + "\n"

@@ -140,6 +140,33 @@ class KafkaLog(LogBackend):
         self._client("admin").delete_records({self._partition(topic, partition): offset})
         return self.earliest_offset(topic, partition)
 
+    def _offset_for_time(self, topic: str, partition: int, time: int) -> int:
+        """Kafka's own lookup (`offsets_for_times`, ListOffsets by timestamp), checked.
+
+        The answer must agree with the records on either side of it: the one below it is
+        earlier than `time`, the one at it is not. A broker whose answer does not (Tansu 0.6 on
+        memory storage answers offset 0 for any time) or that cannot look records up by time
+        (brokers before 0.10.1) is scanned instead, as the file log is.
+        """
+        from kafka.errors import UnsupportedVersionError  # noqa: PLC0415 (an optional dependency)
+
+        key = self._partition(topic, partition)
+        try:
+            found = self._client("metadata").offsets_for_times({key: max(0, time)})[key]
+        except UnsupportedVersionError:
+            return super()._offset_for_time(topic, partition, time)
+        earliest = self.earliest_offset(topic, partition)
+        latest = self.latest_offset(topic, partition)
+        offset = latest if found is None else min(max(int(found.offset), earliest), latest)
+        around = OffsetRange(topic, partition, max(earliest, offset - 1), min(offset + 1, latest))
+        stamps = dict(self._timestamps(around))
+        below, at = stamps.get(offset - 1), stamps.get(offset)
+        if (offset == earliest or (below is not None and below < time)) and (
+            offset == latest or (at is not None and at >= time)
+        ):
+            return offset
+        return super()._offset_for_time(topic, partition, time)
+
     # -- records -----------------------------------------------------------------------------
     def _read(self, offsets: OffsetRange) -> Iterator[LogRecord]:
         import kafka  # noqa: PLC0415 (an optional dependency)

@@ -111,6 +111,23 @@ class RedisLog(LogBackend):
 
     # -- records -----------------------------------------------------------------------------
     def _read(self, offsets: OffsetRange) -> Iterator[LogRecord]:
+        for offset, fields in self._entries(offsets):
+            yield LogRecord(
+                offsets.topic,
+                offsets.partition,
+                offset,
+                json.loads(fields[b"k"]),
+                json.loads(fields[b"v"]),
+                _timestamp(fields),
+            )
+
+    def _timestamps(self, offsets: OffsetRange) -> Iterator[tuple[int, int | None]]:
+        """Each entry's time, without decoding its key and value."""
+        for offset, fields in self._entries(offsets):
+            yield offset, _timestamp(fields)
+
+    def _entries(self, offsets: OffsetRange) -> Iterator[tuple[int, dict[bytes, bytes]]]:
+        """`(offset, fields)` of each stream entry of `offsets`, read by `XRANGE` in batches."""
         stream = self._stream(offsets.topic, offsets.partition)
         start = offsets.fromOffset
         while start < offsets.untilOffset:
@@ -121,14 +138,7 @@ class RedisLog(LogBackend):
                 return
             for entry_id, fields in entries:
                 offset = _offset(entry_id)
-                yield LogRecord(
-                    offsets.topic,
-                    offsets.partition,
-                    offset,
-                    json.loads(fields[b"k"]),
-                    json.loads(fields[b"v"]),
-                    _timestamp(fields),
-                )
+                yield offset, fields
                 start = offset + 1
 
     def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
