@@ -5,7 +5,8 @@ for the events it would have fired in `[start, end]` (`EventSource.between`: a t
 file watcher's files by modification time), posts each on the clock at its own time, and
 moves the clock instant by instant, so the streams bound to the sources, to the sources derived
 from them and to windows over them run exactly as a live run would have (a weekly roll-up over
-backfilled days included). Its sources are never started, so nothing else fires. File outputs
+backfilled days included; a direct log stream reads, per batch, the records stamped in the
+batch's span). Its sources are never started, so nothing else fires. File outputs
 of the same batch times are replaced atomically; the live checkpoint is never written (a
 backfill keeps its own, or none); outputs with exactly-once state (`aggregateExactlyOnce`)
 that committed one of the batches refuse the backfill unless it may overwrite.
@@ -222,7 +223,8 @@ class Backfill:
         """The context's zero time in the backfill: where the batch before the first one ran.
 
         The previous tick of the chosen timers (the earliest of them), else `start`: so an input
-        bound to a timer (`textFileStream`) reads in the first batch what it read live.
+        bound to a timer (`textFileStream`) reads in the first batch what it read live, and a
+        direct log stream the records stamped after it.
         """
         previous = [self.start]
         for source in self.sources:
@@ -300,6 +302,7 @@ class Backfill:
         ssc = self._ssc
         clock = ssc.clock
         picked = set(self.sources)
+        Runtime.of(ssc).backfilling = True  # direct log streams read each batch's span by time
         for instant, events in groupby(
             (event for event in self._events if event.source in picked), lambda e: e.time
         ):

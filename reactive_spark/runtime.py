@@ -88,6 +88,10 @@ class Runtime:
         #: Whether file outputs replace the batch directories that exist (a backfill), rather
         #: than leaving a batch already written alone.
         self.replaces_outputs = False
+        #: Whether the context re-runs a past range (a backfill sets it before firing): direct
+        #: log streams then read each batch's records by their time, not from where the
+        #: previous batch stopped.
+        self.backfilling = False
         _RUNTIMES[id(context)] = self
 
     @staticmethod

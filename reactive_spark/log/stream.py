@@ -8,6 +8,10 @@ batch's RDD reads those ranges on the executors, one Spark partition per range. 
 into the checkpoint's write-ahead log, so a batch re-run after a crash reads exactly the same
 records. With `backpressure=True` the stream listens to its context's completed batches and
 feeds those it read to a `PIDRateEstimator`.
+
+In a backfill the stream reads by time instead: each batch takes, per partition, the records
+whose timestamps fall after the previous batch's time (the first: the context's zero time) and
+at or before its own, found with `LogBackend.offset_for_time`, unlimited by any rate.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from reactive_spark.listener import StreamingListener
 from reactive_spark.log.backend import LogBackend, LogRecord
 from reactive_spark.log.rate import PIDRateEstimator, require_rate, split_records
 from reactive_spark.offsets import LogRDD, OffsetRange
-from reactive_spark.time import Time
+from reactive_spark.time import Milliseconds, Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -86,6 +90,8 @@ def _log_rdd(
 
 class DirectLogInputDStream(InputDStream):
     """Records of a log's topics, read by exact offset ranges (`ssc.directStream`).
+
+    In a backfill each batch reads the records stamped in its span (docs/operations.md).
 
     Examples:
         >>> import asyncio, tempfile
@@ -217,6 +223,9 @@ class DirectLogInputDStream(InputDStream):
         )
 
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
+        if self._runtime.backfilling:
+            ranges = self._ranges_by_time(event)
+            return self._take(event, ranges), {"offsetRanges": [r.toList() for r in ranges]}
         span = self._span(event)
         partitions = [(topic, p) for topic in self.topics for p in self.partitions[topic]]
         starts = [self._positions[partition] for partition in partitions]
@@ -234,6 +243,31 @@ class DirectLogInputDStream(InputDStream):
         self._live_reads += 1
         self._last_live_read = (event.instanceId, span)
         return self._take(event, ranges), {"offsetRanges": [r.toList() for r in ranges]}
+
+    def _ranges_by_time(self, event: Event) -> list[OffsetRange]:
+        """The ranges a live run read for `event`, in a backfill: the records stamped in its span.
+
+        Per partition, from the first record stamped after the previous batch (the first batch:
+        after the context's zero time, where the batch before the backfill's first one ran) to
+        the first stamped after `event.time`: `[offset_for_time(p + 1 ms), offset_for_time(t +
+        1 ms))`. A later batch starts where the previous range ended, which is the same offset
+        as long as the log does not change, so the ranges never overlap or leave a gap. No rate
+        limit applies: the batch reads its whole span, as the live run did by its end.
+        """
+        after = event.time + Milliseconds(1)
+        ranges = []
+        for topic in self.topics:  # the topics in the order given, then partition
+            for partition in self.partitions[topic]:
+                if self._last_time is None:
+                    begin = self._ssc.zeroTime + Milliseconds(1)
+                    start = self.log.offset_for_time(topic, partition, begin)
+                else:
+                    start = self._positions[(topic, partition)]
+                until = max(start, self.log.offset_for_time(topic, partition, after))
+                offsets = OffsetRange(topic, partition, start, until)
+                self.log.check(offsets)
+                ranges.append(offsets)
+        return ranges
 
     def _span(self, event: Event) -> int:
         """Milliseconds the batch of `event` covers: the event time since the previous batch.
