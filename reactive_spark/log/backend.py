@@ -131,13 +131,11 @@ class LogBackend(ABC):
         default the wall-clock time of the append, as Kafka's CreateTime.
         """
         stamp = int(now_ms()) if timestamp is None else epoch_ms(timestamp, "timestamp")
-        partitions = self.require_topic(topic)
         if partition is None:
+            partitions = self.require_topic(topic)
             partition = 0 if key is None else zlib.crc32(repr(key).encode()) % len(partitions)
-        elif partition not in partitions:
-            raise InvalidArgumentError(
-                f"partition must be one of {partitions} for topic {topic!r}, got {partition!r}",
-            )
+        else:
+            self.require_partition(topic, partition)
         return partition, self._append(topic, partition, key, value, stamp)
 
     def offset_for_time(self, topic: str, partition: int, time: Timestamp) -> int:
@@ -159,19 +157,14 @@ class LogBackend(ABC):
             >>> [log.offset_for_time("clicks", 0, Time(ms)) for ms in (0, 2000, 2001, 9000)]
             [0, 1, 3, 4]
         """
-        partitions = self.require_topic(topic)
-        if partition not in partitions:
-            raise InvalidArgumentError(
-                f"partition must be one of {partitions} for topic {topic!r}, got {partition!r}",
-            )
+        self.require_partition(topic, partition)
         return self._offset_for_time(topic, partition, _milliseconds(time, "time"))
 
     def _offset_for_time(self, topic: str, partition: int, time: int) -> int:
         """`offset_for_time` of a known partition, `time` in epoch ms (maybe before 1970).
 
-        A scan of the partition's records, from the earliest.
-
-        Backends with an index of times (Kafka) override it.
+        A scan of the partition's records from the earliest; a backend with an index of times
+        (Kafka) overrides it.
         """
         earliest = self.earliest_offset(topic, partition)
         latest = self.latest_offset(topic, partition)
@@ -198,6 +191,14 @@ class LogBackend(ABC):
         if not partitions:
             raise InvalidArgumentError(f"unknown topic {topic!r} in {self!r}")
         return partitions
+
+    def require_partition(self, topic: str, partition: int) -> None:
+        """Raise `InvalidArgumentError` unless `topic` exists and has `partition`."""
+        partitions = self.require_topic(topic)
+        if partition not in partitions:
+            raise InvalidArgumentError(
+                f"partition must be one of {partitions} for topic {topic!r}, got {partition!r}",
+            )
 
     def check(self, offsets: OffsetRange) -> None:
         """Raise `OffsetOutOfRangeError` unless the log holds every record of `offsets`."""
