@@ -22,6 +22,7 @@ from reactive_spark import Days, StreamingContext, Time, tracing
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.listener import EventsDropped
 from reactive_spark.tracing import END, Tracing
+from reactive_spark.web import BearerToken, create_app
 
 from .helpers import ROOT, virtual
 
@@ -118,6 +119,27 @@ async def test_a_rest_triggered_batch_continues_the_callers_trace(sc: SparkConte
     assert event.parent.is_remote
     assert event.kind is SpanKind.SERVER
     assert event.attributes["http.route"] == "/report"
+
+
+async def test_a_trigger_fired_from_the_console_continues_the_callers_trace(
+    sc: SparkContext,
+) -> None:
+    async with virtual(sc, start=T0) as ssc:
+        rest = ssc.restServer(None, name="triggers", token="s3cret").post("/report")
+        two_jobs_one_failing(ssc, rest)
+        spans = traced(ssc)
+        await ssc.start()
+        async with TestClient(TestServer(create_app(ssc, auth=BearerToken("console")))) as client:
+            headers = {
+                "Authorization": "Bearer console",
+                "traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01",
+            }
+            response = await client.post("/api/sources/triggers/fire", json={}, headers=headers)
+            assert response.status == 202, await response.text()
+            await ssc.advanceTo(T0)
+    event = assert_tree(spans.get_finished_spans(), "triggers")["event triggers"]
+    assert f"{event.context.trace_id:032x}" == CALLER_TRACE
+    assert event.parent is not None and f"{event.parent.span_id:016x}" == CALLER_SPAN
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from reactive_spark.events import Event, RestEvent
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.http import bearer_token, json_error, offer, read_json
 from reactive_spark.sources.manual import ManualEventSource
-from reactive_spark.sources.rest import RestEventSource
+from reactive_spark.sources.rest import RestEventSource, valid_traceparent
 from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
 from reactive_spark.web.history import Record, redacted
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
@@ -139,7 +139,8 @@ async def fire(request: web.Request) -> web.Response:
     A manual source's event carries the JSON body as its value; a REST source's body is
     `{"path": ..., "body": ...}` (`path` may be left out when the source has one route). It
     needs the control scope; a token-protected REST trigger needs an authenticated one, or
-    the trigger's own token (`Authorization: Bearer <it>`).
+    the trigger's own token (`Authorization: Bearer <it>`). A REST trigger's event continues
+    the request's valid `traceparent` header, as a request to the trigger itself does.
     """
     ssc, history = request.app[CONTEXT_KEY], request.app[HISTORY_KEY]
     name = request.match_info["name"]
@@ -155,7 +156,7 @@ async def fire(request: web.Request) -> web.Response:
     if isinstance(source, ManualEventSource):
         event: Event = source.event(body)
     elif isinstance(source, RestEventSource):
-        event = _rest_event(source, body)
+        event = _rest_event(source, body, valid_traceparent(request.headers.get("traceparent")))
     else:
         raise json_error(
             web.HTTPConflict, f"source {name!r} is a {source.kind}: only REST and manual fire"
@@ -199,7 +200,7 @@ def _allow_protected(source: RestEventSource, grant: Grant, token: str | None) -
     )
 
 
-def _rest_event(source: RestEventSource, body: Any) -> Event:
+def _rest_event(source: RestEventSource, body: Any, traceparent: str | None) -> Event:
     if body is not None and not isinstance(body, dict):
         raise json_error(web.HTTPBadRequest, 'body must be an object: {"path": ..., "body": ...}')
     fields = body or {}
@@ -210,7 +211,10 @@ def _rest_event(source: RestEventSource, body: Any) -> Event:
     if not isinstance(path, str) or path not in routes:
         raise json_error(web.HTTPBadRequest, f"path must be one of {sorted(routes)}, got {path!r}")
     method = "POST" if "POST" in routes[path] else sorted(routes[path])[0]
-    return RestEvent(source, None, source.context.clock.now(), method, path, {}, fields.get("body"))
+    now = source.context.clock.now()
+    return RestEvent(
+        source, None, now, method, path, {}, fields.get("body"), traceparent=traceparent
+    )
 
 
 async def stream(request: web.Request) -> web.StreamResponse:
