@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from pyspark import SparkContext
 
+from reactive_spark.dstream import text_files
 from reactive_spark.dstream.text_files import (
     LineFormat,
     line_format,
+    read_splits,
     splits_rdd,
     text_splits,
 )
@@ -132,3 +134,38 @@ def test_a_codec_python_cannot_read_is_an_error_naming_the_file(tmp_path: Path) 
     path.write_bytes(b"\x00")
     with pytest.raises(InvalidArgumentError, match=r"data\.snappy"):
         text_splits([str(path)])
+
+
+@pytest.mark.parametrize("read_ahead", [1, 2, 3, 7])
+def test_where_reads_end_does_not_change_the_lines(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_ahead: int
+) -> None:
+    """Reading a few bytes at a time (here, in the driver) gives Spark's lines all the same."""
+    paths = []
+    for name, data in TRICKY.items():
+        for extension, compress in (
+            ("", bytes),
+            (".gz", gzip.compress),
+            (".deflate", zlib.compress),
+        ):
+            path = tmp_path / f"{name}.txt{extension}"
+            path.write_bytes(compress(data))
+            paths.append(str(path))
+    expected = spark_split_lines(sc, paths, 5)
+    monkeypatch.setattr(text_files, "READ_AHEAD", read_ahead)
+    format = LineFormat(block_size=5)
+    assert list(read_splits(text_splits(paths, format), format)) == [
+        line for lines in expected for line in lines
+    ]
+
+
+def test_a_bz2_or_delimited_file_larger_than_a_block_is_one_partition_of_sparks_lines(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    text = b"".join(f"line {n}\r\n".encode() for n in range(2_000))
+    (tmp_path / "big.bz2").write_bytes(bz2.compress(text))
+    paths = [str(tmp_path / "big.bz2")]
+    expected = spark_split_lines(sc, paths, 1_000)
+    assert len(expected) > 1  # Hadoop splits bzip2 by blocks
+    ours = our_lines(sc, paths, LineFormat(block_size=1_000))
+    assert ours == [[line for lines in expected for line in lines]]

@@ -3,14 +3,17 @@
 A file stream's batch reads the files it found (or its watcher's event named) in the Python
 workers, from a small list of splits the driver makes: no Hadoop RDD, so no broadcast of the
 Hadoop configuration for every batch, which took most of the time from a file's arrival to
-its batch. What the workers read is what `sc.textFile(path, 1)` gives for the same files, in
-the same order and partitions:
+its batch. The workers read the lines `sc.textFile(path, 1)` gives for the same files, in the
+same order, streaming (a split is read a block at a time, a compressed file decompressed as it
+is read):
 
 - each file is split as Hadoop's `FileInputFormat` splits it with `minPartitions=1` (blocks of
-  `fs.local.block.size`, 32 MiB by default; the last split takes up to 10% more; an empty file
-  has none); a compressed file is one split;
-- lines end at LF, CR LF or CR (or at `textinputformat.record.delimiter` when the Hadoop
-  configuration sets one: then a file is one split), a final line needs no end, a UTF-8 byte
+  `fs.local.block.size`, 32 MiB by default, at least
+  `mapreduce.input.fileinputformat.split.minsize`; the last split takes up to 10% more; an
+  empty file has none). Two differences in partitions, not in lines: a compressed file is one
+  split (Hadoop splits a `.bz2` file larger than a block), and so is every file when the Hadoop
+  configuration sets `textinputformat.record.delimiter`;
+- lines end at LF, CR LF or CR (or at that delimiter), a final line needs no end, a UTF-8 byte
   order mark at the start of a file is dropped, and bytes that are not UTF-8 are replaced by
   U+FFFD;
 - `.gz`, `.bz2` and `.deflate` files are decompressed; `.lz4`, `.snappy` and `.zst` files
@@ -21,11 +24,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import itertools
+import math
 import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from reactive_spark.errors import InvalidArgumentError
 
@@ -51,11 +56,9 @@ READ_AHEAD = 64 * 1024
 
 _BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
-_DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
-    ".gz": gzip.decompress,
-    ".bz2": bz2.decompress,
-    ".deflate": zlib.decompress,
-}
+#: Hadoop's codecs Python reads, by extension: gzip and bzip2 (several members or streams
+#: one after another too) and zlib (`.deflate`, Hadoop's DefaultCodec).
+_COMPRESSED = (".gz", ".bz2", ".deflate")
 _UNREADABLE = (".lz4", ".snappy", ".zst")
 
 
@@ -77,6 +80,7 @@ class LineFormat(NamedTuple):
 
     block_size: int = LOCAL_BLOCK_SIZE
     delimiter: bytes | None = None  # None: LF, CR LF or CR
+    min_split_size: int = 1
 
 
 DEFAULT_FORMAT = LineFormat()
@@ -87,13 +91,15 @@ def line_format(hadoop_get: Callable[[str], str | None]) -> LineFormat:
 
     Examples:
         >>> line_format({"textinputformat.record.delimiter": "|"}.get)
-        LineFormat(block_size=33554432, delimiter=b'|')
+        LineFormat(block_size=33554432, delimiter=b'|', min_split_size=1)
     """
     block = hadoop_get("fs.local.block.size")
     delimiter = hadoop_get("textinputformat.record.delimiter")
+    min_size = hadoop_get("mapreduce.input.fileinputformat.split.minsize")
     return LineFormat(
         int(block) if block else LOCAL_BLOCK_SIZE,
         delimiter.encode() if delimiter else None,
+        max(1, int(min_size)) if min_size else 1,
     )
 
 
@@ -120,7 +126,8 @@ def text_splits(paths: Iterable[str], format: LineFormat = DEFAULT_FORMAT) -> li
                 "zstd); text file streams read plain, .gz, .bz2 and .deflate files"
             )
     sizes = [os.path.getsize(path) for path in paths]
-    split_size = max(1, min(sum(sizes), format.block_size))  # minPartitions=1: the total
+    goal = sum(sizes)  # minPartitions=1: the total size
+    split_size = max(format.min_split_size, min(goal, format.block_size))
     splits = []
     for path, size in zip(paths, sizes, strict=True):
         if size == 0:
@@ -138,77 +145,91 @@ def text_splits(paths: Iterable[str], format: LineFormat = DEFAULT_FORMAT) -> li
 
 def read_splits(splits: Iterable[TextSplit], format: LineFormat) -> Iterator[str]:
     """The lines of `splits` (in a Python worker: a partition's function)."""
-    for split in splits:
-        yield from _read_split(split, format)
-
-
-def _read_split(split: TextSplit, format: LineFormat) -> Iterator[str]:
-    decompress = _decompressor(split.path)
     ends = _LINE_END if format.delimiter is None else re.compile(re.escape(format.delimiter))
-    with open(split.path, "rb") as file:
-        if decompress is not None or (
-            split.start == 0 and split.length == os.fstat(file.fileno()).st_size
-        ):
-            whole = file.read()
-            if decompress is not None:
-                whole = decompress(whole)
-            yield from _lines(whole, 0, 0, len(whole), ends, at_end=True)
-            return
-        base = max(0, split.start - 1)  # the byte before tells whether a line starts there
-        file.seek(base)
-        end = split.start + split.length - base  # the split's end, in `data`
-        data = bytearray(file.read(end))
-        at_end = False
-        while not _ended_past(data, end, ends):  # read on until the line at the end has ended
-            more = file.read(READ_AHEAD)
-            if not more:
-                at_end = True
-                break
-            data += more
-        yield from _lines(bytes(data), base, split.start, split.start + split.length, ends, at_end)
+    longest_end = 2 if format.delimiter is None else len(format.delimiter)
+    for split in splits:
+        yield from _read_split(split, ends, longest_end)
 
 
-def _ended_past(data: bytearray, end: int, ends: re.Pattern[bytes]) -> bool:
-    """Whether a line end in `data` ends after `end`, and is whole (CR may precede an LF)."""
-    for found in ends.finditer(data, max(0, end - 2)):
-        if found.end() > end:
-            return found.end() < len(data) or found.group() != b"\r"
-    return False
+def _read_split(split: TextSplit, ends: re.Pattern[bytes], longest_end: int) -> Iterator[str]:
+    """The lines starting in the split, as Hadoop's `LineRecordReader` reads them.
 
-
-def _lines(
-    data: bytes, base: int, start: int, end: int, ends: re.Pattern[bytes], at_end: bool
-) -> Iterator[str]:
-    """The lines of `data` (read from file offset `base`) that start in the split's range.
-
-    A line starts at offset 0 or right after a line end; the split `[start, end)` holds the
-    lines starting at `p` with `start < p <= end` (from 0 for the first split), as Hadoop's
-    `LineRecordReader` reads them: each line is read by exactly one split.
+    A line starts at offset 0 or right after a line end; a split holds the lines starting at
+    `p` with `start < p <= end` (from 0 for the first split), so each line is read by exactly
+    one split. A compressed file is one split, its offsets those of the decompressed bytes.
     """
-    position = start - base if start == 0 else None
-    if position is None:
-        first = ends.search(data, 0)
-        while first is not None and base + first.end() <= start:
-            first = ends.search(data, first.end())
-        position = None if first is None else first.end()
-    while position is not None and base + position <= end:
-        if position >= len(data) and at_end:
-            return  # no line starts at the end of the file
-        found = ends.search(data, position)
-        line = data[position : found.start()] if found is not None else data[position:]
-        if base + position == 0 and line.startswith(_BOM):
-            line = line[len(_BOM) :]
-            if not line and found is None:
-                return  # Hadoop reads a file of just a byte order mark as no line at all
-        yield line.decode("utf-8", "replace")
-        position = found.end() if found is not None else None
+    compressed = _decompressor(split.path) is not None
+    end = math.inf if compressed else split.start + split.length
+    base = max(0, split.start - 1)  # the byte before tells whether a line starts at `start`
+    with open(split.path, "rb") as file:
+        file.seek(base)
+        chunks = _decompressed(split.path, file) if compressed else _chunks(file)
+        for position, line, ended in _positioned_lines(chunks, base, ends, longest_end):
+            if position > end:
+                return
+            if split.start > 0 and position <= split.start:
+                continue  # the previous split's
+            if position == 0 and line.startswith(_BOM):
+                line = line[len(_BOM) :]
+                if not line and not ended:
+                    return  # Hadoop reads a file of just a byte order mark as no line
+            yield line.decode("utf-8", "replace")
 
 
-def _decompressor(path: str) -> Callable[[bytes], bytes] | None:
-    for extension, decompress in _DECOMPRESS.items():
-        if path.endswith(extension):
-            return decompress
-    return None
+def _positioned_lines(
+    chunks: Iterable[bytes], base: int, ends: re.Pattern[bytes], longest_end: int
+) -> Iterator[tuple[int, bytes, bool]]:
+    """`(offset, line, whether a line end ended it)` of the bytes `chunks` hold from `base`.
+
+    The first line is whatever comes before the first line end. A CR at the end of a chunk
+    waits for the next one: an LF may follow it.
+    """
+    buffer = bytearray()
+    offset = base  # of buffer[0]
+    searched = 0  # no line end starts before this index of the buffer
+    for chunk in itertools.chain(chunks, [None]):
+        final = chunk is None  # the end of the bytes: a CR there ends a line
+        if chunk is not None:
+            buffer += chunk
+        position = 0
+        while True:
+            found = ends.search(buffer, max(position, searched))
+            if found is None or (
+                not final and found.end() == len(buffer) and found.group() == b"\r"
+            ):
+                searched = len(buffer) - longest_end + 1 if found is None else found.start()
+                break
+            yield offset + position, bytes(buffer[position : found.start()]), True
+            position = found.end()
+        del buffer[:position]
+        offset += position
+        searched = max(0, searched - position)
+    if buffer:
+        yield offset, bytes(buffer), False
+
+
+def _chunks(file: BinaryIO) -> Iterator[bytes]:
+    while chunk := file.read(READ_AHEAD):
+        yield chunk
+
+
+def _decompressed(path: str, file: BinaryIO) -> Iterator[bytes]:
+    if path.endswith(".deflate"):  # zlib streams, one after another
+        inflate = zlib.decompressobj()
+        for chunk in _chunks(file):
+            while chunk:
+                yield inflate.decompress(chunk)
+                chunk = inflate.unused_data if inflate.eof else b""
+                if inflate.eof:
+                    inflate = zlib.decompressobj()
+        return
+    opened = gzip.GzipFile(fileobj=file) if path.endswith(".gz") else bz2.BZ2File(file)
+    with opened:
+        yield from _chunks(opened)  # type: ignore[arg-type]
+
+
+def _decompressor(path: str) -> str | None:
+    return next((extension for extension in _COMPRESSED if path.endswith(extension)), None)
 
 
 def splits_rdd(sc: SparkContext, splits: list[TextSplit], format: LineFormat) -> RDD[str]:
