@@ -31,6 +31,7 @@ __all__ = [
     "OutputWriteError",
     "batch_path",
     "exchange",
+    "hadoop_configuration",
     "remove_interrupted_writes",
     "save_atomically",
 ]
@@ -55,15 +56,20 @@ def batch_path(prefix: str, suffix: str | None, time: Time) -> str:
     return name if suffix is None else f"{name}.{suffix}"
 
 
-def _hadoop(sc: Any, path: str) -> tuple[Any, Any]:
-    """`(Path, FileSystem)` of `path`, through the JVM.
+def hadoop_configuration(sc: Any) -> Any:
+    """The SparkContext's Hadoop configuration (a JVM object: `.get(key)` reads a key).
 
-    PySpark has no public API for Hadoop's file systems; `_jvm` and `_jsc` are how PySpark's own
-    code reaches them.
+    PySpark has no public API for Hadoop's configuration or file systems; `_jvm` and `_jsc` are
+    how PySpark's own code reaches them.
     """
+    return sc._jsc.hadoopConfiguration()  # noqa: SLF001
+
+
+def _hadoop(sc: Any, path: str) -> tuple[Any, Any]:
+    """`(Path, FileSystem)` of `path`, through the JVM."""
     jvm = sc._jvm  # noqa: SLF001
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    return hadoop_path, hadoop_path.getFileSystem(sc._jsc.hadoopConfiguration())  # noqa: SLF001
+    return hadoop_path, hadoop_path.getFileSystem(hadoop_configuration(sc))
 
 
 def save_atomically(

@@ -16,6 +16,7 @@ from pyspark import RDD
 from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Retention
 from reactive_spark.dstream.base import DStream, ParentRDDs
+from reactive_spark.dstream.files import hadoop_configuration
 from reactive_spark.dstream.text_files import DEFAULT_FORMAT, line_format, splits_rdd, text_splits
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
@@ -197,8 +198,7 @@ class FileInputDStream(InputDStream):
 
         Also reads how the Hadoop configuration splits files and ends lines.
         """
-        hadoop = self._ssc.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 (no public API)
-        self._format = line_format(hadoop.get)
+        self._format = line_format(hadoop_configuration(self._ssc.sparkContext).get)
         if not os.path.isdir(self.directory):
             found = "is not a directory" if os.path.exists(self.directory) else "does not exist"
             raise DirectoryNotFoundError(
