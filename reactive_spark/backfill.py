@@ -226,12 +226,16 @@ class Backfill:
         bound to a timer (`textFileStream`) reads in the first batch what it read live, and a
         direct log stream the records stamped after it.
         """
-        previous = [self.start]
+        return min([self.start, *self.ticks_before().values()])
+
+    def ticks_before(self) -> dict[EventSource, Time]:
+        """Each chosen timer's tick before the range, if it ticked before `start`."""
+        ticks: dict[EventSource, Time] = {}
         for source in self.sources:
             if isinstance(source, TimerEventSource) and source.startTime < self.start:
                 first = -((source.startTime - self.start) // source.period)  # ticks at or after
-                previous.append(source.tickAt(first - 1))
-        return min(previous)
+                ticks[source] = source.tickAt(first - 1)
+        return ticks
 
     # -- checks ------------------------------------------------------------------------------
     def refuse_conflicts(self) -> None:
@@ -302,7 +306,9 @@ class Backfill:
         ssc = self._ssc
         clock = ssc.clock
         picked = set(self.sources)
-        Runtime.of(ssc).backfilling = True  # direct log streams read each batch's span by time
+        runtime = Runtime.of(ssc)
+        runtime.backfilling = True  # direct log streams read each batch's span by time
+        runtime.ticks_before_backfill = self.ticks_before()
         for instant, events in groupby(
             (event for event in self._events if event.source in picked), lambda e: e.time
         ):

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from reactive_spark.clock import Clock
     from reactive_spark.events import Event, EventSource
     from reactive_spark.ordering import EventOrder
+    from reactive_spark.time import Time
 
 __all__ = ["ACTIVE", "INITIALIZED", "STOPPED", "Runtime"]
 
@@ -92,6 +93,9 @@ class Runtime:
         #: log streams then read each batch's records by their time, not from where the
         #: previous batch stopped.
         self.backfilling = False
+        #: In a backfill, each chosen timer's tick before the range: where the live run's
+        #: batch before the first backfilled one ran, so an input's first span starts there.
+        self.ticks_before_backfill: dict[EventSource, Time] = {}
         _RUNTIMES[id(context)] = self
 
     @staticmethod

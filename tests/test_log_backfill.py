@@ -87,6 +87,22 @@ async def test_a_backfill_reads_each_batch_the_records_stamped_in_its_span(
     assert seen[1][2] == [OffsetRange("clicks", 0, 8, 12), OffsetRange("clicks", 1, 8, 8)]
 
 
+async def test_beside_a_slower_timer_the_first_batch_reads_its_own_timers_span(
+    sc: SparkContext, log: Any
+) -> None:
+    times = stamped_over_four_days(log)
+    first, last = START + DAY * 2, START + DAY * 3
+    ssc = virtual(sc, start=first)
+    seen = daily_pipeline(ssc, log)
+    weekly = ssc.timer(START - DAY * 3, None, Days(7), "weekly")  # last ticked 5 days before
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(weekly)
+    report = await ssc.backfill(first, last)
+    assert report.failures == []
+    assert [time for time, _, _ in seen] == [first, last]
+    assert seen[0][1] == in_span(times, START + DAY, first)  # day 1's: not since the weekly tick
+    assert seen[1][1] == in_span(times, first, last)
+
+
 async def test_a_backfill_reads_what_the_live_run_read(sc: SparkContext, log: Any) -> None:
     live = virtual(sc, start=START)
     lived = daily_pipeline(live, log)

@@ -20,6 +20,7 @@ from reactive_spark.dstream.files import hadoop_configuration
 from reactive_spark.dstream.text_files import DEFAULT_FORMAT, line_format, splits_rdd, text_splits
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
+from reactive_spark.sources.derived import DerivedEvent
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -48,6 +49,17 @@ class InputDStream(DStream[Any]):
 
     def start(self) -> None:
         """Called once when the context starts, before any event (default: nothing)."""
+
+    def span_floor(self, event: Event) -> Time:
+        """Where the time an input's batches cover begins, for the batches of `event`'s source.
+
+        The zero time; in a backfill, the tick of the event's timer before the range (where the
+        live run's batch before the first backfilled one ran), so a stream bound to an hourly
+        timer reads an hour in its first backfilled batch even beside a daily one.
+        """
+        while isinstance(event, DerivedEvent) and event.parent is not None:
+            event = event.parent  # a derived source's batches follow its primary source's
+        return self._runtime.ticks_before_backfill.get(event.source, self._ssc.zeroTime)
 
     def record_count(self, read: dict[str, Any]) -> int:
         """Records in a read: 0 unless the input counts them (as Spark's files and queues)."""
@@ -222,7 +234,7 @@ class FileInputDStream(InputDStream):
                 if _inside(path, self.directory) and os.path.isfile(path)
             )
         else:
-            after = self._ssc.zeroTime  # files older than the start are never read, as in Spark
+            after = self.span_floor(event)  # files older than the start: never read, as Spark
             if self._last_time is not None:
                 after = max(after, self._last_time - self.minRememberDuration)
             found = modified_between(self.directory, after, event.time)

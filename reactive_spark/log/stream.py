@@ -248,7 +248,7 @@ class DirectLogInputDStream(InputDStream):
         """The ranges a live run read for `event`, in a backfill: the records stamped in its span.
 
         Per partition, from the first record stamped after the previous batch (the first batch:
-        after the context's zero time, where the batch before the backfill's first one ran) to
+        after `span_floor`, where the live run's batch before the backfill's first one ran) to
         the first stamped after `event.time`: `[offset_for_time(p + 1 ms), offset_for_time(t +
         1 ms))`. A later batch starts where the previous range ended, which is the same offset
         as long as the log does not change, so the ranges never overlap or leave a gap. No rate
@@ -259,7 +259,7 @@ class DirectLogInputDStream(InputDStream):
         for topic in self.topics:  # the topics in the order given, then partition
             for partition in self.partitions[topic]:
                 if self._last_time is None:
-                    begin = self._ssc.zeroTime + Milliseconds(1)
+                    begin = self.span_floor(event) + Milliseconds(1)
                     start = self.log.offset_for_time(topic, partition, begin)
                 else:
                     start = self._positions[(topic, partition)]
