@@ -135,6 +135,14 @@ def test_offset_for_time_finds_the_first_record_at_or_after_a_time(log: Any) -> 
         log.offset_for_time("clicks", 0, "yesterday")
 
 
+def test_a_backend_whose_append_takes_no_time_is_refused_where_it_is_defined() -> None:
+    with pytest.raises(TypeError, match=r"OldLog\._append must take .*timestamp"):
+
+        class OldLog(FileLog):
+            def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
+                return 0
+
+
 def test_file_log_lines_written_before_records_had_times_have_none(tmp_path: Path) -> None:
     log = FileLog(str(tmp_path / "log"), segmentRecords=1)
     log.create_topic("clicks")

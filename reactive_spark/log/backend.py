@@ -6,6 +6,7 @@ read the ranges themselves and a retried task reads the same records again.
 
 from __future__ import annotations
 
+import inspect
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -88,6 +89,17 @@ class LogBackend(ABC):
         >>> log.append("clicks", {"page": "/"}, partition=0, timestamp=Time(1_767_225_600_000))
         (0, 0)
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse a backend written before records had a time: its `_append` takes none."""
+        super().__init_subclass__(**kwargs)
+        append = cls.__dict__.get("_append")
+        if append is not None and "timestamp" not in inspect.signature(append).parameters:
+            raise TypeError(
+                f"{cls.__name__}._append must take (topic, partition, key, value, timestamp) "
+                "and store the record's timestamp (epoch ms): log records carry a time "
+                "(docs/logs.md)"
+            )
 
     @abstractmethod
     def partitions(self, topic: str) -> list[int]:
