@@ -125,6 +125,12 @@ def test_offset_for_time_finds_the_first_record_at_or_after_a_time(log: Any) -> 
     assert find(day + Seconds(3)) == 4
     assert find(day.milliseconds + 3_001) == 5  # after the last: the latest offset
     assert log.offset_for_time("clicks", 1, day) == 0  # an empty partition: its latest offset
+    from_two = log.offset_for_time("clicks", 0, day + Seconds(1), fromOffset=2)
+    assert from_two == 2  # records before `fromOffset` are not looked at
+    assert log.offset_for_time("clicks", 0, day, fromOffset=4) == 4
+    assert log.offset_for_time("clicks", 0, day + Seconds(9), fromOffset=3) == 5
+    with pytest.raises(ValueError, match=r"fromOffset must be an int >= 0, got -1"):
+        log.offset_for_time("clicks", 0, day, fromOffset=-1)
     with pytest.raises(
         ValueError, match=r"partition must be one of \[0, 1\] for topic 'clicks', got 2"
     ):

@@ -150,7 +150,9 @@ class LogBackend(ABC):
             self.require_partition(topic, partition)
         return partition, self._append(topic, partition, key, value, stamp)
 
-    def offset_for_time(self, topic: str, partition: int, time: Timestamp) -> int:
+    def offset_for_time(
+        self, topic: str, partition: int, time: Timestamp, *, fromOffset: int | None = None
+    ) -> int:
         """The earliest offset whose record's timestamp is at or after `time`, else the latest.
 
         Kafka's `offsetsForTimes`: `time` is a `Time`, a `datetime` or epoch milliseconds, and
@@ -158,7 +160,9 @@ class LogBackend(ABC):
         (when timestamps grow with offsets, as appends stamped with the time they are made do).
         Only records still held count. Raises `InvalidArgumentError` for an unknown topic or
         partition, and `MissingTimestampError` naming the offset if a record it has to look at
-        has no time (a file log line written before records had times).
+        has no time (a file log line written before records had times). With `fromOffset`,
+        only the records from that offset on are looked at (a caller that knows the ones
+        before it are earlier than `time`): the answer is at least `fromOffset`.
 
         Examples:
             >>> import tempfile
@@ -170,17 +174,22 @@ class LogBackend(ABC):
             [0, 1, 3, 4]
         """
         self.require_partition(topic, partition)
-        return self._offset_for_time(topic, partition, _milliseconds(time, "time"))
+        if fromOffset is not None:
+            OffsetRange(topic, partition, fromOffset, fromOffset)  # validates the offset
+        earliest = self.earliest_offset(topic, partition)
+        first = earliest if fromOffset is None else max(earliest, fromOffset)
+        latest = self.latest_offset(topic, partition)
+        ms = _milliseconds(time, "time")
+        return self._offset_for_time(topic, partition, ms, min(first, latest))
 
-    def _offset_for_time(self, topic: str, partition: int, time: int) -> int:
-        """`offset_for_time` of a known partition, `time` in epoch ms (maybe before 1970).
+    def _offset_for_time(self, topic: str, partition: int, time: int, first: int) -> int:
+        """`offset_for_time` of a known partition from offset `first` (held), `time` in epoch ms.
 
-        A scan of the partition's records from the earliest; a backend with an index of times
+        A scan of the partition's records from `first`; a backend with an index of times
         (Kafka) overrides it.
         """
-        earliest = self.earliest_offset(topic, partition)
         latest = self.latest_offset(topic, partition)
-        for offset, timestamp in self._timestamps(OffsetRange(topic, partition, earliest, latest)):
+        for offset, timestamp in self._timestamps(OffsetRange(topic, partition, first, latest)):
             if timestamp is None:
                 raise MissingTimestampError(
                     f"topic {topic!r} partition {partition}: the record at offset {offset} has "

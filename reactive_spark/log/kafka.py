@@ -140,7 +140,7 @@ class KafkaLog(LogBackend):
         self._client("admin").delete_records({self._partition(topic, partition): offset})
         return self.earliest_offset(topic, partition)
 
-    def _offset_for_time(self, topic: str, partition: int, time: int) -> int:
+    def _offset_for_time(self, topic: str, partition: int, time: int, first: int) -> int:
         """Kafka's own lookup (`offsets_for_times`, ListOffsets by timestamp), checked.
 
         The answer must agree with the records on either side of it: the one below it is
@@ -154,18 +154,17 @@ class KafkaLog(LogBackend):
         try:
             found = self._client("metadata").offsets_for_times({key: max(0, time)})[key]
         except UnsupportedVersionError:
-            return super()._offset_for_time(topic, partition, time)
-        earliest = self.earliest_offset(topic, partition)
+            return super()._offset_for_time(topic, partition, time, first)
         latest = self.latest_offset(topic, partition)
-        offset = latest if found is None else min(max(int(found.offset), earliest), latest)
-        around = OffsetRange(topic, partition, max(earliest, offset - 1), min(offset + 1, latest))
+        offset = latest if found is None else min(max(int(found.offset), first), latest)
+        around = OffsetRange(topic, partition, max(first, offset - 1), min(offset + 1, latest))
         stamps = dict(self._timestamps(around))
         below, at = stamps.get(offset - 1), stamps.get(offset)
-        if (offset == earliest or (below is not None and below < time)) and (
+        if (offset == first or (below is not None and below < time)) and (
             offset == latest or (at is not None and at >= time)
         ):
             return offset
-        return super()._offset_for_time(topic, partition, time)
+        return super()._offset_for_time(topic, partition, time, first)
 
     # -- records -----------------------------------------------------------------------------
     def _read(self, offsets: OffsetRange) -> Iterator[LogRecord]:

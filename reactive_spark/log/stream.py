@@ -263,7 +263,7 @@ class DirectLogInputDStream(InputDStream):
                     start = self.log.offset_for_time(topic, partition, begin)
                 else:
                     start = self._positions[(topic, partition)]
-                until = max(start, self.log.offset_for_time(topic, partition, after))
+                until = self.log.offset_for_time(topic, partition, after, fromOffset=start)
                 offsets = OffsetRange(topic, partition, start, until)
                 self.log.check(offsets)
                 ranges.append(offsets)
