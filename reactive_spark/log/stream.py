@@ -245,14 +245,14 @@ class DirectLogInputDStream(InputDStream):
         return self._take(event, ranges), {"offsetRanges": [r.toList() for r in ranges]}
 
     def _ranges_by_time(self, event: Event) -> list[OffsetRange]:
-        """The ranges a live run read for `event`, in a backfill: the records stamped in its span.
+        """The ranges of `event`'s batch in a backfill: the records stamped in its span.
 
         Per partition, from the first record stamped after the previous batch (the first batch:
         after `span_floor`, where the live run's batch before the backfill's first one ran) to
         the first stamped after `event.time`: `[offset_for_time(p + 1 ms), offset_for_time(t +
         1 ms))`. A later batch starts where the previous range ended, which is the same offset
         as long as the log does not change, so the ranges never overlap or leave a gap. No rate
-        limit applies: the batch reads its whole span, as the live run did by its end.
+        limit applies: the batch reads its whole span (what a live run that kept up read).
         """
         after = event.time + Milliseconds(1)
         ranges = []
