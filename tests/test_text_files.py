@@ -72,7 +72,7 @@ def test_tricky_files_read_as_spark_reads_them(sc: SparkContext, tmp_path: Path)
         assert our_lines(sc, [path], hadoop_format(sc)) == spark_lines(sc, [path]), path
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 def test_split_files_read_every_line_once_as_spark_does(
     sc: SparkContext, tmp_path: Path, seed: int
 ) -> None:
