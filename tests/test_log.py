@@ -13,6 +13,7 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Hours, Milliseconds, Minutes, Seconds, StreamingContext, Time
+from reactive_spark.errors import InvalidCallbackError
 from reactive_spark.log import (
     FileLog,
     MissingTimestampError,
@@ -142,7 +143,7 @@ def test_offset_for_time_finds_the_first_record_at_or_after_a_time(log: Any) -> 
 
 
 def test_a_backend_whose_append_takes_no_time_is_refused_where_it_is_defined() -> None:
-    with pytest.raises(TypeError, match=r"OldLog\._append must take .*timestamp"):
+    with pytest.raises(InvalidCallbackError, match=r"OldLog\._append must take .*timestamp"):
 
         class OldLog(FileLog):
             def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:

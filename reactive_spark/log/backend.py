@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from reactive_spark.errors import (
     InvalidArgumentError,
+    InvalidCallbackError,
     MissingTimestampError,
     OffsetOutOfRangeError,
 )
@@ -95,7 +96,7 @@ class LogBackend(ABC):
         super().__init_subclass__(**kwargs)
         append = cls.__dict__.get("_append")
         if append is not None and "timestamp" not in inspect.signature(append).parameters:
-            raise TypeError(
+            raise InvalidCallbackError(
                 f"{cls.__name__}._append must take (topic, partition, key, value, timestamp) "
                 "and store the record's timestamp (epoch ms): log records carry a time "
                 "(docs/logs.md)"
