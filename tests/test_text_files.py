@@ -5,17 +5,19 @@ from __future__ import annotations
 import bz2
 import gzip
 import random
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
 import pytest
-from pyspark import SparkContext
+from pyspark import SparkContext, cloudpickle
 
 from reactive_spark.dstream import text_files
 from reactive_spark.dstream.text_files import (
     LineFormat,
     line_format,
-    read_splits,
+    split_reader,
     splits_rdd,
     text_splits,
 )
@@ -84,7 +86,7 @@ def test_split_files_read_every_line_once_as_spark_does(
         data = b"".join(rng.choice(pieces) for _ in range(rng.randint(50, 400)))
         (tmp_path / name).write_bytes(data)
         paths.append(str(tmp_path / name))
-    block = rng.randint(1, 37)
+    block = rng.randint(6, 37)  # a few hundred splits at most: one Spark task each
     expected = spark_split_lines(sc, paths, block)
     assert len(expected) > 2
     assert our_lines(sc, paths, LineFormat(block_size=block)) == expected
@@ -136,9 +138,8 @@ def test_a_codec_python_cannot_read_is_an_error_naming_the_file(tmp_path: Path) 
         text_splits([str(path)])
 
 
-@pytest.mark.parametrize("read_ahead", [1, 2, 3, 7])
 def test_where_reads_end_does_not_change_the_lines(
-    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_ahead: int
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reading a few bytes at a time (here, in the driver) gives Spark's lines all the same."""
     paths = []
@@ -151,12 +152,11 @@ def test_where_reads_end_does_not_change_the_lines(
             path = tmp_path / f"{name}.txt{extension}"
             path.write_bytes(compress(data))
             paths.append(str(path))
-    expected = spark_split_lines(sc, paths, 5)
-    monkeypatch.setattr(text_files, "READ_AHEAD", read_ahead)
+    expected = [line for lines in spark_split_lines(sc, paths, 5) for line in lines]
     format = LineFormat(block_size=5)
-    assert list(read_splits(text_splits(paths, format), format)) == [
-        line for lines in expected for line in lines
-    ]
+    for read_ahead in (1, 2, 3, 7):
+        monkeypatch.setattr(text_files, "READ_AHEAD", read_ahead)
+        assert list(split_reader(format)(text_splits(paths, format))) == expected, read_ahead
 
 
 def test_a_bz2_or_delimited_file_larger_than_a_block_is_one_partition_of_sparks_lines(
@@ -169,3 +169,20 @@ def test_a_bz2_or_delimited_file_larger_than_a_block_is_one_partition_of_sparks_
     assert len(expected) > 1  # Hadoop splits bzip2 by blocks
     ours = our_lines(sc, paths, LineFormat(block_size=1_000))
     assert ours == [[line for lines in expected for line in lines]]
+
+
+def test_executors_need_not_have_reactive_spark_to_read_a_file_stream(tmp_path: Path) -> None:
+    """Spark ships the reader by value: a worker that cannot import reactive_spark runs it."""
+    (tmp_path / "a.txt").write_bytes(b"x\r\ny")
+    splits = [tuple(split) for split in text_splits([str(tmp_path / "a.txt")])]
+    shipped = cloudpickle.dumps((split_reader(LineFormat()), splits))
+    worker = (
+        "import pickle, sys\n"
+        "sys.modules['reactive_spark'] = None  # any import of it fails\n"
+        "read, splits = pickle.load(sys.stdin.buffer)\n"
+        "print(list(read(splits)))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", worker], input=shipped, capture_output=True, check=True
+    )
+    assert ran.stdout.decode().strip() == "['x', 'y']"

@@ -30,7 +30,7 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reactive_spark.errors import InvalidArgumentError
 
@@ -42,7 +42,7 @@ __all__ = [
     "LineFormat",
     "TextSplit",
     "line_format",
-    "read_splits",
+    "split_reader",
     "splits_rdd",
     "text_splits",
 ]
@@ -143,89 +143,100 @@ def text_splits(paths: Iterable[str], format: LineFormat = DEFAULT_FORMAT) -> li
     return splits
 
 
-def read_splits(splits: Iterable[TextSplit], format: LineFormat) -> Iterator[str]:
-    """The lines of `splits` (in a Python worker: a partition's function)."""
-    ends = _LINE_END if format.delimiter is None else re.compile(re.escape(format.delimiter))
-    longest_end = 2 if format.delimiter is None else len(format.delimiter)
-    for split in splits:
-        yield from _read_split(split, ends, longest_end)
+def split_reader(format: LineFormat) -> Callable[[Iterable[tuple[str, int, int]]], Iterator[str]]:
+    """The function a partition runs in a Python worker: the lines of its splits.
 
+    Everything it uses is defined inside it or comes from the standard library, so Spark ships
+    it by value: executors need not have reactive-spark installed to read a file stream (as
+    they need not for `sc.textFile`), and a worker's first batch imports nothing of it. It reads
+    a split's lines as Hadoop's `LineRecordReader` does: a line starts at offset 0 or right
+    after a line end, and a split holds the lines starting at `p` with `start < p <= end`
+    (from 0 for the first split), so each line is read by exactly one split. A compressed file
+    is one split, its offsets those of the decompressed bytes.
 
-def _read_split(split: TextSplit, ends: re.Pattern[bytes], longest_end: int) -> Iterator[str]:
-    """The lines starting in the split, as Hadoop's `LineRecordReader` reads them.
-
-    A line starts at offset 0 or right after a line end; a split holds the lines starting at
-    `p` with `start < p <= end` (from 0 for the first split), so each line is read by exactly
-    one split. A compressed file is one split, its offsets those of the decompressed bytes.
+    Examples:
+        >>> import tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "part")
+        >>> with open(path, "wb") as file:
+        ...     _ = file.write(b"one" + bytes([13, 10]) + b"two" + bytes([13]) + b"three")
+        >>> list(split_reader(LineFormat())([(path, 0, 14)]))
+        ['one', 'two', 'three']
     """
-    compressed = _decompressor(split.path) is not None
-    end = math.inf if compressed else split.start + split.length
-    base = max(0, split.start - 1)  # the byte before tells whether a line starts at `start`
-    with open(split.path, "rb") as file:
-        file.seek(base)
-        chunks = _decompressed(split.path, file) if compressed else _chunks(file)
-        for position, line, ended in _positioned_lines(chunks, base, ends, longest_end):
-            if position > end:
-                return
-            if split.start > 0 and position <= split.start:
-                continue  # the previous split's
-            if position == 0 and line.startswith(_BOM):
-                line = line[len(_BOM) :]
-                if not line and not ended:
-                    return  # Hadoop reads a file of just a byte order mark as no line
-            yield line.decode("utf-8", "replace")
+    delimiter = format.delimiter
+    ends = _LINE_END if delimiter is None else re.compile(re.escape(delimiter))
+    longest_end = 2 if delimiter is None else len(delimiter)
+    read_ahead, bom, compressed_extensions = READ_AHEAD, _BOM, _COMPRESSED
 
+    def chunks(file: Any) -> Iterator[bytes]:
+        while chunk := file.read(read_ahead):
+            yield chunk
 
-def _positioned_lines(
-    chunks: Iterable[bytes], base: int, ends: re.Pattern[bytes], longest_end: int
-) -> Iterator[tuple[int, bytes, bool]]:
-    """`(offset, line, whether a line end ended it)` of the bytes `chunks` hold from `base`.
+    def decompressed(path: str, file: Any) -> Iterator[bytes]:
+        if path.endswith(".deflate"):  # zlib streams, one after another
+            inflate = zlib.decompressobj()
+            for chunk in chunks(file):
+                while chunk:
+                    yield inflate.decompress(chunk)
+                    chunk = inflate.unused_data if inflate.eof else b""
+                    if inflate.eof:
+                        inflate = zlib.decompressobj()
+            return
+        opened = gzip.GzipFile(fileobj=file) if path.endswith(".gz") else bz2.BZ2File(file)
+        with opened:
+            yield from chunks(opened)
 
-    The first line is whatever comes before the first line end. A CR at the end of a chunk
-    waits for the next one: an LF may follow it.
-    """
-    buffer = bytearray()
-    offset = base  # of buffer[0]
-    searched = 0  # no line end starts before this index of the buffer
-    for chunk in itertools.chain(chunks, [None]):
-        final = chunk is None  # the end of the bytes: a CR there ends a line
-        if chunk is not None:
-            buffer += chunk
-        position = 0
-        while True:
-            found = ends.search(buffer, max(position, searched))
-            if found is None or (
-                not final and found.end() == len(buffer) and found.group() == b"\r"
-            ):
-                searched = len(buffer) - longest_end + 1 if found is None else found.start()
-                break
-            yield offset + position, bytes(buffer[position : found.start()]), True
-            position = found.end()
-        del buffer[:position]
-        offset += position
-        searched = max(0, searched - position)
-    if buffer:
-        yield offset, bytes(buffer), False
+    def positioned_lines(data: Iterable[bytes], base: int) -> Iterator[tuple[int, bytes, bool]]:
+        """`(offset, line, whether a line end ended it)` of the bytes read from `base` on.
 
+        The first line is whatever comes before the first line end. A CR at the end of a
+        chunk waits for the next one: an LF may follow it.
+        """
+        buffer = bytearray()
+        offset = base  # of buffer[0]
+        searched = 0  # no line end starts before this index of the buffer
+        for chunk in itertools.chain(data, [None]):
+            final = chunk is None  # the end of the bytes: a CR there ends a line
+            if chunk is not None:
+                buffer += chunk
+            position = 0
+            while True:
+                found = ends.search(buffer, max(position, searched))
+                if found is None or (
+                    not final and found.end() == len(buffer) and found.group() == b"\r"
+                ):
+                    searched = len(buffer) - longest_end + 1 if found is None else found.start()
+                    break
+                yield offset + position, bytes(buffer[position : found.start()]), True
+                position = found.end()
+            del buffer[:position]
+            offset += position
+            searched = max(0, searched - position)
+        if buffer:
+            yield offset, bytes(buffer), False
 
-def _chunks(file: BinaryIO) -> Iterator[bytes]:
-    while chunk := file.read(READ_AHEAD):
-        yield chunk
+    def read_split(path: str, start: int, length: int) -> Iterator[str]:
+        compressed = path.endswith(compressed_extensions)
+        end = math.inf if compressed else start + length
+        base = max(0, start - 1)  # the byte before tells whether a line starts at `start`
+        with open(path, "rb") as file:
+            file.seek(base)
+            data = decompressed(path, file) if compressed else chunks(file)
+            for position, line, ended in positioned_lines(data, base):
+                if position > end:
+                    return
+                if start > 0 and position <= start:
+                    continue  # the previous split's
+                if position == 0 and line.startswith(bom):
+                    line = line[len(bom) :]
+                    if not line and not ended:
+                        return  # Hadoop reads a file of just a byte order mark as no line
+                yield line.decode("utf-8", "replace")
 
+    def read(splits: Iterable[tuple[str, int, int]]) -> Iterator[str]:
+        for path, start, length in splits:
+            yield from read_split(path, start, length)
 
-def _decompressed(path: str, file: BinaryIO) -> Iterator[bytes]:
-    if path.endswith(".deflate"):  # zlib streams, one after another
-        inflate = zlib.decompressobj()
-        for chunk in _chunks(file):
-            while chunk:
-                yield inflate.decompress(chunk)
-                chunk = inflate.unused_data if inflate.eof else b""
-                if inflate.eof:
-                    inflate = zlib.decompressobj()
-        return
-    opened = gzip.GzipFile(fileobj=file) if path.endswith(".gz") else bz2.BZ2File(file)
-    with opened:
-        yield from _chunks(opened)  # type: ignore[arg-type]
+    return read
 
 
 def _decompressor(path: str) -> str | None:
@@ -233,7 +244,9 @@ def _decompressor(path: str) -> str | None:
 
 
 def splits_rdd(sc: SparkContext, splits: list[TextSplit], format: LineFormat) -> RDD[str]:
-    """An RDD of the lines of `splits`, one partition per split."""
+    """An RDD of the lines of `splits`, one partition per split (`split_reader` reads them)."""
     if not splits:
         return sc.emptyRDD()
-    return sc.parallelize(splits, len(splits)).mapPartitions(lambda part: read_splits(part, format))
+    # plain tuples: no class of ours to import on the executors
+    plain = [(split.path, split.start, split.length) for split in splits]
+    return sc.parallelize(plain, len(plain)).mapPartitions(split_reader(format))
