@@ -24,6 +24,13 @@ from tests.helpers import quiet_spark_context
 from tests.kafka_broker import TansuBroker
 
 DOCTEST_START = datetime(2024, 1, 1, tzinfo=UTC)
+#: The tests' driver JVMs (the session's, and those of the programs tests start) compile with
+#: C1 only and collect with the serial collector: they live briefly and run small jobs, and on
+#: 2 cores the JIT's CPU slowed the whole suite.
+os.environ.setdefault(
+    "PYSPARK_SUBMIT_ARGS",
+    "--driver-java-options '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC' pyspark-shell",
+)
 #: Run by spark-submit with its shipped modules (tests/test_cluster.py), not importable here.
 collect_ignore = ["tests/cluster_app.py"]
 #: The `log` fixture: every log backend (file, Redis, Kafka) for the direct-stream tests.
