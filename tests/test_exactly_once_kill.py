@@ -25,7 +25,7 @@ from .test_sinks import POSTGRES_DSN, postgres_or_skip
 
 # each kill starts a driver JVM; the file log, whose commit protocol is ours end to end, takes
 # the most (kills between and inside its commits); the brokers' backends one kill and recovery
-KILLS = {"file": 4, "redis": 1, "kafka": 1}
+KILLS = {"file": 3, "redis": 1, "kafka": 1}
 SEEDS = {"file": 41, "redis": 42, "kafka": 43}
 
 
