@@ -132,7 +132,7 @@ def text_splits(paths: Iterable[str], format: LineFormat = DEFAULT_FORMAT) -> li
     for path, size in zip(paths, sizes, strict=True):
         if size == 0:
             continue  # no split (Spark's spark.hadoopRDD.ignoreEmptySplits)
-        if format.delimiter is not None or _decompressor(path) is not None:
+        if format.delimiter is not None or path.endswith(_COMPRESSED):
             splits.append(TextSplit(path, 0, size))
             continue
         remaining = size
@@ -237,10 +237,6 @@ def split_reader(format: LineFormat) -> Callable[[Iterable[tuple[str, int, int]]
             yield from read_split(path, start, length)
 
     return read
-
-
-def _decompressor(path: str) -> str | None:
-    return next((extension for extension in _COMPRESSED if path.endswith(extension)), None)
 
 
 def splits_rdd(sc: SparkContext, splits: list[TextSplit], format: LineFormat) -> RDD[str]:
