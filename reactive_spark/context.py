@@ -31,9 +31,9 @@ from reactive_spark.failures import Failure, FailureLedger
 from reactive_spark.graph import DStreamGraph
 from reactive_spark.listener import ListenerBus, StreamingListener, StreamingStarted
 from reactive_spark.loop_watchdog import LoopWatchdog
-from reactive_spark.ordering import DEFAULT_MAX_QUEUED
 from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED, Runtime
 from reactive_spark.scheduler import BlockingCalls, JobScheduler
+from reactive_spark.source_queue import DEFAULT_MAX_QUEUED
 from reactive_spark.sources.definitions import EventSourceDefinitions
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time, now_ms, to_duration

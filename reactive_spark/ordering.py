@@ -8,12 +8,12 @@ them (`index` per source, `instanceId` per context), records the checkpoint's pr
 in turn. Runs of sources some stream is bound to go on to the scheduler's worker
 (docs/architecture.md).
 
-Nothing waiting grows without bound: every source has a `SourceQueue` bounding its events
-that wait (posted and not accepted, or accepted and not processed), and an overflow policy
-for an event past the bound (`EventSource.overflow`). A source whose bound sources downstream
-are full is not accepted from until they drain; the sources derived from it go on with what it
-already fired, the others wait behind it, so each instant's lineage order holds among what
-is accepted.
+Nothing waiting grows without bound: every source has a `SourceQueue` (`source_queue.py`)
+bounding its events that wait (posted and not accepted, or accepted and not processed), and an
+overflow policy for an event past the bound (`EventSource.overflow`). A source whose bound
+sources downstream are full is not accepted from until they drain; the sources derived from it
+go on with what it already fired, the others wait behind it, so each instant's lineage order
+holds among what is accepted.
 """
 
 from __future__ import annotations
@@ -25,81 +25,25 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.errors import QueueFullError
 from reactive_spark.listener import EventsDropped
+from reactive_spark.source_queue import DEFAULT_MAX_QUEUED, OrderKey, SourceQueue
 
 if TYPE_CHECKING:
     from reactive_spark.events import Event, EventSource
     from reactive_spark.listener import ListenerBus
 
-__all__ = ["DEFAULT_MAX_QUEUED", "EVENTS_PER_FLUSH", "EventOrder", "SourceQueue"]
+__all__ = ["EVENTS_PER_FLUSH", "WAIT_SLICE", "EventOrder"]
 
 log = logging.getLogger(__name__)
 
-OrderKey = tuple[int, int, int]
-
 #: How many pending events the loop accepts before letting its other callbacks run.
 EVENTS_PER_FLUSH = 1024
-#: The bound on a source's waiting events unless the context or the source says otherwise.
-DEFAULT_MAX_QUEUED = 10_000
 #: Seconds a waiting producer sleeps between looks at its queue (it is woken when room frees).
 WAIT_SLICE = 0.05
-
-
-@dataclass(eq=False)
-class SourceQueue:
-    """What waits of one source's events, its bound and its overflow policy.
-
-    Each counter has one writer: `pending` and `accepted` the loop, `processed` the worker,
-    `in_transit` (events posted from other threads, on their way to the loop) the lock.
-    """
-
-    source: EventSource
-    bound: int
-    policy: str
-    pending: int = 0
-    in_transit: int = 0
-    accepted: int = 0
-    processed: int = 0
-    #: The bound queues an accepted event of this source feeds (its own, if it is bound).
-    feeds: tuple[SourceQueue, ...] = ()
-    #: The sources that wait behind this one when it cannot be accepted from.
-    holds: frozenset[Any] = frozenset()
-    #: Keys this source's events wait under (a heap; some may be gone).
-    keys: list[OrderKey] = field(default_factory=list)
-
-    @property
-    def depth(self) -> int:
-        """This source's events waiting: posted, or accepted and not processed yet.
-
-        Events on their way from another thread count when they were admitted within the bound
-        (`block`, `reject`); under the other policies one arriving past the bound replaces or
-        is replaced (their producers keep at most `bound` on the way).
-        """
-        waiting = self.pending + self.accepted - self.processed
-        return waiting + self.in_transit if self.policy in ("block", "reject") else waiting
-
-    @property
-    def full(self) -> bool:
-        """Whether a new event is past the bound."""
-        return self.depth >= self.bound
-
-    def room(self) -> int | None:
-        """How many of this source's waiting events may be accepted now (None: any)."""
-        room = None
-        for fed in self.feeds:
-            if fed is self:  # its own accepted events, not yet processed (a slot is kept for
-                # one waiting event to merge or drop, so that one never goes past the bound)
-                keep = 1 if self.policy in ("coalesce", "drop-oldest") and self.bound > 1 else 0
-                left = self.bound - keep - (self.accepted - self.processed)
-            else:
-                left = fed.bound - fed.depth
-            room = left if room is None else min(room, left)
-        return None if room is None else max(0, room)
 
 
 class EventOrder:

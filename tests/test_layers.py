@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"dependencies", "dstream", "log"},
     {"jobs"},
     {"graph", "planning"},
-    {"ordering", "scheduler", "loop_watchdog"},
+    {"source_queue", "ordering", "scheduler", "loop_watchdog"},
     {"checkpoint", "virtual_time", "backfill"},
     {"context"},
     {"testing", "web", "lineage", "demo", "cluster", "tracing"},
