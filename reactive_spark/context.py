@@ -1,19 +1,15 @@
-"""StreamingContext: owns the graph, the scheduler and the event sources' lifecycle."""
+"""StreamingContext: owns the graph, the scheduler and the event sources; see lifecycle.py."""
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
-import inspect
-import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from pyspark import SparkContext
 
 from reactive_spark._callbacks import require_callable
-from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark._validation import (
     require_bool,
     require_checkpoint_path,
@@ -21,27 +17,24 @@ from reactive_spark._validation import (
     require_timeout,
 )
 from reactive_spark.backfill import Backfill, BackfillReport, Progress
-from reactive_spark.checkpoint import Checkpoint, resume, use_rdd_directory
+from reactive_spark.checkpoint import Checkpoint
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
-from reactive_spark.deadlines import DeadlineWatch, watch_expectations
 from reactive_spark.dstream.definitions import InputStreamDefinitions
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.events import EventSource
 from reactive_spark.failures import Failure, FailureLedger
 from reactive_spark.graph import DStreamGraph
-from reactive_spark.listener import ListenerBus, StreamingListener, StreamingStarted
-from reactive_spark.loop_watchdog import LoopWatchdog
-from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED, Runtime
+from reactive_spark.lifecycle import Lifecycle
+from reactive_spark.listener import ListenerBus, StreamingListener
+from reactive_spark.runtime import INITIALIZED, Runtime
 from reactive_spark.scheduler import BlockingCalls, JobScheduler
 from reactive_spark.source_queue import DEFAULT_MAX_QUEUED
 from reactive_spark.sources.definitions import EventSourceDefinitions
 from reactive_spark.sources.timer import TimerEventSource
-from reactive_spark.time import Duration, Time, now_ms, to_duration
+from reactive_spark.time import Duration, Time, to_duration
 from reactive_spark.virtual_time import VirtualTimeDriver
 
 __all__ = ["StreamingContext"]
-
-log = logging.getLogger(__name__)
 
 
 #: The checkpoint directory `getOrCreate` is building a context for, so that the context
@@ -49,10 +42,6 @@ log = logging.getLogger(__name__)
 _BUILDING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "reactive_spark_building_for", default=None
 )
-
-#: A graceful stop waits at most this many batch durations for batches to read what
-#: receivers received (Spark's spark.streaming.gracefulStopTimeout default).
-GRACEFUL_DRAIN_PERIODS = 10
 
 
 class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
@@ -126,8 +115,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         if clock is not None and not isinstance(clock, Clock):
             raise InvalidArgumentError(f"clock must be a Clock, got {clock!r}")
         require_int(maxConcurrentJobs, "maxConcurrentJobs")
-        self._freeze_heap = require_bool(freezeHeap, "freezeHeap")
-        self._watch_loop = require_bool(watchdog, "watchdog")
+        freeze_heap = require_bool(freezeHeap, "freezeHeap")
+        watch_loop = require_bool(watchdog, "watchdog")
         require_int(maxQueuedEvents, "maxQueuedEvents")
         if checkpoint is not None:
             checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
@@ -165,17 +154,21 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             accepting=lambda: self._scheduler.accepting,
             order=self._scheduler.order,
         )
-        self._zero_time: Time | None = None
-        self._checkpoint: Checkpoint | None = None
-        self._started_at: Time | None = None
         self.defaultTimer: TimerEventSource | None = None
         self._virtual_time = VirtualTimeDriver(self._runtime, self._scheduler, self._failures)
-        self._sources_stopped = False
-        self._stop_complete = False
-        self._starting_source: EventSource | None = None
-        self._recovered = False
-        self._watchdog: LoopWatchdog | None = None
-        self._deadlines: DeadlineWatch | None = None
+        # the order in which those parts start and stop
+        self._lifecycle = Lifecycle(
+            self,
+            graph=self._graph,
+            runtime=self._runtime,
+            scheduler=self._scheduler,
+            blocking=self._blocking,
+            failures=self._failures,
+            listeners=self._listeners,
+            active=StreamingContext._active,
+            freeze_heap=freeze_heap,
+            watch_loop=watch_loop,
+        )
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -191,7 +184,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
     @property
     def zeroTime(self) -> Time:
         """When the context started (before start: the clock's current time)."""
-        return self._zero_time if self._zero_time is not None else self.clock.now()
+        zero_time = self._lifecycle.zero_time
+        return zero_time if zero_time is not None else self.clock.now()
 
     @property
     def queueDepth(self) -> int:
@@ -210,8 +204,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         The zero time, except for a context restarted from a checkpoint: then the restart, from
         which sources new to the application start.
         """
-        if self._started_at is not None:
-            return self._started_at
+        if self._lifecycle.started_at is not None:
+            return self._lifecycle.started_at
         return self.zeroTime
 
     @property
@@ -235,7 +229,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             a new application
         """
         if self._runtime.state != INITIALIZED:
-            return self._recovered
+            return self._lifecycle.recovered
         return (
             self.checkpointDirectory is not None and Checkpoint(self.checkpointDirectory).exists()
         )
@@ -255,7 +249,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
 
     async def __aexit__(self, *exc_info: object) -> None:
         """Stop the context (not the SparkContext it was given) on leaving the block."""
-        if self._runtime.state != INITIALIZED and not self._stop_complete:
+        if self._runtime.state != INITIALIZED and not self._lifecycle.stop_complete:
             await self.stop(stopSparkContext=False)
 
     # -- definitions (and see EventSourceDefinitions, InputStreamDefinitions) -------------
@@ -379,68 +373,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         error raised, after the context stopped again.
         """
         self._runtime.require_not_started("start")
-        await self._launch()
-
-    async def _launch(self, backfill_from: Time | None = None) -> None:
-        """Start; a backfill gives its zero time, and fires the events: no source is started."""
-        try:
-            await self._start(backfill_from)
-        except BaseException as exc:
-            if self._starting_source is not None and isinstance(exc, Exception):
-                self._runtime.report_source_error(self._starting_source, "start", exc)
-            await self.stop(stopSparkContext=False)
-            raise
-        assert self._zero_time is not None
-        log.info("StreamingContext started at %s", self._zero_time.isoformat())
-
-    async def _start(self, backfill_from: Time | None) -> None:
-        start_sources = backfill_from is None
-        loop = asyncio.get_running_loop()
-        self._graph.validate()
-        self.clock.attach(loop)
-        recovered = None
-        if self.checkpointDirectory is not None:
-            self._checkpoint = Checkpoint(self.checkpointDirectory)
-            recovered = await self._blocking.run(self._checkpoint.load)
-        self._started_at = self.clock.now()
-        self._zero_time = self._started_at if recovered is None else recovered.zero_time
-        if backfill_from is not None:
-            self._zero_time = backfill_from
-        self.defaultTimer = self._graph.bind_default_timer(self._zero_time, self.batchDuration)
-        await use_rdd_directory(self)
-        if start_sources:  # a backfill re-runs the past: no deadline falls due in it
-            self._deadlines = watch_expectations(
-                self,
-                {} if recovered is None else recovered.deadlines,
-                None if self._checkpoint is None else self._checkpoint.deadline,
-            )
-        self._graph.start(self._zero_time, self._runtime.sources)
-        await self._blocking.run(self._graph.start_inputs)
-        self._failures.attach(loop)
-        self._runtime.state = ACTIVE
-        self._recovered = recovered is not None
-        StreamingContext._active.append(self)
-        self._scheduler.start(loop, self._runtime.sources)
-        if self._watch_loop or loop.get_debug():
-            self._watchdog = LoopWatchdog(loop)
-            self._watchdog.start()
-        resumed: set[str] = set()
-        if self._checkpoint is not None:
-            resumed = await resume(self, self._checkpoint, recovered, self._scheduler)
-        self._graph.start_receivers(loop)
-        for source in self._runtime.sources if start_sources else ():
-            self._starting_source = source
-            await _settle(source.restart() if source.name in resumed else source.start())
-        self._starting_source = None
-        if self._deadlines is not None:
-            self._deadlines.schedule(self._started_at, settle=self._accept_posted)
-        if self._freeze_heap:
-            hold_heap(self)  # what exists now, Spark and the lineage included, is not walked
-        self._runtime.tell_listeners("onStreamingStarted", StreamingStarted(int(now_ms())))
-
-    def _accept_posted(self) -> None:
-        """Accept the events posted so far (a deadline check after a restart sees them)."""
-        self._scheduler.order.flush()
+        await self._lifecycle.launch()
 
     async def backfill(
         self,
@@ -479,7 +412,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             (['2024-01-02', '2024-01-03'], [])
         """
         planned = Backfill(self, start, end, sources, overwrite=overwrite)
-        return await planned.run(checkpoint, progress, self._launch)
+        return await planned.run(checkpoint, progress, self._lifecycle.launch)
 
     async def stop(
         self,
@@ -520,69 +453,9 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 "stopGraceFully=True and stopGracefully=False disagree: pass one of them"
             )
         require_timeout(timeout)
-        if self._runtime.state == INITIALIZED:
-            self._runtime.state = STOPPED
-            self._stop_complete = True
-        if not self._stop_complete:
-            if self._runtime.state == ACTIVE and graceful:
-                self._scheduler.order.flush()  # what was posted is accepted, and will run
-                await self._drain_receivers()
-            self._runtime.state = STOPPED
-            if self._deadlines is not None:
-                self._deadlines.stop()
-            self._scheduler.order.refuse_posts()  # dropped from now on; what was posted runs
-            if self in StreamingContext._active:
-                StreamingContext._active.remove(self)
-            if graceful and timeout is not None:
-                graceful = await self._scheduler.finish(timeout)
-            if not graceful:
-                self._scheduler.abort()  # what was posted and not accepted yet never runs
-            await self._graph.stop_receivers()
-            await self._stop_sources()
-            await self._scheduler.stop(graceful)
-            self._listeners.stopped()  # after the last batch: tracing ends the spans still open
-            if self._checkpoint is not None:
-                await self._blocking.run(self._checkpoint.close)
-            if self._watchdog is not None:
-                self._watchdog.stop()
-            release_heap(self)
-            self._stop_complete = True
-            log.info("StreamingContext stopped")
-        if stopSparkContext:
-            await self._blocking.run(self._sc.stop)
-        await self._blocking.close()
-        self._failures.end()
-
-    async def _drain_receivers(self) -> None:
-        """Stop receiving, then let the sources fire until batches read what was received.
-
-        As Spark's graceful stop, within `GRACEFUL_DRAIN_PERIODS` batch durations (10 s without
-        one); on a virtual clock nothing fires by itself, so there is nothing to wait for.
-        """
-        receivers = self._graph.receivers()
-        if not receivers:
-            return
-        await self._graph.stop_receivers()
-        if self.clock.isVirtual:
-            return
-        period = self.batchDuration.totalSeconds() if self.batchDuration else 1.0
-        deadline = asyncio.get_running_loop().time() + GRACEFUL_DRAIN_PERIODS * period
-        while any(receiver.pending for receiver in receivers):
-            if asyncio.get_running_loop().time() > deadline or not self.acceptingEvents:
-                log.warning("stopping with received lines no batch has read yet")
-                return
-            await asyncio.sleep(0.05)
-        await self._scheduler.idle(raise_crash=False)
-
-    async def _stop_sources(self) -> None:
-        if self._sources_stopped:
-            return
-        self._sources_stopped = True
-        for source in self._runtime.sources:
-            try:
-                await _settle(source.stop())
-            except Exception as exc:
-                self._runtime.report_source_error(source, "stop", exc)
+        await self._lifecycle.stop(
+            stop_spark_context=stopSparkContext, graceful=graceful, timeout=timeout
+        )
 
     async def awaitTermination(self, timeout: float | None = None) -> None:
         """Wait until the context is stopped (or `timeout` seconds pass).
@@ -688,9 +561,3 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             1 1
         """
         await self._virtual_time.run_until(time)
-
-
-async def _settle(result: Awaitable[None] | None) -> None:
-    """Await what a source's lifecycle method returned, if it is awaitable."""
-    if inspect.isawaitable(result):
-        await result

@@ -1,0 +1,226 @@
+"""The order in which a context's parts start and stop (`Lifecycle`, run by `StreamingContext`)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
+
+from reactive_spark._collector import hold_heap, release_heap
+from reactive_spark.checkpoint import Checkpoint, resume, use_rdd_directory
+from reactive_spark.deadlines import DeadlineWatch, watch_expectations
+from reactive_spark.listener import StreamingStarted
+from reactive_spark.loop_watchdog import LoopWatchdog
+from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED
+from reactive_spark.time import Time, now_ms
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+    from reactive_spark.events import EventSource
+    from reactive_spark.failures import FailureLedger
+    from reactive_spark.graph import DStreamGraph
+    from reactive_spark.listener import ListenerBus
+    from reactive_spark.runtime import Runtime
+    from reactive_spark.scheduler import BlockingCalls, JobScheduler
+
+__all__ = ["GRACEFUL_DRAIN_PERIODS", "Lifecycle"]
+
+log = logging.getLogger(__name__)
+
+#: A graceful stop waits at most this many batch durations for batches to read what
+#: receivers received (Spark's spark.streaming.gracefulStopTimeout default).
+GRACEFUL_DRAIN_PERIODS = 10
+
+
+class Lifecycle:
+    """Starts a context's parts in order, and stops them in order (`start`, `stop`, `backfill`).
+
+    Args:
+        ssc: The context whose parts these are; it joins `active` while it runs.
+        graph: Its lineage, receivers and inputs.
+        runtime: Its state, sources and clock.
+        scheduler: Its event order and worker thread.
+        blocking: Where its blocking calls run.
+        failures: Its failures ledger, attached to the loop at start and ended at stop.
+        listeners: Its listeners, told when it started and stopped.
+        active: The contexts started and not stopped, in start order (`getActive`).
+        freeze_heap: Whether to freeze the heap while it runs (`freezeHeap`).
+        watch_loop: Whether to watch the loop in any mode (`watchdog`).
+    """
+
+    def __init__(
+        self,
+        ssc: StreamingContext,
+        *,
+        graph: DStreamGraph,
+        runtime: Runtime,
+        scheduler: JobScheduler,
+        blocking: BlockingCalls,
+        failures: FailureLedger,
+        listeners: ListenerBus,
+        active: list[StreamingContext],
+        freeze_heap: bool,
+        watch_loop: bool,
+    ) -> None:
+        self._ssc = ssc
+        self._graph = graph
+        self._runtime = runtime
+        self._scheduler = scheduler
+        self._blocking = blocking
+        self._failures = failures
+        self._listeners = listeners
+        self._active = active
+        self._freeze_heap = freeze_heap
+        self._watch_loop = watch_loop
+        #: The zero time once started: the start's, a checkpoint's, or a backfill's.
+        self.zero_time: Time | None = None
+        #: When `start` ran, once it ran.
+        self.started_at: Time | None = None
+        #: Whether the start recovered from a checkpoint.
+        self.recovered = False
+        #: Whether `stop` has stopped every part (a stop before start included).
+        self.stop_complete = False
+        self._checkpoint: Checkpoint | None = None
+        self._watchdog: LoopWatchdog | None = None
+        self._deadlines: DeadlineWatch | None = None
+        self._sources_stopped = False
+        self._starting_source: EventSource | None = None
+
+    async def launch(self, backfill_from: Time | None = None) -> None:
+        """Start; a backfill gives its zero time, and fires the events: no source is started."""
+        try:
+            await self._start(backfill_from)
+        except BaseException as exc:
+            if self._starting_source is not None and isinstance(exc, Exception):
+                self._runtime.report_source_error(self._starting_source, "start", exc)
+            await self.stop(stop_spark_context=False, graceful=False, timeout=None)
+            raise
+        assert self.zero_time is not None
+        log.info("StreamingContext started at %s", self.zero_time.isoformat())
+
+    async def _start(self, backfill_from: Time | None) -> None:
+        ssc, clock = self._ssc, self._runtime.clock
+        start_sources = backfill_from is None
+        loop = asyncio.get_running_loop()
+        self._graph.validate()
+        clock.attach(loop)
+        recovered = None
+        if ssc.checkpointDirectory is not None:
+            self._checkpoint = Checkpoint(ssc.checkpointDirectory)
+            recovered = await self._blocking.run(self._checkpoint.load)
+        self.started_at = clock.now()
+        self.zero_time = self.started_at if recovered is None else recovered.zero_time
+        if backfill_from is not None:
+            self.zero_time = backfill_from
+        ssc.defaultTimer = self._graph.bind_default_timer(self.zero_time, ssc.batchDuration)
+        await use_rdd_directory(ssc)
+        if start_sources:  # a backfill re-runs the past: no deadline falls due in it
+            self._deadlines = watch_expectations(
+                ssc,
+                {} if recovered is None else recovered.deadlines,
+                None if self._checkpoint is None else self._checkpoint.deadline,
+            )
+        self._graph.start(self.zero_time, self._runtime.sources)
+        await self._blocking.run(self._graph.start_inputs)
+        self._failures.attach(loop)
+        self._runtime.state = ACTIVE
+        self.recovered = recovered is not None
+        self._active.append(ssc)
+        self._scheduler.start(loop, self._runtime.sources)
+        if self._watch_loop or loop.get_debug():
+            self._watchdog = LoopWatchdog(loop)
+            self._watchdog.start()
+        resumed: set[str] = set()
+        if self._checkpoint is not None:
+            resumed = await resume(ssc, self._checkpoint, recovered, self._scheduler)
+        self._graph.start_receivers(loop)
+        for source in self._runtime.sources if start_sources else ():
+            self._starting_source = source
+            await _settle(source.restart() if source.name in resumed else source.start())
+        self._starting_source = None
+        if self._deadlines is not None:
+            self._deadlines.schedule(self.started_at, settle=self._accept_posted)
+        if self._freeze_heap:
+            hold_heap(ssc)  # what exists now, Spark and the lineage included, is not walked
+        self._runtime.tell_listeners("onStreamingStarted", StreamingStarted(int(now_ms())))
+
+    def _accept_posted(self) -> None:
+        """Accept the events posted so far (a deadline check after a restart sees them)."""
+        self._scheduler.order.flush()
+
+    async def stop(
+        self, *, stop_spark_context: bool, graceful: bool, timeout: float | None
+    ) -> None:
+        """Stop the parts (once), then the SparkContext if asked (see `StreamingContext.stop`)."""
+        if self._runtime.state == INITIALIZED:
+            self._runtime.state = STOPPED
+            self.stop_complete = True
+        if not self.stop_complete:
+            if self._runtime.state == ACTIVE and graceful:
+                self._scheduler.order.flush()  # what was posted is accepted, and will run
+                await self._drain_receivers()
+            self._runtime.state = STOPPED
+            if self._deadlines is not None:
+                self._deadlines.stop()
+            self._scheduler.order.refuse_posts()  # dropped from now on; what was posted runs
+            if self._ssc in self._active:
+                self._active.remove(self._ssc)
+            if graceful and timeout is not None:
+                graceful = await self._scheduler.finish(timeout)
+            if not graceful:
+                self._scheduler.abort()  # what was posted and not accepted yet never runs
+            await self._graph.stop_receivers()
+            await self._stop_sources()
+            await self._scheduler.stop(graceful)
+            self._listeners.stopped()  # after the last batch: tracing ends the spans still open
+            if self._checkpoint is not None:
+                await self._blocking.run(self._checkpoint.close)
+            if self._watchdog is not None:
+                self._watchdog.stop()
+            release_heap(self._ssc)
+            self.stop_complete = True
+            log.info("StreamingContext stopped")
+        if stop_spark_context:
+            await self._blocking.run(self._ssc.sparkContext.stop)
+        await self._blocking.close()
+        self._failures.end()
+
+    async def _drain_receivers(self) -> None:
+        """Stop receiving, then let the sources fire until batches read what was received.
+
+        As Spark's graceful stop, within `GRACEFUL_DRAIN_PERIODS` batch durations (10 s without
+        one); on a virtual clock nothing fires by itself, so there is nothing to wait for.
+        """
+        receivers = self._graph.receivers()
+        if not receivers:
+            return
+        await self._graph.stop_receivers()
+        if self._runtime.clock.isVirtual:
+            return
+        batch_duration = self._ssc.batchDuration
+        period = batch_duration.totalSeconds() if batch_duration else 1.0
+        deadline = asyncio.get_running_loop().time() + GRACEFUL_DRAIN_PERIODS * period
+        while any(receiver.pending for receiver in receivers):
+            if asyncio.get_running_loop().time() > deadline or not self._runtime.accepting:
+                log.warning("stopping with received lines no batch has read yet")
+                return
+            await asyncio.sleep(0.05)
+        await self._scheduler.idle(raise_crash=False)
+
+    async def _stop_sources(self) -> None:
+        if self._sources_stopped:
+            return
+        self._sources_stopped = True
+        for source in self._runtime.sources:
+            try:
+                await _settle(source.stop())
+            except Exception as exc:
+                self._runtime.report_source_error(source, "stop", exc)
+
+
+async def _settle(result: Awaitable[None] | None) -> None:
+    """Await what a source's lifecycle method returned, if it is awaitable."""
+    if inspect.isawaitable(result):
+        await result
