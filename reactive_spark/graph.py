@@ -1,7 +1,7 @@
 """DStreamGraph: the streams, their bindings, zero time, planning batches, clearing memory.
 
-`plan_batch(event)` is the one place an event's batch is planned, live or again from a
-checkpoint: it runs the plan its source got at start (`reactive_spark.planning`).
+`plan_of(source)` is the one plan a source's batches are planned by, live or again from a
+checkpoint: fixed at start (`reactive_spark.planning`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from reactive_spark.dependencies import LegacyWindowDependency, Retention
 from reactive_spark.dstream.inputs import ReceiverInputDStream
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.jobs import Batch
 from reactive_spark.planning import Plan
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time
@@ -354,22 +353,15 @@ class DStreamGraph:
             needed = needed.merge(stream.recovery_retention())
         return needed
 
-    def plan_batch(
-        self,
-        event: Event,
-        replayed: dict[str, dict[str, Any]] | None = None,
-        *,
-        keep_empty: bool = True,
-    ) -> Batch | None:
-        """Plan the batch of `event` through its source's plan (see `Plan.batch`).
+    def plan_of(self, source: EventSource) -> Plan:
+        """The plan the events of `source` are planned by, live or again from a checkpoint.
 
-        A batch planned again after a restart passes `replayed`, what its streams read the
-        first time (from the checkpoint): the same plan runs, and they read the same again.
+        Fixed at start (see `Plan.batch`); a source no stream is bound to has an empty plan,
+        whose batches run nothing. A batch planned again after a restart passes what its
+        streams read the first time to the same plan, so they read the same again.
         """
-        plan = self._plans.get(event.source)
-        if plan is None:
-            return Batch(event, []) if keep_empty else None
-        return plan.batch(event, replayed, keep_empty=keep_empty)
+        plan = self._plans.get(source)
+        return Plan(source, []) if plan is None else plan
 
     def clear_metadata(self, event: Event) -> None:
         """Let the streams of `event`'s plan forget what no window or `remember` needs.

@@ -2,11 +2,12 @@
 
 Events are accepted in order on the event loop (`EventOrder`, in `ordering.py`); the runs of
 bound sources come here. In the scheduler's worker thread and one event at a time, each
-batch is planned (`DStreamGraph.plan_batch`, which calls into Spark), handed to the batch
-hooks (the place a write-ahead log goes), and its jobs run, at most `maxConcurrentJobs` at
-once. The worker thread lives as long as the scheduler and takes queued events itself until
-none is left, so the loop is never blocked and a steady stream of events pays no thread
-hand-off per event. This module is the one place that runs blocking work in threads.
+batch is planned by its source's plan (`DStreamGraph.plan_of`, which calls into Spark), handed
+to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
+`maxConcurrentJobs` at once. The worker thread lives as long as the scheduler and takes queued
+events itself until none is left, so the loop is never blocked and a steady stream of events
+pays no thread hand-off per event. This module is the one place that runs blocking work in
+threads.
 
 Every failure (a job, a plan, an event source) goes through the `ListenerBus`'s `report`, which
 logs it once and tells the listeners and the context (`advanceTo`, `awaitTermination`).
@@ -400,7 +401,7 @@ class JobScheduler:
         batches that ran none (no job computed what they generated).
         """
         graph = self._graph
-        plan_batch, run = graph.plan_batch, self._run
+        plan_batch, run = graph.plan_of(events[0].source).batch, self._run  # one source a run
         keep_empty = bool(self._before_jobs or self._after_jobs)
         uncleared = None
         done = 0
@@ -409,7 +410,7 @@ class JobScheduler:
                 if self._dropping:
                     self._dropped_at_stop(events[position:])
                     return
-                batch = plan_batch(event, keep_empty=keep_empty)
+                batch = plan_batch(event, None, keep_empty)
                 if batch is not None and run(event, batch):
                     graph.clear_metadata(event)
                     uncleared = None
@@ -443,7 +444,7 @@ class JobScheduler:
 
         def run() -> None:
             for event, reads, rerun in batches:
-                batch = self._graph.plan_batch(event, reads, keep_empty=keep_empty)
+                batch = self._graph.plan_of(event.source).batch(event, reads, keep_empty)
                 if rerun:
                     if batch is not None:
                         self._run(event, batch)
