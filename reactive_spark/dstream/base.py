@@ -1,8 +1,9 @@
-"""The DStream lineage node: binding, the reaction rule, computing an RDD and bounded memory.
+"""The DStream lineage node: binding, the reaction rule and computing an RDD.
 
 A DStream turns an event into (at most) one RDD. When a bound event fires, the event's plan
 (`reactive_spark.planning`) has every stream that reacts to it compute its RDD from its
-parents' (`compute_rdd`), parents first, and remember it (docs/architecture.md).
+parents' (`compute_rdd`), parents first, and remember it (docs/architecture.md). What a
+stream remembers, persists and checkpoints is the `StreamMemory` mixin's (`dstream/memory.py`).
 
 Here too are the nodes DStream's operations create: `TransformedDStream` (every
 transformation and window) and `ForEachDStream` (every output operation); `updateStateByKey`'s
@@ -13,19 +14,17 @@ is in `dstream/state.py`. The operations themselves are mixins (`transformations
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pyspark import RDD, StorageLevel
+from pyspark import RDD
 
 from reactive_spark._callbacks import callable_name
-from reactive_spark._validation import require_int
 from reactive_spark.deadlines import Expectation
-from reactive_spark.dependencies import Dependency, EventDependency, Retention
+from reactive_spark.dependencies import Dependency, EventDependency
 from reactive_spark.dstream.files import remove_interrupted_writes
+from reactive_spark.dstream.memory import Generated, StreamMemory
 from reactive_spark.dstream.output import OutputOperations
 from reactive_spark.dstream.pair import PairOperations
 from reactive_spark.dstream.transformations import TransformOperations
@@ -39,7 +38,7 @@ from reactive_spark.errors import (
 from reactive_spark.events import Event, EventSource, require_source
 from reactive_spark.offsets import HasOffsetRanges, union_log_rdds
 from reactive_spark.runtime import Runtime
-from reactive_spark.time import Duration, Time, to_duration, to_time
+from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DStream",
     "ForEachDStream",
-    "Generated",
+    "Generated",  # re-exported from dstream/memory.py: dependencies.py names it from here
     "TransformedDStream",
     "UnionDStream",
     "require_stream",
@@ -64,21 +63,13 @@ RDDFunction = Callable[[tuple[RDD[Any], ...], Event], "RDD[Any] | None"]
 ParentRDDs = tuple["RDD[Any] | None", ...]
 
 
-@dataclass(slots=True)
-class Generated:
-    """An RDD a stream generated, with the event that produced it."""
-
-    event: Event
-    rdd: RDD[Any]
-
-    @property
-    def time(self) -> Time:
-        """The event's time."""
-        return self.event.time
-
-
 class DStream(
-    TransformOperations[T], OutputOperations, PairOperations, WindowOperations, Generic[T]
+    TransformOperations[T],
+    OutputOperations,
+    PairOperations,
+    WindowOperations,
+    StreamMemory[T],
+    Generic[T],
 ):
     """A discretized stream: one RDD (at most) per event it reacts to.
 
@@ -115,16 +106,7 @@ class DStream(
         self.dependencies = list(dependencies)
         self._func_name = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
-        # what it generated and still remembers, oldest first: (event, rdd) pairs, made without
-        # a Python call per batch; `generated_up_to` gives them as `Generated`
-        self._generated: deque[tuple[Event, RDD[Any]]] = deque()
-        self.generatedCount = 0
-        self._storage_level: StorageLevel | None = None
-        self._checkpoint_interval: Duration | None = None
-        self._checkpoint_count: int | None = None
-        self._since_checkpoint: tuple[Time, int] | None = None
-        self._retention = Retention()
-        self._keep_count, self._keep_milliseconds = 1, 0
+        StreamMemory.__init__(self)
         self.isOutput = False
         self._expectation: Expectation | None = None
         #: The operation that made the stream (`map`, `union`, `directStream(...)`, ...).
@@ -156,11 +138,6 @@ class DStream(
     def functionName(self) -> str | None:
         """The name of the user function this stream applies, if it applies one."""
         return self._func_name
-
-    @property
-    def checkpointed(self) -> bool:
-        """Whether this stream's RDDs are checkpointed (`checkpoint(...)` was called)."""
-        return self._checkpoint_interval is not None or self._checkpoint_count is not None
 
     @property
     def parents(self) -> list[DStream[Any]]:
@@ -220,54 +197,6 @@ class DStream(
         """
         raise NotImplementedError
 
-    def _register(self, event: Event, rdd: RDD[Any]) -> None:
-        """Persist, checkpoint and remember a generated RDD; the graph clears it later."""
-        if self._storage_level is not None and not rdd.is_cached:
-            rdd.persist(self._storage_level)
-        if self.checkpointed and self._checkpoint_due(event):
-            rdd.checkpoint()
-            self._since_checkpoint = (event.time, 0)
-        self._keep_generated(event, rdd)
-
-    def _keep_generated(self, event: Event, rdd: RDD[Any]) -> None:
-        """Remember a generated RDD (what `_register` ends with); the graph clears it later."""
-        self._generated.append((event, rdd))
-        self.generatedCount += 1
-
-    def registrar(self) -> Callable[[Event, RDD[Any]], None]:
-        """What the plan calls with each RDD this stream generates (fixed at start).
-
-        Persist, checkpoint and remember it; only remember it when the stream neither persists
-        nor checkpoints.
-        """
-        if self._storage_level is not None or self.checkpointed:
-            return self._register
-        return self._keep_generated
-
-    def _checkpoint_due(self, event: Event) -> bool:
-        if self._since_checkpoint is None:
-            self._since_checkpoint = (self._ssc.zeroTime, 0)
-        last_time, count = self._since_checkpoint
-        count += 1
-        self._since_checkpoint = (last_time, count)
-        by_time = (
-            self._checkpoint_interval is not None
-            and event.time - last_time >= self._checkpoint_interval
-        )
-        by_count = self._checkpoint_count is not None and count >= self._checkpoint_count
-        return bool(by_time or by_count)
-
-    def generated_up_to(self, time: Time) -> list[Generated]:
-        """The remembered RDDs whose events happened at or before `time`, oldest first."""
-        return [
-            Generated(event, rdd) for event, rdd in tuple(self._generated) if event.time <= time
-        ]
-
-    @property
-    def rememberedCount(self) -> int:
-        """How many generated RDDs this stream currently remembers."""
-        return len(self._generated)
-
     def record_count(self, read: dict[str, Any]) -> int | None:
         """How many records a read holds, for inputs (None: this stream is not an input)."""
         return None
@@ -275,37 +204,6 @@ class DStream(
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what a write that a crash interrupted left behind (default: nothing)."""
         return []
-
-    def recovery_retention(self) -> Retention:
-        """The batches a restart must re-plan for this stream (default: what it remembers)."""
-        return self._retention
-
-    def require_retention(self, retention: Retention) -> None:
-        """Remember at least what `retention` asks (a dependency or `remember` needs it)."""
-        self._retention = self._retention.merge(retention)
-        # the latest RDD is always kept, as Spark's remember does
-        self._keep_count = max(self._retention.count, 1)
-        self._keep_milliseconds = self._retention.duration.milliseconds
-
-    def remembered_rdds(self) -> list[RDD[Any]]:
-        """The RDDs this stream remembers."""
-        return [rdd for _, rdd in tuple(self._generated)]
-
-    def clear_metadata(self, event: Event) -> Sequence[RDD[Any]]:
-        """Forget the RDDs no dependency or `remember` needs any more.
-
-        Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
-        """
-        generated, keep, duration = self._generated, self._keep_count, self._keep_milliseconds
-        if len(generated) <= keep:
-            return ()
-        horizon = event.time.milliseconds - duration
-        forgotten = []
-        while len(generated) > keep and (
-            not duration or generated[0][0].time.milliseconds < horizon
-        ):
-            forgotten.append(generated.popleft()[1])
-        return forgotten
 
     # -- deadlines ---------------------------------------------------------------------------
     def expect(
@@ -339,51 +237,6 @@ class DStream(
     def expectation(self) -> Expectation | None:
         """What `expect` said of this stream, if anything."""
         return self._expectation
-
-    # -- storage -----------------------------------------------------------------------------
-    def persist(self, storageLevel: StorageLevel) -> DStream[T]:
-        """Persist every RDD of this stream at `storageLevel`.
-
-        Examples:
-            >>> from pyspark import StorageLevel
-            >>> kept = ssc.queueStream([[1]]).map(str).persist(StorageLevel.MEMORY_AND_DISK)
-        """
-        if not isinstance(storageLevel, StorageLevel):
-            raise InvalidArgumentError(
-                f"storageLevel must be a pyspark StorageLevel, got {storageLevel!r}",
-            )
-        self._runtime.require_not_started(f"persist {self.name}")
-        self._storage_level = storageLevel
-        return self
-
-    def cache(self) -> DStream[T]:
-        """Persist every RDD of this stream in memory (`MEMORY_ONLY`)."""
-        return self.persist(StorageLevel.MEMORY_ONLY)
-
-    def checkpoint(
-        self,
-        interval: Duration | timedelta | float | None = None,
-        *,
-        count: int | None = None,
-    ) -> DStream[T]:
-        """Checkpoint this stream's RDD when `interval` passed or `count` events occurred.
-
-        Either criterion triggers a checkpoint; the context needs a checkpoint directory.
-
-        Examples:
-            >>> from reactive_spark import Minutes
-            >>> cut = ssc.queueStream([[1]]).map(str).checkpoint(Minutes(10), count=100)
-            >>> cut.checkpointed
-            True
-        """
-        if interval is None and count is None:
-            raise InvalidArgumentError("checkpoint needs an interval, a count, or both")
-        if count is not None:
-            require_int(count, "count")
-        self._runtime.require_not_started(f"checkpoint {self.name}")
-        self._checkpoint_interval = None if interval is None else to_duration(interval, "interval")
-        self._checkpoint_count = count
-        return self
 
     # -- building blocks ---------------------------------------------------------------------
     def _derive(
@@ -448,36 +301,6 @@ class DStream(
         return TransformedDStream(
             self._ssc, [dependency], lambda rdds, event: apply(rdds[0]), operation, user
         )
-
-    def keep_for_windows(self) -> None:
-        """Persist this stream's RDDs in memory unless told otherwise: windows read them often."""
-        if self._storage_level is None:
-            self._storage_level = StorageLevel.MEMORY_ONLY
-
-    def slice(self, begin: Time | datetime, end: Time | datetime) -> list[RDD[T]]:
-        """The remembered RDDs whose events lie in `[begin, end]` (see `ssc.remember`).
-
-        Examples:
-            >>> import asyncio
-            >>> from reactive_spark import Minutes, Seconds
-            >>> ssc.remember(Minutes(1))
-            >>> numbers = ssc.queueStream([[1], [2], [3]])
-            >>> job = numbers.foreachRDD(lambda rdd: None)
-            >>> async def run():
-            ...     await ssc.start()
-            ...     await ssc.advanceTo(t0 + Seconds(3))
-            ...     sliced = numbers.slice(t0 + Seconds(2), t0 + Seconds(3))
-            ...     await ssc.stop(stopSparkContext=False)
-            ...     return [rdd.collect() for rdd in sliced]
-            >>> asyncio.run(run())
-            [[2], [3]]
-        """
-        first = to_time(begin, "begin")
-        last = to_time(end, "end")
-        if last < first:
-            raise InvalidArgumentError(f"end must not be before begin, got {begin!r}, {end!r}")
-        remembered = tuple(self._generated)  # a snapshot: the scheduler's thread may add to it
-        return [rdd for event, rdd in remembered if first <= event.time <= last]
 
 
 class TransformedDStream(DStream[Any]):

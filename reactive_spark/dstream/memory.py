@@ -1,0 +1,228 @@
+"""What a stream remembers of the RDDs it generated, and how it persists and checkpoints them.
+
+The event's plan hands each RDD a stream generates to its `registrar()`, batch by batch; after
+batches, the graph has each stream `clear_metadata`: it forgets what no dependency or `remember`
+needs any more (`require_retention`), so memory stays flat.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from pyspark import RDD, StorageLevel
+
+from reactive_spark._validation import require_int
+from reactive_spark.dependencies import Retention
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.events import Event
+from reactive_spark.time import Duration, Time, to_duration, to_time
+
+if TYPE_CHECKING:
+    from reactive_spark.context import StreamingContext
+    from reactive_spark.dstream.base import DStream
+    from reactive_spark.runtime import Runtime
+
+__all__ = ["Generated", "StreamMemory"]
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Generated:
+    """An RDD a stream generated, with the event that produced it."""
+
+    event: Event
+    rdd: RDD[Any]
+
+    @property
+    def time(self) -> Time:
+        """The event's time."""
+        return self.event.time
+
+
+class StreamMemory(Generic[T]):
+    """What a DStream remembers of what it generated, and its storage (a mixin of DStream)."""
+
+    if TYPE_CHECKING:
+        _ssc: StreamingContext
+        _runtime: Runtime
+
+        @property
+        def name(self) -> str:
+            """The stream's name."""
+
+    def __init__(self) -> None:
+        # what it generated and still remembers, oldest first: (event, rdd) pairs, made without
+        # a Python call per batch; `generated_up_to` gives them as `Generated`
+        self._generated: deque[tuple[Event, RDD[Any]]] = deque()
+        self.generatedCount = 0
+        self._storage_level: StorageLevel | None = None
+        self._checkpoint_interval: Duration | None = None
+        self._checkpoint_count: int | None = None
+        self._since_checkpoint: tuple[Time, int] | None = None
+        self._retention = Retention()
+        self._keep_count, self._keep_milliseconds = 1, 0
+
+    @property
+    def checkpointed(self) -> bool:
+        """Whether this stream's RDDs are checkpointed (`checkpoint(...)` was called)."""
+        return self._checkpoint_interval is not None or self._checkpoint_count is not None
+
+    # -- remembering what it generated -------------------------------------------------------
+    def _register(self, event: Event, rdd: RDD[Any]) -> None:
+        """Persist, checkpoint and remember a generated RDD; the graph clears it later."""
+        if self._storage_level is not None and not rdd.is_cached:
+            rdd.persist(self._storage_level)
+        if self.checkpointed and self._checkpoint_due(event):
+            rdd.checkpoint()
+            self._since_checkpoint = (event.time, 0)
+        self._keep_generated(event, rdd)
+
+    def _keep_generated(self, event: Event, rdd: RDD[Any]) -> None:
+        """Remember a generated RDD (what `_register` ends with); the graph clears it later."""
+        self._generated.append((event, rdd))
+        self.generatedCount += 1
+
+    def registrar(self) -> Callable[[Event, RDD[Any]], None]:
+        """What the plan calls with each RDD this stream generates (fixed at start).
+
+        Persist, checkpoint and remember it; only remember it when the stream neither persists
+        nor checkpoints.
+        """
+        if self._storage_level is not None or self.checkpointed:
+            return self._register
+        return self._keep_generated
+
+    def _checkpoint_due(self, event: Event) -> bool:
+        if self._since_checkpoint is None:
+            self._since_checkpoint = (self._ssc.zeroTime, 0)
+        last_time, count = self._since_checkpoint
+        count += 1
+        self._since_checkpoint = (last_time, count)
+        by_time = (
+            self._checkpoint_interval is not None
+            and event.time - last_time >= self._checkpoint_interval
+        )
+        by_count = self._checkpoint_count is not None and count >= self._checkpoint_count
+        return bool(by_time or by_count)
+
+    def generated_up_to(self, time: Time) -> list[Generated]:
+        """The remembered RDDs whose events happened at or before `time`, oldest first."""
+        return [
+            Generated(event, rdd) for event, rdd in tuple(self._generated) if event.time <= time
+        ]
+
+    @property
+    def rememberedCount(self) -> int:
+        """How many generated RDDs this stream currently remembers."""
+        return len(self._generated)
+
+    def recovery_retention(self) -> Retention:
+        """The batches a restart must re-plan for this stream (default: what it remembers)."""
+        return self._retention
+
+    def require_retention(self, retention: Retention) -> None:
+        """Remember at least what `retention` asks (a dependency or `remember` needs it)."""
+        self._retention = self._retention.merge(retention)
+        # the latest RDD is always kept, as Spark's remember does
+        self._keep_count = max(self._retention.count, 1)
+        self._keep_milliseconds = self._retention.duration.milliseconds
+
+    def remembered_rdds(self) -> list[RDD[Any]]:
+        """The RDDs this stream remembers."""
+        return [rdd for _, rdd in tuple(self._generated)]
+
+    def clear_metadata(self, event: Event) -> Sequence[RDD[Any]]:
+        """Forget the RDDs no dependency or `remember` needs any more.
+
+        Returns the forgotten RDDs; the graph unpersists those no other stream still holds.
+        """
+        generated, keep, duration = self._generated, self._keep_count, self._keep_milliseconds
+        if len(generated) <= keep:
+            return ()
+        horizon = event.time.milliseconds - duration
+        forgotten = []
+        while len(generated) > keep and (
+            not duration or generated[0][0].time.milliseconds < horizon
+        ):
+            forgotten.append(generated.popleft()[1])
+        return forgotten
+
+    def slice(self, begin: Time | datetime, end: Time | datetime) -> list[RDD[T]]:
+        """The remembered RDDs whose events lie in `[begin, end]` (see `ssc.remember`).
+
+        Examples:
+            >>> import asyncio
+            >>> from reactive_spark import Minutes, Seconds
+            >>> ssc.remember(Minutes(1))
+            >>> numbers = ssc.queueStream([[1], [2], [3]])
+            >>> job = numbers.foreachRDD(lambda rdd: None)
+            >>> async def run():
+            ...     await ssc.start()
+            ...     await ssc.advanceTo(t0 + Seconds(3))
+            ...     sliced = numbers.slice(t0 + Seconds(2), t0 + Seconds(3))
+            ...     await ssc.stop(stopSparkContext=False)
+            ...     return [rdd.collect() for rdd in sliced]
+            >>> asyncio.run(run())
+            [[2], [3]]
+        """
+        first = to_time(begin, "begin")
+        last = to_time(end, "end")
+        if last < first:
+            raise InvalidArgumentError(f"end must not be before begin, got {begin!r}, {end!r}")
+        remembered = tuple(self._generated)  # a snapshot: the scheduler's thread may add to it
+        return [rdd for event, rdd in remembered if first <= event.time <= last]
+
+    # -- storage -----------------------------------------------------------------------------
+    def persist(self, storageLevel: StorageLevel) -> DStream[T]:
+        """Persist every RDD of this stream at `storageLevel`.
+
+        Examples:
+            >>> from pyspark import StorageLevel
+            >>> kept = ssc.queueStream([[1]]).map(str).persist(StorageLevel.MEMORY_AND_DISK)
+        """
+        if not isinstance(storageLevel, StorageLevel):
+            raise InvalidArgumentError(
+                f"storageLevel must be a pyspark StorageLevel, got {storageLevel!r}",
+            )
+        self._runtime.require_not_started(f"persist {self.name}")
+        self._storage_level = storageLevel
+        return cast("DStream[T]", self)
+
+    def cache(self) -> DStream[T]:
+        """Persist every RDD of this stream in memory (`MEMORY_ONLY`)."""
+        return self.persist(StorageLevel.MEMORY_ONLY)
+
+    def checkpoint(
+        self,
+        interval: Duration | timedelta | float | None = None,
+        *,
+        count: int | None = None,
+    ) -> DStream[T]:
+        """Checkpoint this stream's RDD when `interval` passed or `count` events occurred.
+
+        Either criterion triggers a checkpoint; the context needs a checkpoint directory.
+
+        Examples:
+            >>> from reactive_spark import Minutes
+            >>> cut = ssc.queueStream([[1]]).map(str).checkpoint(Minutes(10), count=100)
+            >>> cut.checkpointed
+            True
+        """
+        if interval is None and count is None:
+            raise InvalidArgumentError("checkpoint needs an interval, a count, or both")
+        if count is not None:
+            require_int(count, "count")
+        self._runtime.require_not_started(f"checkpoint {self.name}")
+        self._checkpoint_interval = None if interval is None else to_duration(interval, "interval")
+        self._checkpoint_count = count
+        return cast("DStream[T]", self)
+
+    def keep_for_windows(self) -> None:
+        """Persist this stream's RDDs in memory unless told otherwise: windows read them often."""
+        if self._storage_level is None:
+            self._storage_level = StorageLevel.MEMORY_ONLY
