@@ -21,7 +21,8 @@ from reactive_spark.time import Duration, Time
 if TYPE_CHECKING:
     from pyspark import RDD
 
-    from reactive_spark.dstream.base import DStream, Generated
+    from reactive_spark.dstream.base import DStream
+    from reactive_spark.dstream.memory import Generated
     from reactive_spark.events import Event
     from reactive_spark.graph import DStreamGraph
 

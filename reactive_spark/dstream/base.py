@@ -24,7 +24,7 @@ from reactive_spark._callbacks import callable_name
 from reactive_spark.deadlines import Expectation
 from reactive_spark.dependencies import Dependency, EventDependency
 from reactive_spark.dstream.files import remove_interrupted_writes
-from reactive_spark.dstream.memory import Generated, StreamMemory
+from reactive_spark.dstream.memory import StreamMemory
 from reactive_spark.dstream.output import OutputOperations
 from reactive_spark.dstream.pair import PairOperations
 from reactive_spark.dstream.transformations import TransformOperations
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DStream",
     "ForEachDStream",
-    "Generated",  # re-exported from dstream/memory.py: dependencies.py names it from here
     "TransformedDStream",
     "UnionDStream",
     "require_stream",
