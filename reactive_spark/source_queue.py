@@ -55,8 +55,11 @@ class SourceQueue:
 
     @property
     def full(self) -> bool:
-        """Whether a new event is past the bound."""
-        return self.depth >= self.bound
+        """Whether a new event is past the bound: `depth >= bound`, in one call (every post)."""
+        waiting = self.pending + self.accepted - self.processed
+        if self.policy in ("block", "reject"):
+            waiting += self.in_transit
+        return waiting >= self.bound
 
     def room(self) -> int | None:
         """How many of this source's waiting events may be accepted now (None: any)."""
