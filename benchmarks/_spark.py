@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+from collections.abc import Sequence
 
 from pyspark import SparkConf, SparkContext
 
@@ -24,11 +25,11 @@ def local_spark(app_name: str) -> SparkContext:
     return sc
 
 
-def percentile(values: list[float], fraction: float) -> float:
+def percentile(values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
     return ordered[index]
 
 
-def median(values: list[float]) -> float:
+def median(values: Sequence[float]) -> float:
     return statistics.median(values)
