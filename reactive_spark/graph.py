@@ -1,4 +1,4 @@
-"""DStreamGraph: the streams, their bindings, zero time, planning batches, clearing memory.
+"""DStreamGraph: the streams, their bindings, zero time, each source's plan, clearing memory.
 
 `plan_of(source)` is the one plan a source's batches are planned by, live or again from a
 checkpoint: fixed at start (`reactive_spark.planning`).

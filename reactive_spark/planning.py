@@ -103,6 +103,7 @@ class Plan:
         self,
         event: Event,
         replayed: dict[str, dict[str, Any]] | None = None,
+        *,
         keep_empty: bool = True,
     ) -> Batch | None:
         """Plan the batch of `event`: every stream computes once, then one job per bound RDD.

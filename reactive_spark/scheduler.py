@@ -2,8 +2,8 @@
 
 Events are accepted in order on the event loop (`EventOrder`, in `ordering.py`); the runs of
 bound sources come here. In the scheduler's worker thread and one event at a time, each
-batch is planned by its source's plan (`DStreamGraph.plan_of`, which calls into Spark), handed
-to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
+batch is planned by its source's plan (`DStreamGraph.plan_of(source).batch`, which calls into
+Spark), handed to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
 `maxConcurrentJobs` at once. The worker thread lives as long as the scheduler and takes queued
 events itself until none is left, so the loop is never blocked and a steady stream of events
 pays no thread hand-off per event. This module is the one place that runs blocking work in
@@ -410,7 +410,7 @@ class JobScheduler:
                 if self._dropping:
                     self._dropped_at_stop(events[position:])
                     return
-                batch = plan_batch(event, None, keep_empty)
+                batch = plan_batch(event, keep_empty=keep_empty)
                 if batch is not None and run(event, batch):
                     graph.clear_metadata(event)
                     uncleared = None
@@ -422,8 +422,7 @@ class JobScheduler:
         finally:
             if uncleared is not None:
                 graph.clear_metadata(uncleared)
-            if events:
-                self.order.processed(events[0].source, done)
+            self.order.processed(events[0].source, done)
 
     def _run(self, event: Event, batch: Batch) -> bool:
         """Run a planned batch with its checkpoint progress; whether jobs ran."""
@@ -444,7 +443,7 @@ class JobScheduler:
 
         def run() -> None:
             for event, reads, rerun in batches:
-                batch = self._graph.plan_of(event.source).batch(event, reads, keep_empty)
+                batch = self._graph.plan_of(event.source).batch(event, reads, keep_empty=keep_empty)
                 if rerun:
                     if batch is not None:
                         self._run(event, batch)
