@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactive_spark.errors import QueueFullError
 from reactive_spark.listener import EventsDropped
-from reactive_spark.source_queue import DEFAULT_MAX_QUEUED, OrderKey, SourceQueue
+from reactive_spark.source_queue import DEFAULT_MAX_QUEUED, SourceQueue
 
 if TYPE_CHECKING:
     from reactive_spark.events import Event, EventSource
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["EVENTS_PER_FLUSH", "WAIT_SLICE", "EventOrder"]
 
 log = logging.getLogger(__name__)
+
+#: Where an event waits to be accepted: (time in ms, its source's lineage rank, tiebreak).
+OrderKey = tuple[int, int, int]
 
 #: How many pending events the loop accepts before letting its other callbacks run.
 EVENTS_PER_FLUSH = 1024

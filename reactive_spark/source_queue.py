@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reactive_spark.events import EventSource
+    from reactive_spark.ordering import OrderKey
 
-__all__ = ["DEFAULT_MAX_QUEUED", "OrderKey", "SourceQueue"]
-
-OrderKey = tuple[int, int, int]
+__all__ = ["DEFAULT_MAX_QUEUED", "SourceQueue"]
 
 #: The bound on a source's waiting events unless the context or the source says otherwise.
 DEFAULT_MAX_QUEUED = 10_000
