@@ -154,7 +154,6 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             accepting=lambda: self._scheduler.accepting,
             order=self._scheduler.order,
         )
-        self.defaultTimer: TimerEventSource | None = None
         self._virtual_time = VirtualTimeDriver(self._runtime, self._scheduler, self._failures)
         # the order in which those parts start and stop
         self._lifecycle = Lifecycle(
@@ -196,6 +195,14 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
     def processedThrough(self) -> int:
         """The `instanceId` of the last event whose batch was processed (-1: none yet)."""
         return self._scheduler.processed_through
+
+    @property
+    def defaultTimer(self) -> TimerEventSource | None:
+        """The timer that outputs bound to no source go on: made at start from `batchDuration`.
+
+        None before start, and when every output is bound.
+        """
+        return self._lifecycle.default_timer
 
     @property
     def startedAt(self) -> Time:

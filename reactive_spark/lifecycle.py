@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from reactive_spark.listener import ListenerBus
     from reactive_spark.runtime import Runtime
     from reactive_spark.scheduler import BlockingCalls, JobScheduler
+    from reactive_spark.sources.timer import TimerEventSource
 
 __all__ = ["GRACEFUL_DRAIN_PERIODS", "Lifecycle"]
 
@@ -78,6 +79,8 @@ class Lifecycle:
         self.zero_time: Time | None = None
         #: When `start` ran, once it ran.
         self.started_at: Time | None = None
+        #: The timer unbound outputs go on, once started (if the context has a batch duration).
+        self.default_timer: TimerEventSource | None = None
         #: Whether the start recovered from a checkpoint.
         self.recovered = False
         #: Whether `stop` has stopped every part (a stop before start included).
@@ -114,7 +117,7 @@ class Lifecycle:
         self.zero_time = self.started_at if recovered is None else recovered.zero_time
         if backfill_from is not None:
             self.zero_time = backfill_from
-        ssc.defaultTimer = self._graph.bind_default_timer(self.zero_time, ssc.batchDuration)
+        self.default_timer = self._graph.bind_default_timer(self.zero_time, ssc.batchDuration)
         await use_rdd_directory(ssc)
         if start_sources:  # a backfill re-runs the past: no deadline falls due in it
             self._deadlines = watch_expectations(
