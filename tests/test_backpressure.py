@@ -6,6 +6,7 @@ event it produced is accounted for: run, dropped (reported) or coalesced (counte
 from __future__ import annotations
 
 import asyncio
+import itertools
 import resource
 import threading
 import time
@@ -28,6 +29,7 @@ from reactive_spark import (
     Time,
     VirtualClock,
 )
+from reactive_spark.source_queue import SourceQueue
 
 from .helpers import ChildProcess
 
@@ -302,3 +304,18 @@ async def test_a_rest_request_waiting_for_room_does_not_hold_a_stop(sc: SparkCon
         assert not release.is_set()
         release.set()
         await stopping
+
+
+@pytest.mark.parametrize("policy", ["block", "reject", "drop-newest", "drop-oldest", "coalesce"])
+def test_a_queue_is_full_exactly_when_its_depth_reaches_its_bound(policy: str) -> None:
+    # `full` runs for every posted event and computes the depth itself: it must agree
+    for pending, accepted, processed, in_transit in itertools.product(
+        range(4), range(4), range(4), range(3)
+    ):
+        if processed > accepted:
+            continue
+        queue = SourceQueue(None, 3, policy, pending, in_transit, accepted, processed)  # type: ignore[arg-type]
+        assert queue.full == (queue.depth >= queue.bound), (pending, accepted, processed)
+    # events on their way from other threads count where their producers were admitted
+    waiting_two = SourceQueue(None, 3, policy, pending=2, in_transit=1)  # type: ignore[arg-type]
+    assert waiting_two.full == (policy in ("block", "reject"))

@@ -4,6 +4,7 @@ can be escalated; running jobs are cancelled quietly."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 import time
@@ -15,7 +16,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from pyspark import SparkContext
 
-from reactive_spark import Seconds, StreamingContext, SystemClock
+from reactive_spark import Seconds, StreamingContext, SystemClock, Time, VirtualClock
+from reactive_spark.errors import ListenError
 
 from .helpers import Recorder, virtual
 
@@ -162,3 +164,20 @@ async def test_a_jobs_spark_group_and_tag_do_not_outlive_it(sc: SparkContext) ->
     await ssc.advanceTo(ssc.zeroTime + Seconds(2))
     await ssc.stop(stopSparkContext=False)
     assert seen == [(None, []), (None, [])]
+
+
+async def test_a_start_that_fails_stops_every_part_it_started(sc: SparkContext) -> None:
+    # the REST trigger starts last: by then the worker, the watchdog and the freeze's holder
+    # are in place, and the failed start takes them all down again
+    ssc = StreamingContext(sc, None, clock=VirtualClock(Time(0)), freezeHeap=True, watchdog=True)
+    rest = ssc.restServer("256.256.256.256", 0, "nowhere", token="t").post("/x")
+    ssc.queueStream([]).bind(rest)
+    with pytest.raises(ListenError):
+        await ssc.start()
+    assert ssc.state == "stopped"
+    assert StreamingContext.getActive() is None
+    assert gc.get_freeze_count() == 0
+    ours = [t.name for t in threading.enumerate() if t.name.startswith("reactive-spark")]
+    assert ours == [], ours  # the worker, the watchdog, the blocking calls: all ended
+    await ssc.stop(stopSparkContext=False)  # a second stop is a no-op
+    assert ssc.state == "stopped"
