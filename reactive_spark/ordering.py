@@ -318,12 +318,16 @@ class EventOrder:
 
     def _waiting(self, key: OrderKey, queue: SourceQueue | None = None) -> _Waiting:
         """The events waiting under order `key` (time, lineage rank, tiebreak), made if none."""
-        waiting = self._pending.get(key)
+        pending = self._pending
+        waiting = pending.get(key)
         if waiting is None:
-            self._pending[key] = waiting = _Waiting()
+            pending[key] = waiting = _Waiting()
             heapq.heappush(self._pending_keys, key)
             if queue is not None:
-                heapq.heappush(queue.keys, key)
+                own = queue.keys
+                while own and own[0] not in pending:  # accepted since: forgotten as new ones come
+                    heapq.heappop(own)
+                heapq.heappush(own, key)
         if not self._flush_scheduled and self._loop is not None:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_some)

@@ -38,7 +38,8 @@ class SourceQueue:
     feeds: tuple[SourceQueue, ...] = ()
     #: The sources that wait behind this one when it cannot be accepted from.
     holds: frozenset[Any] = frozenset()
-    #: Keys this source's events wait under (a heap; some may be gone).
+    #: Keys this source's events wait under (a heap); keys accepted since leave its front as
+    #: new ones come, so it holds what waits and at most a few more.
     keys: list[OrderKey] = field(default_factory=list)
 
     @property

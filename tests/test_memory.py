@@ -1,5 +1,5 @@
 """Memory stays flat: 2,000 events through windows leave a small, fixed number of persisted
-RDDs and remembered events per stream."""
+RDDs and remembered events per stream, and nothing of the instants they happened at."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ async def test_windows_remember_a_bounded_history(sc: SparkContext) -> None:
     await ssc.start()
     await ssc.runUntil(T0 + Seconds(EVENTS))
     assert ssc._scheduler.processed_events == EVENTS
+    # the order's bookkeeping of what waits is bounded too: 2,000 instants leave no trace
+    order = ssc._scheduler.order
+    assert len(order.queue_of(tick).keys) <= 1  # type: ignore[union-attr]
+    assert not order.has_pending
     # the map stream keeps what its windows need: 7 RDDs (tail), 15 s of RDDs (time window)
     assert per_event.rememberedCount <= 16
     assert tail.rememberedCount <= 1
