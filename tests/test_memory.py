@@ -3,10 +3,14 @@ RDDs and remembered events per stream, and nothing of the instants they happened
 
 from __future__ import annotations
 
+import tracemalloc
+from pathlib import Path
+
 from pyspark import SparkContext
 from reactivex.subject import Subject
 
-from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
+import reactive_spark
+from reactive_spark import Milliseconds, Seconds, StreamingContext, Time, VirtualClock
 
 T0 = Time(0)
 EVENTS = 2_000
@@ -59,3 +63,27 @@ async def test_a_burst_at_one_instant_does_not_pile_up(sc: SparkContext) -> None
     assert cached.rememberedCount == 1
     assert persisted_rdds(sc) - before <= 1
     await ssc.stop(stopSparkContext=False)
+
+
+async def test_thousands_of_instants_leave_the_heap_as_it_was(sc: SparkContext) -> None:
+    # whatever the engine keeps per event or per instant must be let go once it is processed:
+    # after 2,000 more instants, what the package allocated and still holds has not grown
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    tick = ssc.timer(T0 + Milliseconds(1), None, Milliseconds(1), "tick")
+    even = tick.map(lambda e: e.index).filter(lambda e: e.value % 2 == 0)
+    calls: list[int] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: calls.append(1)).bind(even)
+    await ssc.start()
+    package = tracemalloc.Filter(True, str(Path(reactive_spark.__file__).parent / "*"))
+    tracemalloc.start()
+    try:
+        await ssc.runUntil(T0 + Milliseconds(1_000))
+        before = tracemalloc.take_snapshot().filter_traces([package])
+        await ssc.runUntil(T0 + Milliseconds(3_000))
+        after = tracemalloc.take_snapshot().filter_traces([package])
+    finally:
+        tracemalloc.stop()
+    await ssc.stop(stopSparkContext=False)
+    assert len(calls) == 1_500  # the even ticks' batches ran
+    grown = sorted(after.compare_to(before, "lineno"), key=lambda d: -d.size_diff)
+    assert sum(d.size_diff for d in grown) < 16_384, grown[:5]
