@@ -28,7 +28,6 @@ from typing import TypeVar
 
 from reactivex import abc as rx_abc
 from reactivex.abc.scheduler import AbsoluteTime, RelativeTime
-from reactivex.disposable import Disposable
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.scheduler.periodicscheduler import PeriodicScheduler
 from reactivex.scheduler.scheduleditem import ScheduledItem
@@ -110,31 +109,9 @@ class SystemClock(Clock):
         loop = self._loop
         if loop is None:
             raise ContextStateError("the system clock is attached to an event loop at start()")
-        due = time.milliseconds / 1000
-        handle: asyncio.Handle | None = None
-
-        def arm() -> None:
-            nonlocal handle
-            remaining = due - _wall_seconds()
-            if remaining > self.PRECISION:
-                handle = loop.call_later(remaining - self.PRECISION, check)
-            else:
-                handle = loop.call_soon(check)
-
-        def check() -> None:
-            nonlocal handle
-            if _wall_seconds() >= due:
-                handle = None
-                action()
-            else:
-                arm()
-
-        def cancel() -> None:
-            if handle is not None:
-                handle.cancel()
-
-        arm()
-        return Disposable(cancel)
+        timed = _TimedAction(loop, time.milliseconds / 1000, self.PRECISION, action)
+        timed.arm()
+        return timed
 
     @property
     def scheduler(self) -> rx_abc.SchedulerBase:
@@ -142,6 +119,50 @@ class SystemClock(Clock):
         if self._scheduler is None:
             raise ContextStateError("the system clock is attached to an event loop at start()")
         return self._scheduler
+
+
+class _TimedAction(rx_abc.DisposableBase):
+    """One action due at a wall-clock second, woken `precision` early, then yielding till due.
+
+    No reference cycle: the loop's handle is dropped when it fires or is cancelled, so a
+    timer ticking every few milliseconds leaves nothing for the cyclic collector, whose
+    collections it would otherwise bring on (docs/architecture.md, "The host's collector").
+    """
+
+    __slots__ = ("_action", "_due", "_handle", "_loop", "_precision")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        due: float,
+        precision: float,
+        action: Callable[[], None],
+    ) -> None:
+        self._loop = loop
+        self._due = due
+        self._precision = precision
+        self._action: Callable[[], None] | None = action
+        self._handle: asyncio.Handle | None = None
+
+    def arm(self) -> None:
+        remaining = self._due - _wall_seconds()
+        if remaining > self._precision:
+            self._handle = self._loop.call_later(remaining - self._precision, self._check)
+        else:
+            self._handle = self._loop.call_soon(self._check)
+
+    def _check(self) -> None:
+        if _wall_seconds() < self._due:
+            self.arm()
+            return
+        action, self._action, self._handle = self._action, None, None
+        if action is not None:
+            action()
+
+    def dispose(self) -> None:
+        handle, self._handle, self._action = self._handle, None, None
+        if handle is not None:
+            handle.cancel()
 
 
 class VirtualClock(Clock):

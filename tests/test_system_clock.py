@@ -1,10 +1,11 @@
 """On the system clock: a 200 ms timer runs real jobs for about a second; timed actions are
-never early."""
+never early, and leave no reference cycles behind."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import time
 
 from pyspark import SparkContext
@@ -68,3 +69,38 @@ async def test_timed_actions_never_run_before_their_time() -> None:
     await asyncio.wait_for(finished.wait(), timeout=10)
     assert min(lateness) >= 0, min(lateness)
     assert sorted(lateness)[count // 2] < 0.002, sorted(lateness)
+
+
+async def test_timed_actions_leave_no_reference_cycles() -> None:
+    # a timer ticking every few milliseconds would otherwise hand the cyclic collector a cycle
+    # per tick, and bring its collections (of the host's whole heap, in time) that much sooner
+    clock = SystemClock()
+    clock.attach(asyncio.get_running_loop())
+    count = 300
+    ran: list[int] = []
+    finished = asyncio.Event()
+
+    def run(k: int) -> None:
+        ran.append(k)
+        if len(ran) == count:
+            finished.set()
+
+    found: list[int] = []
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            found.append(info["collected"])
+
+    start = clock.now()
+    gc.collect()
+    gc.callbacks.append(note)
+    try:
+        for k in range(count):
+            clock.scheduleAt(start + Milliseconds(1 + k % 20), functools.partial(run, k))
+            clock.scheduleAt(start + Milliseconds(1_000), functools.partial(run, -1)).dispose()
+        await asyncio.wait_for(finished.wait(), timeout=10)
+        gc.collect()
+    finally:
+        gc.callbacks.remove(note)
+    assert sorted(ran) == list(range(count))  # each once; none of the cancelled ones
+    assert sum(found) < count // 10, found  # a cycle per action was a dozen objects each
