@@ -16,9 +16,9 @@ from pyspark import SparkContext, cloudpickle
 from reactive_spark.dstream import text_files
 from reactive_spark.dstream.text_files import (
     LineFormat,
+    SplitReading,
     line_format,
     split_reader,
-    splits_rdd,
     text_splits,
 )
 from reactive_spark.errors import InvalidArgumentError
@@ -56,7 +56,7 @@ def spark_split_lines(sc: SparkContext, paths: list[str], block: int) -> list[li
 
 
 def our_lines(sc: SparkContext, paths: list[str], format: LineFormat) -> list[list[str]]:
-    return splits_rdd(sc, text_splits(paths, format), format).glom().collect()
+    return SplitReading(sc).lines(text_splits(paths, format), format).glom().collect()
 
 
 def hadoop_format(sc: SparkContext) -> LineFormat:
@@ -171,16 +171,18 @@ def test_a_bz2_or_delimited_file_larger_than_a_block_is_one_partition_of_sparks_
     assert ours == [[line for lines in expected for line in lines]]
 
 
-def test_executors_need_not_have_reactive_spark_to_read_a_file_stream(tmp_path: Path) -> None:
+def test_executors_need_not_have_reactive_spark_to_read_a_file_stream(
+    sc: SparkContext, tmp_path: Path
+) -> None:
     """Spark ships the reader by value: a worker that cannot import reactive_spark runs it."""
     (tmp_path / "a.txt").write_bytes(b"x\r\ny")
-    splits = [tuple(split) for split in text_splits([str(tmp_path / "a.txt")])]
-    shipped = cloudpickle.dumps((split_reader(LineFormat()), splits))
+    lines = SplitReading(sc).lines(text_splits([str(tmp_path / "a.txt")]))
+    shipped = cloudpickle.dumps(lines.func)  # what a task runs, ours and Spark's pipelined
     worker = (
         "import pickle, sys\n"
         "sys.modules['reactive_spark'] = None  # any import of it fails\n"
-        "read, splits = pickle.load(sys.stdin.buffer)\n"
-        "print(list(read(splits)))\n"
+        "run = pickle.load(sys.stdin.buffer)\n"
+        "print(list(run(0, iter([]))))  # partition 0 (its index is made by the function)\n"
     )
     ran = subprocess.run(
         [sys.executable, "-c", worker], input=shipped, capture_output=True, check=True

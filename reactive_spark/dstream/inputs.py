@@ -17,7 +17,12 @@ from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Retention
 from reactive_spark.dstream.base import DStream, ParentRDDs
 from reactive_spark.dstream.files import hadoop_configuration
-from reactive_spark.dstream.text_files import DEFAULT_FORMAT, line_format, splits_rdd, text_splits
+from reactive_spark.dstream.text_files import (
+    DEFAULT_FORMAT,
+    SplitReading,
+    line_format,
+    text_splits,
+)
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
 from reactive_spark.sources.derived import DerivedEvent
@@ -204,6 +209,7 @@ class FileInputDStream(InputDStream):
         self._last_time: Time | None = None
         self._read_files: dict[str, int] = {}  # path -> mtime (ms) of the files read recently
         self._format = DEFAULT_FORMAT
+        self._reading = SplitReading(ssc.sparkContext)
 
     def start(self) -> None:
         """Check that the directory exists (a missing one would only give empty batches).
@@ -257,9 +263,9 @@ class FileInputDStream(InputDStream):
         return self._load(paths)
 
     def _load(self, paths: list[str]) -> RDD[Any]:
-        sc = self._ssc.sparkContext
         if self.recordLength is None:
-            return splits_rdd(sc, text_splits(paths, self._format), self._format)
+            return self._reading.lines(text_splits(paths, self._format), self._format)
+        sc = self._ssc.sparkContext
         if not paths:
             return sc.emptyRDD()
         return sc.union([sc.binaryRecords(path, self.recordLength) for path in paths])

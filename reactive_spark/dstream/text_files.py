@@ -3,9 +3,10 @@
 A file stream's batch reads the files it found (or its watcher's event named) in the Python
 workers, from a small list of splits the driver makes: no Hadoop RDD, so no broadcast of the
 Hadoop configuration for every batch, which took most of the time from a file's arrival to
-its batch. The workers read the lines `sc.textFile(path, 1)` gives for the same files, in the
-same order, streaming (a split is read a block at a time, a compressed file decompressed as it
-is read):
+its batch. Nor a call to the JVM while the batch is planned: the splits travel inside the
+job's function (`SplitReading`). The workers read the lines `sc.textFile(path, 1)` gives for
+the same files, in the same order, streaming (a split is read a block at a time, a compressed
+file decompressed as it is read):
 
 - each file is split as Hadoop's `FileInputFormat` splits it with `minPartitions=1` (blocks of
   `fs.local.block.size`, 32 MiB by default, at least
@@ -29,6 +30,7 @@ import math
 import os
 import re
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -40,10 +42,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_FORMAT",
     "LineFormat",
+    "SplitReading",
     "TextSplit",
     "line_format",
     "split_reader",
-    "splits_rdd",
     "text_splits",
 ]
 
@@ -239,10 +241,55 @@ def split_reader(format: LineFormat) -> Callable[[Iterable[tuple[str, int, int]]
     return read
 
 
-def splits_rdd(sc: SparkContext, splits: list[TextSplit], format: LineFormat) -> RDD[str]:
-    """An RDD of the lines of `splits`, one partition per split (`split_reader` reads them)."""
-    if not splits:
-        return sc.emptyRDD()
-    # plain tuples: no class of ours to import on the executors
-    plain = [(split.path, split.start, split.length) for split in splits]
-    return sc.parallelize(plain, len(plain)).mapPartitions(split_reader(format))
+class SplitReading:
+    r"""Makes the RDD of a batch's splits' lines without a call to the JVM.
+
+    `sc.parallelize(splits)` would cost about six round trips to the JVM and a temporary file
+    per batch, before the output function could start. Instead partition `i` of an RDD of `n`
+    partitions holding their index (made once for each `n`, the last `KEEP` of them kept)
+    reads split `i`, the splits travelling inside the function the job ships; Spark builds the
+    batch's RDD in the JVM when an action runs it. One partition per split, as
+    `sc.textFile(path, 1)`.
+
+    Examples:
+        >>> import tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "part")
+        >>> with open(path, "w") as file:
+        ...     _ = file.write("one\ntwo\n")
+        >>> SplitReading(sc).lines(text_splits([path])).collect()
+        ['one', 'two']
+    """
+
+    #: How many partition counts keep their RDD of indices.
+    KEEP = 16
+
+    def __init__(self, sc: SparkContext) -> None:
+        self._sc = sc
+        self._made: OrderedDict[int, RDD[int]] = OrderedDict()
+
+    def lines(self, splits: list[TextSplit], format: LineFormat = DEFAULT_FORMAT) -> RDD[str]:
+        """An RDD of the lines of `splits`, one partition per split (`split_reader` reads them)."""
+        if not splits:
+            return self._sc.emptyRDD()
+        # plain tuples: no class of ours to import on the executors
+        plain = [(split.path, split.start, split.length) for split in splits]
+        read = split_reader(format)
+
+        def read_splits(indices: Iterable[int]) -> Iterator[str]:
+            return read(plain[index] for index in indices)
+
+        return self._indices(len(plain)).mapPartitions(read_splits)
+
+    def _indices(self, count: int) -> RDD[int]:
+        """`count` partitions, partition `i` holding `i`, made once for each `count`.
+
+        A `PipelinedRDD`: a map of it is made in Python alone (Spark pipelines the two
+        functions into one, in the JVM when an action runs it).
+        """
+        indices = self._made.pop(count, None)
+        if indices is None:
+            indices = self._sc.parallelize(range(count), count)
+        self._made[count] = indices  # the most recently used last
+        while len(self._made) > self.KEEP:
+            self._made.popitem(last=False)
+        return indices
