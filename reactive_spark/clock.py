@@ -109,9 +109,7 @@ class SystemClock(Clock):
         loop = self._loop
         if loop is None:
             raise ContextStateError("the system clock is attached to an event loop at start()")
-        timed = _TimedAction(loop, time.milliseconds / 1000, self.PRECISION, action)
-        timed.arm()
-        return timed
+        return _TimedAction(loop, time.milliseconds / 1000, self.PRECISION, action)
 
     @property
     def scheduler(self) -> rx_abc.SchedulerBase:
@@ -143,8 +141,9 @@ class _TimedAction(rx_abc.DisposableBase):
         self._precision = precision
         self._action: Callable[[], None] | None = action
         self._handle: asyncio.Handle | None = None
+        self._arm()
 
-    def arm(self) -> None:
+    def _arm(self) -> None:
         remaining = self._due - _wall_seconds()
         if remaining > self._precision:
             self._handle = self._loop.call_later(remaining - self._precision, self._check)
@@ -152,12 +151,14 @@ class _TimedAction(rx_abc.DisposableBase):
             self._handle = self._loop.call_soon(self._check)
 
     def _check(self) -> None:
-        if _wall_seconds() < self._due:
-            self.arm()
+        action = self._action
+        if action is None:  # disposed meanwhile
             return
-        action, self._action, self._handle = self._action, None, None
-        if action is not None:
-            action()
+        if _wall_seconds() < self._due:
+            self._arm()
+            return
+        self._action = self._handle = None
+        action()
 
     def dispose(self) -> None:
         handle, self._handle, self._action = self._handle, None, None
