@@ -9,6 +9,7 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark import SparkContext, cloudpickle
@@ -188,3 +189,80 @@ def test_executors_need_not_have_reactive_spark_to_read_a_file_stream(
         [sys.executable, "-c", worker], input=shipped, capture_output=True, check=True
     )
     assert ran.stdout.decode().strip() == "['x', 'y']"
+
+
+def py4j_calls(sc: SparkContext, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The commands sent to the JVM from now on (this test's thread is the only sender)."""
+    client = sc._gateway._gateway_client  # type: ignore[union-attr]
+    sent: list[str] = []
+    send = client.send_command
+
+    def counted(command: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(command)
+        return send(command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "send_command", counted)
+    return sent
+
+
+def test_a_batch_of_a_split_count_seen_before_is_planned_without_the_jvm(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = []
+    for name, text in (("a", "a1\na2\n"), ("b", "b1\n"), ("c", "c1\nc2\nc3")):
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    reading = SplitReading(sc)
+    first = reading.lines(text_splits(paths[:1]))
+    sent = py4j_calls(sc, monkeypatch)
+    second = reading.lines(text_splits(paths[1:2]))
+    assert sent == []  # one split again: nothing asked of the JVM until an action
+    monkeypatch.undo()
+    # the two share the RDD of indices, nothing else: each reads its own split, and caching
+    # one (as windows and `remember` do) leaves the other as it was
+    first.cache()
+    assert first.collect() == ["a1", "a2"]
+    assert second.collect() == ["b1"] and not second.is_cached
+    first.unpersist()
+    assert second.collect() == ["b1"]
+    assert sc.union([first, second]).collect() == ["a1", "a2", "b1"]
+    both = reading.lines(text_splits([paths[2], paths[0]]))
+    assert both.glom().collect() == [["c1", "c2", "c3"], ["a1", "a2"]]
+
+
+def test_only_the_last_split_counts_keep_their_indices(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in "abc":
+        (tmp_path / name).write_text(f"{name}\n")
+    paths = [str(tmp_path / name) for name in "abc"]
+    monkeypatch.setattr(SplitReading, "KEEP", 2)
+    reading = SplitReading(sc)
+    for count in (1, 2, 3):  # 1 is forgotten when 3 comes
+        assert reading.lines(text_splits(paths[:count])).collect() == list("abc"[:count])
+    sent = py4j_calls(sc, monkeypatch)
+    reading.lines(text_splits(paths))
+    reading.lines(text_splits(paths[:2]))
+    assert sent == []  # kept
+    again = reading.lines(text_splits(paths[2:]))
+    assert sent  # made again
+    monkeypatch.undo()
+    assert again.collect() == ["c"]
+
+
+def test_a_large_batch_gives_each_task_its_own_split(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # past SHIPPED the splits are parallelized: a task's function does not carry them all
+    paths = []
+    for index in range(3):
+        (tmp_path / f"{index}").write_text(f"line {index}\n")
+        paths.append(str(tmp_path / f"{index}"))
+    monkeypatch.setattr(SplitReading, "SHIPPED", 2)
+    reading = SplitReading(sc)
+    shipped = reading.lines(text_splits(paths[:2]))
+    parallelized = reading.lines(text_splits(paths))
+    assert parallelized.glom().collect() == [["line 0"], ["line 1"], ["line 2"]]
+    assert shipped.glom().collect() == [["line 0"], ["line 1"]]
+    assert paths[0].encode() in cloudpickle.dumps(shipped.func)
+    assert paths[0].encode() not in cloudpickle.dumps(parallelized.func)

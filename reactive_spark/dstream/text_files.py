@@ -3,10 +3,10 @@
 A file stream's batch reads the files it found (or its watcher's event named) in the Python
 workers, from a small list of splits the driver makes: no Hadoop RDD, so no broadcast of the
 Hadoop configuration for every batch, which took most of the time from a file's arrival to
-its batch. Nor a call to the JVM while the batch is planned: the splits travel inside the
-job's function (`SplitReading`). The workers read the lines `sc.textFile(path, 1)` gives for
-the same files, in the same order, streaming (a split is read a block at a time, a compressed
-file decompressed as it is read):
+its batch. As a rule, nor a call to the JVM while the batch is planned: the splits travel
+inside the job's function (`SplitReading`). The workers read the lines `sc.textFile(path, 1)`
+gives for the same files, in the same order, streaming (a split is read a block at a time, a
+compressed file decompressed as it is read):
 
 - each file is split as Hadoop's `FileInputFormat` splits it with `minPartitions=1` (blocks of
   `fs.local.block.size`, 32 MiB by default, at least
@@ -242,14 +242,15 @@ def split_reader(format: LineFormat) -> Callable[[Iterable[tuple[str, int, int]]
 
 
 class SplitReading:
-    r"""Makes the RDD of a batch's splits' lines without a call to the JVM.
+    r"""Makes the RDD of a batch's splits' lines, as a rule without a call to the JVM.
 
     `sc.parallelize(splits)` would cost about six round trips to the JVM and a temporary file
     per batch, before the output function could start. Instead partition `i` of an RDD of `n`
     partitions holding their index (made once for each `n`, the last `KEEP` of them kept)
     reads split `i`, the splits travelling inside the function the job ships; Spark builds the
-    batch's RDD in the JVM when an action runs it. One partition per split, as
-    `sc.textFile(path, 1)`.
+    batch's RDD in the JVM when an action runs it. Every task gets that function whole, so a
+    batch of more than `SHIPPED` splits is parallelized instead, a split to each partition; an
+    empty batch is `sc.emptyRDD()`. One partition per split, as `sc.textFile(path, 1)`.
 
     Examples:
         >>> import tempfile
@@ -262,6 +263,8 @@ class SplitReading:
 
     #: How many partition counts keep their RDD of indices.
     KEEP = 16
+    #: The most splits that travel inside the job's function (a few kilobytes).
+    SHIPPED = 64
 
     def __init__(self, sc: SparkContext) -> None:
         self._sc = sc
@@ -274,6 +277,8 @@ class SplitReading:
         # plain tuples: no class of ours to import on the executors
         plain = [(split.path, split.start, split.length) for split in splits]
         read = split_reader(format)
+        if len(plain) > self.SHIPPED:
+            return self._sc.parallelize(plain, len(plain)).mapPartitions(read)
 
         def read_splits(indices: Iterable[int]) -> Iterator[str]:
             return read(plain[index] for index in indices)
@@ -289,7 +294,7 @@ class SplitReading:
         indices = self._made.pop(count, None)
         if indices is None:
             indices = self._sc.parallelize(range(count), count)
-        self._made[count] = indices  # the most recently used last
+        self._made[count] = indices  # last: the most recently used
         while len(self._made) > self.KEEP:
             self._made.popitem(last=False)
         return indices
