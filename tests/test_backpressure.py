@@ -319,3 +319,22 @@ def test_a_queue_is_full_exactly_when_its_depth_reaches_its_bound(policy: str) -
     # events on their way from other threads count where their producers were admitted
     waiting_two = SourceQueue(None, 3, policy, pending=2, in_transit=1)  # type: ignore[arg-type]
     assert waiting_two.full == (policy in ("block", "reject"))
+
+
+async def test_a_delayed_event_its_full_queue_refuses_is_reported(sc: SparkContext) -> None:
+    # it fires from a clock action: an exception there would reach no one (on the system
+    # clock the loop's handler only logs it), so the refusal is reported as a source error
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m")
+    delayed = manual.delay(Seconds(1)).overflow(1, "reject")
+    ran: list[int] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: ran.append(1)).bind(delayed)
+    await ssc.start()
+    for _ in range(3):
+        manual.fire(T0)  # three delayed events due at one instant: the queue holds one
+    failures = await ssc.advanceTo(T0 + Seconds(2))
+    await ssc.stop(stopSparkContext=False)
+    assert ran == [1]
+    assert [(f.sourceName, f.operation) for f in failures] == [(delayed.name, "delay")] * 2
+    assert all(isinstance(f.error, QueueFullError) for f in failures)
+    assert failures[0].event is not None and failures[0].event.source is manual

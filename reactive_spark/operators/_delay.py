@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from reactivex import abc as rx_abc
 
+from reactive_spark.errors import QueueFullError
 from reactive_spark.events import Event, EventSource, register_operator
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
@@ -41,7 +42,10 @@ class DelayedEventSource(DerivedEventSource):
 
         def fire() -> None:
             self._pending.pop(key, None)
-            self.post(DerivedEvent(self, None, due, event))
+            try:
+                self.post(DerivedEvent(self, None, due, event))
+            except QueueFullError as refused:  # overflow "reject": a refused event is a failure
+                self._runtime.report_source_error(self, "delay", refused, event)
 
         self._pending[key] = self.context.clock.scheduleAt(due, fire)
 
