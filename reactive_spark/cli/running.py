@@ -60,7 +60,7 @@ def print_summary(summary: DemoSummary) -> None:
         title="reactive-spark demo: daily WARN/ERROR extracts, rolled up weekly", show_header=False
     )
     table.add_column("what", style="bold")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", overflow="fold")  # a long path wraps, whole
     table.add_row("days processed", str(summary.days))
     table.add_row("log lines generated", f"{summary.linesGenerated:,}")
     table.add_row("lines kept by the daily job", f"{summary.linesKeptDaily:,}")
