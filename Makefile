@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-BENCHMARKS := benchmarks/overhead.py benchmarks/memory.py benchmarks/simulated_year.py benchmarks/latency.py benchmarks/checkpoint.py benchmarks/log_stream.py benchmarks/exactly_once.py benchmarks/cluster.py benchmarks/overload.py
+BENCHMARKS := benchmarks/overhead.py benchmarks/memory.py benchmarks/simulated_year.py benchmarks/latency.py benchmarks/routing_instructions.py benchmarks/checkpoint.py benchmarks/log_stream.py benchmarks/exactly_once.py benchmarks/cluster.py benchmarks/overload.py
 
 .PHONY: setup java browser test lint demo bench docs clean
 
