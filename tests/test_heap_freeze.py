@@ -30,10 +30,14 @@ class Node:
 async def nothing_frozen() -> AsyncIterator[None]:
     assert gc.get_freeze_count() == 0, "a context of an earlier test still holds the heap"
     yield
-    left = StreamingContext.getActive()  # by a failing test: it would hold the heap for the next
-    if left is not None:
-        await left.stop(stopSparkContext=False)
-    gc.unfreeze()  # whatever a failing test left frozen
+    left = []
+    try:  # a context left running would hold the heap for the tests after this one
+        while (active := StreamingContext.getActive()) is not None:
+            left.append(active)
+            await active.stop(stopSparkContext=False)
+    finally:
+        gc.unfreeze()  # whatever a failing test left frozen
+    assert not left, f"the test left {len(left)} context(s) running"
 
 
 def started_context(sc: SparkContext, **options: bool) -> StreamingContext:
