@@ -27,8 +27,8 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check reactive_spark tests benchmarks examples conftest.py
 	$(PY) -m mypy
 
-# two pytest workers, one per core, each with its own local[2] SparkContext; a file's tests stay
-# on one worker, in order (`pytest` alone runs the same tests serially)
+# two pytest workers (for the 2 cores CI has), each with its own local[2] SparkContext; a file's
+# tests stay on one worker, in order (`pytest` alone runs the same tests serially)
 test: $(STAMP) java browser lint
 	$(PY) -m pytest -n 2 --dist loadfile
 
