@@ -5,12 +5,14 @@ into a fresh virtual environment, it carries the console's files and its type ma
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+CACHES = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
 def run(*args: str | Path, cwd: Path, timeout: float = 600) -> str:
@@ -27,8 +29,14 @@ def run(*args: str | Path, cwd: Path, timeout: float = 600) -> str:
 
 
 def test_the_built_wheel_installs_and_runs_the_demo(tmp_path: Path) -> None:
+    # built from a copy: building in the checkout rewrites its egg-info, which the other pytest
+    # worker's importlib.metadata may be reading
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "reactive_spark", source / "reactive_spark", ignore=CACHES)
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, source / name)
     dist = tmp_path / "dist"
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, ROOT, cwd=tmp_path)
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, source, cwd=tmp_path)
     [wheel] = dist.glob("reactive_spark-*.whl")
     environment = tmp_path / "venv"
     venv.create(environment, with_pip=True)
