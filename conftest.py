@@ -98,3 +98,16 @@ def doctest_context(request: pytest.FixtureRequest, doctest_namespace: dict[str,
     doctest_namespace["ssc"] = StreamingContext(
         spark, Seconds(1), clock=VirtualClock(DOCTEST_START)
     )
+
+
+@pytest.fixture(autouse=True)
+def no_context_left_running() -> Iterator[None]:
+    """A test that leaves a context running fails where it does, not in a later test.
+
+    Left running, it would hold the heap (freezeHeap) and be `getActive()` in whichever test
+    runs next on its worker.
+    """
+    before = StreamingContext.getActive()
+    yield
+    left = StreamingContext.getActive()
+    assert left is None or left is before, f"the test left {left!r} running: stop it"
