@@ -26,6 +26,7 @@ import tempfile
 import time
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -265,13 +266,10 @@ class RoutingRun:
     batches: int
 
 
-async def routing_throughput(sc: SparkContext, *, freeze_heap: bool = False) -> RoutingRun:
-    """Source events pushed through map -> filter -> merge into a bound stream.
-
-    `freeze_heap` is the context's `freezeHeap`.
-    """
-    origin = Time(0)
-    ssc = StreamingContext(sc, None, clock=VirtualClock(origin), freezeHeap=freeze_heap)
+def routing_pipeline(ssc: StreamingContext) -> tuple[Subject[int], Subject[int], Callable[[], int]]:
+    """The routing runs' lineage on `ssc`: two observable sources, map -> filter -> merge, into
+    a bound stream whose batches run no Spark job. Returns the sources' subjects and a count of
+    the routed events delivered."""
     left: Subject[int] = Subject()
     right: Subject[int] = Subject()
     a = ssc.rxEventSource(left, "a")
@@ -280,6 +278,31 @@ async def routing_throughput(sc: SparkContext, *, freeze_heap: bool = False) -> 
     delivered: list[int] = []
     routed.addListener(lambda event: delivered.append(1))
     ssc.queueStream([]).transform(lambda rdd: None).foreachRDD(lambda rdd: None).bind(routed)
+    return left, right, delivered.__len__
+
+
+def bare_routing_pipeline() -> tuple[Subject[int], Subject[int], Callable[[], int]]:
+    """The same map -> filter -> merge in bare reactivex, into a counting subscriber."""
+    left: Subject[int] = Subject()
+    right: Subject[int] = Subject()
+    delivered = [0]
+
+    def count(value: int) -> None:
+        delivered[0] += 1
+
+    routed = left.pipe(ops.map(lambda v: v * 2), ops.filter(lambda v: v % 4 == 0))
+    reactivex.merge(routed, right).subscribe(count)
+    return left, right, lambda: delivered[0]
+
+
+async def routing_throughput(sc: SparkContext, *, freeze_heap: bool = False) -> RoutingRun:
+    """Source events pushed through map -> filter -> merge into a bound stream.
+
+    `freeze_heap` is the context's `freezeHeap`.
+    """
+    origin = Time(0)
+    ssc = StreamingContext(sc, None, clock=VirtualClock(origin), freezeHeap=freeze_heap)
+    left, right, delivered = routing_pipeline(ssc)
     await ssc.start()
     with GcTime() as collecting:
         began, loop_began, cpu_began = time.perf_counter(), time.thread_time(), time.process_time()
@@ -293,7 +316,7 @@ async def routing_throughput(sc: SparkContext, *, freeze_heap: bool = False) -> 
         cpu = time.process_time() - cpu_began
     accepted = ssc.processedThrough + 1  # every accepted event got an instanceId, from 0
     await ssc.stop(stopSparkContext=False)
-    assert len(delivered) == ROUTED_EVENTS * 3 // 4, len(delivered)  # as bare reactivex's
+    assert delivered() == ROUTED_EVENTS * 3 // 4, delivered()  # as bare reactivex's
     assert accepted == ROUTED_EVENTS * 5 // 2, accepted  # a, b, a's maps, their half, merged
     return RoutingRun(
         elapsed,
@@ -302,7 +325,7 @@ async def routing_throughput(sc: SparkContext, *, freeze_heap: bool = False) -> 
         cpu - loop_cpu,
         collecting.seconds,
         accepted,
-        len(delivered),
+        delivered(),
     )
 
 
@@ -370,21 +393,13 @@ async def routing_lag(sc: SparkContext, rate: float, *, freeze_heap: bool) -> La
 
 def bare_reactivex_throughput() -> float:
     """Source events/s of the same map -> filter -> merge in bare reactivex, counted."""
-    left: Subject[int] = Subject()
-    right: Subject[int] = Subject()
-    delivered = [0]
-
-    def count(value: int) -> None:
-        delivered[0] += 1
-
-    routed = left.pipe(ops.map(lambda v: v * 2), ops.filter(lambda v: v % 4 == 0))
-    reactivex.merge(routed, right).subscribe(count)
+    left, right, delivered = bare_routing_pipeline()
     began = time.perf_counter()
     for value in range(ROUTED_EVENTS // 2):
         left.on_next(value)
         right.on_next(value)
     elapsed = time.perf_counter() - began
-    assert delivered[0] == ROUTED_EVENTS * 3 // 4, delivered  # what our bound stream gets
+    assert delivered() == ROUTED_EVENTS * 3 // 4, delivered()  # what our bound stream gets
     return ROUTED_EVENTS / elapsed
 
 

@@ -23,11 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import reactivex
 from _spark import local_spark
+from latency import bare_routing_pipeline, routing_pipeline
 from pyspark import SparkContext
-from reactivex import operators as ops
-from reactivex.subject import Subject
 
 from reactive_spark import StreamingContext, Time, VirtualClock
 
@@ -50,15 +48,7 @@ def instrument(state: str) -> None:
 
 def bare_route(events: int, *, measured: bool) -> None:
     """Bare reactivex routes `events` source events; counted if `measured`."""
-    left: Subject[int] = Subject()
-    right: Subject[int] = Subject()
-    delivered = [0]
-
-    def count(value: int) -> None:
-        delivered[0] += 1
-
-    routed = left.pipe(ops.map(lambda v: v * 2), ops.filter(lambda v: v % 4 == 0))
-    reactivex.merge(routed, right).subscribe(count)
+    left, right, delivered = bare_routing_pipeline()
     if measured:
         instrument("on")
     for value in range(events // 2):
@@ -66,7 +56,7 @@ def bare_route(events: int, *, measured: bool) -> None:
         right.on_next(value)
     if measured:
         instrument("off")
-    assert delivered[0] == events * 3 // 4, delivered  # what our bound stream gets
+    assert delivered() == events * 3 // 4, delivered()  # what our bound stream gets
 
 
 def bare(events: int) -> None:
@@ -78,14 +68,7 @@ async def route(sc: SparkContext, events: int, *, measured: bool) -> None:
     """One context routes `events` source events; counted if `measured`."""
     origin = Time(0)
     ssc = StreamingContext(sc, None, clock=VirtualClock(origin), freezeHeap=True)
-    left: Subject[int] = Subject()
-    right: Subject[int] = Subject()
-    a = ssc.rxEventSource(left, "a")
-    b = ssc.rxEventSource(right, "b")
-    routed = a.map(lambda e: e.value * 2).filter(lambda e: e.value % 4 == 0).merge(b)
-    delivered: list[int] = []
-    routed.addListener(lambda event: delivered.append(1))
-    ssc.queueStream([]).transform(lambda rdd: None).foreachRDD(lambda rdd: None).bind(routed)
+    left, right, delivered = routing_pipeline(ssc)
     await ssc.start()
     if measured:
         instrument("on")
@@ -97,7 +80,7 @@ async def route(sc: SparkContext, events: int, *, measured: bool) -> None:
         instrument("off")
     accepted = ssc.processedThrough + 1  # every accepted event got an instanceId, from 0
     await ssc.stop(stopSparkContext=False)
-    assert len(delivered) == events * 3 // 4, len(delivered)  # as bare reactivex's
+    assert delivered() == events * 3 // 4, delivered()  # as bare reactivex's
     assert accepted == events * 5 // 2, accepted  # a, b, a's maps, their half, merged
 
 
