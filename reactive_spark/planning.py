@@ -80,21 +80,21 @@ class Plan:
         #: The streams that compute for the source's events, in the order they do.
         self.streams = _reached(source, bound)
         slots = {stream.id: slot for slot, stream in enumerate(self.streams)}
-        # per stream: how it computes and remembers an RDD, where its parents' RDDs are (the
-        # slot of its one parent, else INPUT or MANY; and every parent's slot), and the slots
-        # of the parents this plan computes
-        self._steps: list[tuple[Any, Any, int, tuple[int, ...], frozenset[int]]] = []
-        for stream in self.streams:
+        # per stream: how it computes and remembers an RDD, and where its parents' RDDs are
+        # (the slot of its one parent, else INPUT or MANY); apart, for the rarer cases: every
+        # parent's slot, and the slots of the parents this plan computes (a failure spreads)
+        self._steps: list[tuple[int, Any, Any, int]] = []
+        self._parent_slots: list[tuple[int, ...]] = []
+        self._computed_parents: list[frozenset[int]] = []
+        for slot, stream in enumerate(self.streams):
             parent_slots = tuple(slots.get(parent.id, ABSENT) for parent in stream.parents)
             only = parent_slots[0] if len(parent_slots) == 1 else MANY if parent_slots else INPUT
             self._steps.append(
-                (
-                    stream.compute_rdd,
-                    stream.registrar(),
-                    MANY if only == ABSENT else only,
-                    parent_slots,
-                    frozenset(slot for slot in parent_slots if slot != ABSENT),
-                )
+                (slot, stream.compute_rdd, stream.registrar(), MANY if only == ABSENT else only)
+            )
+            self._parent_slots.append(parent_slots)
+            self._computed_parents.append(
+                frozenset(slot for slot in parent_slots if slot != ABSENT)
             )
         self._bound = [(stream, slots[stream.id]) for stream in bound if stream.id in slots]
         self._reads = Reads()  # one for every batch: batches are planned one at a time
@@ -115,15 +115,15 @@ class Plan:
         run, report or record it.
         """
         reads = self._reads
-        reads.replayed, reads.recorded = replayed, {}
-        rdds: list[RDD[Any] | None] = []  # each stream's RDD, in plan order
-        append = rdds.append
+        reads.replayed = replayed
+        if reads.recorded:
+            reads.recorded = {}
+        rdds: list[RDD[Any] | None] = [None] * len(self._steps)  # each stream's, in plan order
         failed: set[int] | None = None  # made when needed: most batches fail nowhere
         failures: list[JobInfo] | None = None
-        for compute, register, only, parent_slots, computed_parents in self._steps:
-            if failed is not None and not failed.isdisjoint(computed_parents):
-                failed.add(len(rdds))
-                append(None)
+        for slot, compute, register, only in self._steps:
+            if failed is not None and not failed.isdisjoint(self._computed_parents[slot]):
+                failed.add(slot)
                 continue
             try:
                 if only >= 0:  # most streams: one parent, computed before in this plan
@@ -131,16 +131,16 @@ class Plan:
                 elif only == INPUT:
                     rdd = compute(event, (), reads)
                 else:
-                    rdd = compute(event, tuple(_rdd_at(rdds, i) for i in parent_slots), reads)
+                    parents = tuple(_rdd_at(rdds, i) for i in self._parent_slots[slot])
+                    rdd = compute(event, parents, reads)
                 if rdd is not None:
                     register(event, rdd)
+                    rdds[slot] = rdd
             except Exception as exc:
                 failed = failed or set()
-                failed.add(len(rdds))
+                failed.add(slot)
                 failures = failures or []
-                failures.append(plan_failure(self.streams[len(rdds)], event, exc))
-                rdd = None
-            append(rdd)
+                failures.append(plan_failure(self.streams[slot], event, exc))
         jobs = []
         for stream, slot in self._bound:
             rdd = rdds[slot]

@@ -406,9 +406,9 @@ class JobScheduler:
         uncleared = None
         done = 0
         try:
-            for position, event in enumerate(events):
+            for event in events:
                 if self._dropping:
-                    self._dropped_at_stop(events[position:])
+                    self._dropped_at_stop(events[done:])
                     return
                 batch = plan_batch(event, keep_empty=keep_empty)
                 if batch is not None and run(event, batch):
