@@ -199,7 +199,7 @@ def test_a_run_of_derived_events_equals_events_derived_one_by_one() -> None:
     parents = [Event(None, index, Time(index * 10)) for index in range(3)]
     run = DerivedEvent.run("source", parents, ["x", "y", "z"])
     for event, parent, value in zip(run, parents, "xyz", strict=True):
-        single = DerivedEvent("source", None, parent.time, parent, value)
+        single = DerivedEvent.of("source", parent.time, parent, value)
         for field in (*Event.__slots__, *DerivedEvent.__slots__):
             assert getattr(event, field) == getattr(single, field), field
     plain = DerivedEvent.run("source", parents)

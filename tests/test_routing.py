@@ -309,8 +309,8 @@ async def test_the_worker_thread_runs_jobs_in_the_context_start_ran_in_and_ends_
 
 def test_events_have_no_instance_dict_but_read_through_to_their_parents() -> None:
     parent = ObservableEvent(None, 0, T0, {"n": 1})
-    mapped = DerivedEvent(None, 0, T0, parent, 42)
-    filtered = DerivedEvent(None, 0, T0, parent)
+    mapped = DerivedEvent.of(None, T0, parent, 42)
+    filtered = DerivedEvent.of(None, T0, parent)
     for event in (parent, mapped, filtered):
         assert not hasattr(event, "__dict__")
     assert mapped.value == 42
@@ -320,11 +320,11 @@ def test_events_have_no_instance_dict_but_read_through_to_their_parents() -> Non
     assert filtered.describe()["parent"]["value"] == {"n": 1}
     with pytest.raises(AttributeError):
         filtered.missing  # noqa: B018
-    merged = DerivedEvent(None, 0, T0, DerivedEvent(None, 0, T0, mapped))
+    merged = DerivedEvent.of(None, T0, DerivedEvent.of(None, T0, mapped))
     assert merged.value == 42  # two filters (or merges) up, the map's
     assert pickle.loads(pickle.dumps(filtered)).value == {"n": 1}
     assert "value" not in pickle.loads(pickle.dumps(filtered)).describe()
-    tick = DerivedEvent(None, 0, T0, TimerEvent(None, 0, T0))
+    tick = DerivedEvent.of(None, T0, TimerEvent(None, 0, T0))
     assert not hasattr(tick, "value")  # no value anywhere up the chain
 
     class Tagged(Event):  # a user's event type may still carry whatever it likes

@@ -32,7 +32,7 @@ class DelayedEventSource(DerivedEventSource):
         """Schedule the delayed events on the context's clock (fire those already due)."""
         due = events[0].time + self.duration  # a run's events share their instant
         if due <= self.context.clock.now():
-            self._emit([DerivedEvent(self, None, due, event) for event in events])
+            self._emit(DerivedEvent.run(self, events, time=due))
             return
         for event in events:
             self._schedule(due, event)
@@ -43,7 +43,7 @@ class DelayedEventSource(DerivedEventSource):
         def fire() -> None:
             self._pending.pop(key, None)
             try:
-                self.post(DerivedEvent(self, None, due, event))
+                self.post(DerivedEvent.of(self, due, event))
             except QueueFullError as refused:  # overflow "reject": a refused event is a failure
                 self._runtime.report_source_error(self, "delay", refused, event)
 
@@ -73,7 +73,7 @@ class DelayedEventSource(DerivedEventSource):
         """The parent's events of `[start - duration, end - duration]`, shifted."""
         start, end = to_time(start, "start"), to_time(end, "end")
         return [
-            DerivedEvent(self, None, event.time + self.duration, event)
+            DerivedEvent.of(self, event.time + self.duration, event)
             for event in self._parents[0].between(start - self.duration, end - self.duration)
         ]
 

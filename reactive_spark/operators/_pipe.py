@@ -39,8 +39,8 @@ class PipedEventSource(DerivedEventSource):
 
     def _derive(self, time: Time, value: Any) -> DerivedEvent:
         if isinstance(value, Event):
-            return DerivedEvent(self, None, time, value)
-        return DerivedEvent(self, None, time, None, value)
+            return DerivedEvent.of(self, time, value)
+        return DerivedEvent.of(self, time, None, value)
 
     def start(self) -> None:
         """Subscribe the pipeline, scheduled on the context's clock."""

@@ -38,33 +38,27 @@ class DerivedEvent(Event):
 
     So `rest.filter(lambda e: e.path == "/job")` yields events that still have `.path`.
     `value` is the mapped (or piped) value where there is one, else the parent's.
+
+    Make them with `run` (or `of`, for one): `Event.__init__` sets the fields every event has,
+    `run` the two of a derived event. Calling the class itself, as for other events, makes an
+    event with neither a parent nor a value.
     """
 
     __slots__ = ("_value", "parent")
-
-    def __init__(
-        self,
-        source: Any,
-        index: int | None,
-        time: Time,
-        parent: Event | None,
-        value: Any = _MISSING,
-    ) -> None:
-        Event.__init__(self, source, index, time)
-        self.parent = parent
-        self._value = value
+    parent: Event | None
+    _value: Any
 
     @classmethod
     def run(
         cls,
         source: EventSource,
-        parents: Sequence[Event],
+        parents: Sequence[Event | None],
         values: Sequence[Any] | None = None,
+        time: Time | None = None,
     ) -> list[DerivedEvent]:
-        """Derived events of `source`, one per parent event, at the parent's time.
+        """Derived events of `source`, one per parent event, at the parent's time (or `time`).
 
-        `DerivedEvent(source, None, parent.time, parent, value)` for each parent (with its
-        value, if `values` are given).
+        Each carries its value from `values`, if given, else reads its parent's.
 
         Examples:
             >>> parents = [Event(None, 0, Time(5)), Event(None, 1, Time(5))]
@@ -72,10 +66,28 @@ class DerivedEvent(Event):
             [(5, 'a'), (5, 'b')]
         """
         own = repeat(_MISSING) if values is None else values
-        return [
-            cls(source, None, parent.time, parent, value)
-            for parent, value in zip(parents, own, strict=False)
-        ]
+        events = []
+        for parent, value in zip(parents, own, strict=False):
+            at = time if time is not None else parent.time  # type: ignore[union-attr] # `of`
+            event = cls(source, None, at)
+            event.parent = parent
+            event._value = value
+            events.append(event)
+        return events
+
+    @classmethod
+    def of(
+        cls, source: EventSource, time: Time, parent: Event | None, value: Any = _MISSING
+    ) -> DerivedEvent:
+        """One derived event of `source` at `time` (see `run`); `parent` None if it has none.
+
+        Examples:
+            >>> tick = Event(None, 0, Time(5))
+            >>> DerivedEvent.of(None, Time(9), tick, "late").value
+            'late'
+        """
+        [event] = cls.run(source, [parent], None if value is _MISSING else [value], time)
+        return event
 
     @property
     def value(self) -> Any:
@@ -222,7 +234,8 @@ class DerivedEventSource(EventSource):
             event = JoinEvent(self, index, time, left, right)
         else:
             parent = self._parent_event(fields["parent"]) if "parent" in fields else None
-            event = DerivedEvent(self, index, time, parent, fields.get("value", _MISSING))
+            event = DerivedEvent.of(self, time, parent, fields.get("value", _MISSING))
+            event.index = index
         event.instanceId = fields.get("instanceId")
         return event
 
