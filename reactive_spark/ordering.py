@@ -224,7 +224,13 @@ class EventOrder:
         """
         if self._posts_open and get_ident() == self._loop_thread:
             queue = self._queues.get(event.source)
-            if queue is not None and queue.full:
+            if queue is not None and (
+                queue.pending
+                + queue.accepted
+                - queue.processed
+                + (queue.in_transit if queue.counts_in_transit else 0)
+                >= queue.bound
+            ):  # `queue.full`, inlined: a property call here costs ~2% of routing an event
                 self._overflow(queue, event)
                 return
             # `accept` (open posts mean not closed) in this one call: it runs per posted event

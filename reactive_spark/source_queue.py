@@ -41,6 +41,11 @@ class SourceQueue:
     #: Keys this source's events wait under (a heap); keys accepted since leave its front as
     #: new ones come, so it holds what waits and at most a few more.
     keys: list[OrderKey] = field(default_factory=list)
+    #: Whether events on their way from other threads count against the bound (see `depth`).
+    counts_in_transit: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.counts_in_transit = self.policy in ("block", "reject")
 
     @property
     def depth(self) -> int:
@@ -51,13 +56,16 @@ class SourceQueue:
         is replaced (their producers keep at most `bound` on the way).
         """
         waiting = self.pending + self.accepted - self.processed
-        return waiting + self.in_transit if self.policy in ("block", "reject") else waiting
+        return waiting + self.in_transit if self.counts_in_transit else waiting
 
     @property
     def full(self) -> bool:
-        """Whether a new event is past the bound: `depth >= bound`, in one call (every post)."""
+        """Whether a new event is past the bound: `depth >= bound`.
+
+        `EventOrder.post` tests the same inline, as it runs for every event posted on the loop.
+        """
         waiting = self.pending + self.accepted - self.processed
-        if self.policy in ("block", "reject"):
+        if self.counts_in_transit:
             waiting += self.in_transit
         return waiting >= self.bound
 

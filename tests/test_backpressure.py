@@ -29,6 +29,7 @@ from reactive_spark import (
     Time,
     VirtualClock,
 )
+from reactive_spark.ordering import EventOrder
 from reactive_spark.source_queue import SourceQueue
 
 from .helpers import ChildProcess
@@ -319,6 +320,71 @@ def test_a_queue_is_full_exactly_when_its_depth_reaches_its_bound(policy: str) -
     # events on their way from other threads count where their producers were admitted
     waiting_two = SourceQueue(None, 3, policy, pending=2, in_transit=1)  # type: ignore[arg-type]
     assert waiting_two.full == (policy in ("block", "reject"))
+
+
+class _Source:
+    """What `EventOrder` reads of a source."""
+
+    name, rank, maxQueued, parents = "s", 0, 3, ()
+
+    def __init__(self, policy: str) -> None:
+        self.overflowPolicy = policy
+
+
+class _Event:
+    """What `EventOrder.post` reads of an event."""
+
+    def __init__(self, source: _Source) -> None:
+        self.source, self.time = source, Time(0)
+
+
+@pytest.mark.parametrize("policy", ["block", "reject", "drop-newest", "drop-oldest", "coalesce"])
+def test_posting_on_the_loop_overflows_exactly_when_the_queue_is_full(policy: str) -> None:
+    # `EventOrder.post` tests what `SourceQueue.full` says inline (it runs for every event)
+    loop = asyncio.new_event_loop()
+    try:
+        source = _Source(policy)
+        order = EventOrder(None, lambda runs: None, lambda name, times: None)  # type: ignore[arg-type]
+        order.start(loop, frozenset(), lambda s: [], {}, [source])  # type: ignore[list-item]
+        queue = order.queue_of(source)  # type: ignore[arg-type]
+        assert queue is not None
+        overflowed: list[object] = []
+        order._overflow = lambda queue, event: overflowed.append(event)  # type: ignore[method-assign]
+        for pending, accepted, processed, in_transit in itertools.product(
+            range(4), range(4), range(4), range(3)
+        ):
+            if processed > accepted:
+                continue
+            queue.pending, queue.accepted = pending, accepted
+            queue.processed, queue.in_transit = processed, in_transit
+            full = queue.full
+            event = _Event(source)
+            order.post(event)  # type: ignore[arg-type]
+            assert (overflowed == [event]) == full, (pending, accepted, processed, in_transit)
+            overflowed.clear()
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("bound", [1, 3])
+async def test_posting_on_the_loop_meets_the_policy_exactly_at_the_bound(
+    sc: SparkContext, bound: int
+) -> None:
+    # `EventOrder.post` tests what `SourceQueue.full` says inline: the two must agree
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    kept = ssc.manualSource("kept").overflow(bound, "drop-newest")
+    ran: list[int] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, event: ran.append(event.value)).bind(
+        kept
+    )
+    await ssc.start()
+    for value in range(bound + 2):
+        assert (kept.queueDepth >= bound) == (value >= bound)
+        kept.trigger(value)  # on the loop: the inline test decides
+    assert kept.queueDepth == bound
+    assert await ssc.advanceTo(T0) == []
+    await ssc.stop(stopSparkContext=False)
+    assert ran == list(range(bound))
 
 
 async def test_a_delayed_event_its_full_queue_refuses_is_reported(sc: SparkContext) -> None:
