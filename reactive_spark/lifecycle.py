@@ -170,7 +170,7 @@ class Lifecycle:
             self._scheduler.order.refuse_posts()  # dropped from now on; what was posted runs
             if self._ssc in self._active:
                 self._active.remove(self._ssc)
-            if graceful and timeout is not None:
+            if graceful:  # while the sources still run: operators derive from what waits
                 graceful = await self._scheduler.finish(timeout)
             if not graceful:
                 self._scheduler.abort()  # what was posted and not accepted yet never runs

@@ -220,7 +220,8 @@ class EventOrder:
         Past its source's bound, the source's overflow policy decides (see `SourceQueue`): a
         producer off the loop waits for room in its own thread; one on the loop waits there.
         Events posted before `start` or after `refuse_posts` (or a crash) are dropped with a
-        warning.
+        warning, except those of derived sources until `close`: what operators (`pipe`,
+        `delay`) make of the events a graceful stop lets run.
         """
         if self._posts_open and get_ident() == self._loop_thread:
             queue = self._queues.get(event.source)
@@ -241,13 +242,19 @@ class EventOrder:
             waiting.events.append(event)
             if queue is not None:
                 queue.pending += 1
-        elif not self._posts_open or self._loop is None:
+        elif not self._open_to(event) or self._loop is None:
             log.warning("dropping %r: the StreamingContext is not accepting events", event)
+        elif get_ident() == self._loop_thread:  # derived, while a graceful stop drains
+            self.accept(event)
         else:
             queue = self._queues.get(event.source)
             if queue is not None:
                 self._admit_from_thread(queue, event)
             self._loop.call_soon_threadsafe(self._arrive, event, queue)
+
+    def _open_to(self, event: Event) -> bool:
+        """Whether `event` may be posted now (see `post`)."""
+        return self._posts_open or (not self._closed and bool(event.source.parents))
 
     def _admit_from_thread(self, queue: SourceQueue, event: Event) -> None:
         """Count `event` on its way to the loop; past the bound, wait or refuse first."""

@@ -253,10 +253,10 @@ class JobScheduler:
             self._job_threads.shutdown(wait=True)
             self._job_threads = None
 
-    async def finish(self, timeout: float) -> bool:
-        """Let what was posted run within `timeout` seconds; whether it all did.
+    async def finish(self, timeout: float | None) -> bool:
+        """Let what was posted run, within `timeout` seconds if given; whether it all did.
 
-        How a graceful stop with a timeout waits; what did not run by then is dropped (`abort`).
+        How a graceful stop waits; what did not run by then is dropped (`abort`).
         """
         try:
             await asyncio.wait_for(self.idle(raise_crash=False), timeout)

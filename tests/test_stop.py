@@ -15,6 +15,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from pyspark import SparkContext
+from reactivex import operators as rx_ops
+from reactivex.subject import Subject
 
 from reactive_spark import Seconds, StreamingContext, SystemClock, Time, VirtualClock
 from reactive_spark.errors import ListenError
@@ -181,3 +183,80 @@ async def test_a_start_that_fails_stops_every_part_it_started(sc: SparkContext) 
     assert ours == [], ours  # the worker, the watchdog, the blocking calls: all ended
     await ssc.stop(stopSparkContext=False)  # a second stop is a no-op
     assert ssc.state == "stopped"
+
+
+@pytest.mark.parametrize("timeout", [None, 60.0])
+async def test_a_graceful_stop_runs_what_derived_sources_make_of_waiting_events(
+    sc: SparkContext, timeout: float | None
+) -> None:
+    """Events still waiting behind a full queue when a graceful stop begins go through their
+    operators too: every one of them, and what map, filter and merge make of it, runs."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(Time(0)), maxQueuedEvents=20)
+    left: Subject[int] = Subject()
+    right: Subject[int] = Subject()
+    a, b = ssc.rxEventSource(left, "a"), ssc.rxEventSource(right, "b")
+    routed = a.map(lambda e: e.value * 2).filter(lambda e: e.value % 4 == 0).merge(b)
+    ran: list[int] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, event: ran.append(event.value)).bind(
+        routed
+    )
+    await ssc.start()
+    for value in range(200):
+        left.on_next(value)
+        right.on_next(-value - 1)
+    await ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=timeout)
+    assert sorted(v for v in ran if v < 0) == sorted(-v - 1 for v in range(200))
+    assert sorted(v for v in ran if v >= 0) == [v * 2 for v in range(0, 200, 2)]
+
+
+async def test_a_graceful_stop_runs_what_pipe_makes_of_waiting_events(
+    sc: SparkContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `pipe` posts what its RxPY operators emit: a stop that drains lets those posts in
+    ssc = StreamingContext(sc, None, clock=VirtualClock(Time(0)), maxQueuedEvents=20)
+    left: Subject[int] = Subject()
+    piped = ssc.rxEventSource(left, "a").pipe(rx_ops.map(lambda event: event))
+    ran: list[int] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, event: ran.append(event.value)).bind(
+        piped
+    )
+    await ssc.start()
+    for value in range(200):
+        left.on_next(value)
+    with caplog.at_level(logging.WARNING):
+        await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    assert ran == list(range(200))
+    assert not [record for record in caplog.records if "dropping" in record.getMessage()]
+
+
+async def test_a_request_a_graceful_stop_refuses_never_runs(sc: SparkContext) -> None:
+    # 202 means it runs, 503 that it does not: a request waiting for room when a graceful stop
+    # begins is let through by the drain, and answered 202
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    rest = ssc.restServer("127.0.0.1", 0, "jobs").post("/run")
+    mapped = rest.map(lambda event: event.index).overflow(1)
+    release = threading.Event()
+    ran: list[Any] = []
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        release.wait(30)
+        ran.append(event.value)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(mapped)
+    await ssc.start()
+    url = f"http://127.0.0.1:{rest.port}/run"
+    async with aiohttp.ClientSession() as session:
+        first = await session.post(url)
+        assert first.status == 202
+        second = asyncio.ensure_future(session.post(url))
+        deadline = asyncio.get_running_loop().time() + 30
+        while rest.queueDepth < 1 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)  # the second waits: the first holds the worker
+        stopping = asyncio.ensure_future(
+            ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=30)
+        )
+        await asyncio.sleep(0.2)
+        release.set()
+        answer = await asyncio.wait_for(second, 30)
+        await stopping
+    assert (answer.status, ran) == (202, [0, 1])

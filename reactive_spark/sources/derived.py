@@ -14,7 +14,6 @@ from typing import Any
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event, EventSource, json_friendly, require_source
-from reactive_spark.runtime import ACTIVE
 from reactive_spark.time import Time
 
 __all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent"]
@@ -181,8 +180,7 @@ class DerivedEventSource(EventSource):
         runtime, receive = self._runtime, self.receive
 
         def from_parent(events: list[Event]) -> None:
-            if runtime.state != ACTIVE:
-                return
+            # only accepted events come here: a graceful stop lets what waits go through too
             try:
                 receive(position, events)
             except Exception as exc:

@@ -103,7 +103,7 @@ class TimerEventSource(EventSource):
         self._pending = self.context.clock.scheduleAt(due, lambda: self._tick(k))
 
     def _tick(self, k: int) -> None:
-        if self._stopped:
+        if self._stopped or not self._runtime.accepting:  # a stop began: no more ticks
             return
         self._schedule(k + 1)
         if self.overflowPolicy == "block" and (
