@@ -71,6 +71,7 @@ class EventOrder:
         self._waiting_producers = 0
         self._no_waiting: set[int] = set()  # threads that must never wait (the worker's)
         self._flushing = False
+        self._posted_while_flushing = False
         self._stalled = False  # what is pending waits for room the worker makes
         self._room_callbacks: dict[SourceQueue, list[Callable[[], None]]] = {}
         self._drops: dict[tuple[EventSource, str], list[Event]] = {}
@@ -341,7 +342,9 @@ class EventOrder:
                 while own and own[0] not in pending:  # accepted since: forgotten as new ones come
                     heapq.heappop(own)
                 heapq.heappush(own, key)
-        if not self._flush_scheduled and self._loop is not None:
+        if self._flushing:  # the flush under way takes it, or schedules the next one
+            self._posted_while_flushing = True
+        elif not self._flush_scheduled and self._loop is not None:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_some)
         return waiting
@@ -487,6 +490,11 @@ class EventOrder:
             self._flushing = False
             for key in skipped:
                 heapq.heappush(keys, key)
+            if self._posted_while_flushing:
+                self._posted_while_flushing = False
+                if keys and not self._flush_scheduled and self._loop is not None:
+                    self._flush_scheduled = True
+                    self._loop.call_soon(self._flush_some)
         if runs:
             self._ready(runs)
         return (sys.maxsize if limit is None else limit) - budget

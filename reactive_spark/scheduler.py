@@ -142,7 +142,11 @@ class JobScheduler:
         self._ready: deque[list[Event]] = deque()
         self._taking = threading.Lock()  # the worker takes from `_ready`, the loop may drop it
         self._taken = 0  # events the worker thread took in its busy period (its own count)
-        self._unprocessed = 0
+        # accepted events queued for the worker (counted on the loop), and those of them it
+        # processed (counted by the worker): all are done when the two are equal
+        self._enqueued = 0
+        self._completed = 0
+        self._idle_waiters = 0  # coroutines waiting for that (the worker wakes them)
         self._work = threading.Event()  # wakes the worker thread: events are queued
         self._idle: asyncio.Event | None = None
         self._worker: threading.Thread | None = None
@@ -222,7 +226,7 @@ class JobScheduler:
         self._close(dropping=True)
         dropped = self.order.drop()  # posted, not accepted yet
         runs = self._drop_ready()  # accepted, not processed yet
-        self._done(_count(runs))
+        self._settle(_count(runs))
         for run in runs:
             dropped.setdefault(run[0].source, []).extend(run)
         for source, events in dropped.items():
@@ -245,7 +249,7 @@ class JobScheduler:
         else:
             self.abort()
             await self._blocking.run(self._sc.cancelJobsWithTag, self._job_group)
-            await self._idle.wait()
+            await self._processed()
         self._finished = True
         self._work.set()
         await self._blocking.run(self._worker.join)
@@ -268,9 +272,7 @@ class JobScheduler:
     def _enqueue(self, runs: list[list[Event]]) -> None:
         """Queue runs of accepted events for the worker thread (on the loop)."""
         self._ready.extend(runs)
-        self._unprocessed += sum(len(run) for run in runs)
-        assert self._idle is not None
-        self._idle.clear()
+        self._enqueued += sum(len(run) for run in runs)
         self._work.set()
 
     @property
@@ -281,7 +283,7 @@ class JobScheduler:
     @property
     def busy(self) -> bool:
         """Whether events wait to be accepted or accepted events wait to be processed."""
-        return self.order.has_pending or self._unprocessed > 0
+        return self.order.has_pending or self._enqueued != self._completed
 
     async def idle(self, *, raise_crash: bool = True) -> None:
         """Wait until every posted event has been accepted and processed.
@@ -297,7 +299,7 @@ class JobScheduler:
                 # the worker may start on what was accepted; if nothing could be (the queues
                 # downstream are full), it makes room meanwhile
                 await asyncio.sleep(0 if accepted else WAIT_SLICE)
-            await self._idle.wait()
+            await self._processed()
             if not order.has_pending or self._dropping:
                 break
         if raise_crash and self.crash is not None:
@@ -308,10 +310,26 @@ class JobScheduler:
         """Events waiting: posted and not accepted yet, or accepted and not processed yet."""
         return _count(self._ready) + self.order.pending
 
-    def _done(self, count: int) -> None:
-        self._unprocessed -= count
-        if self._unprocessed == 0 and self._idle is not None:
+    async def _processed(self) -> None:
+        """Wait until the worker processed every event queued for it (or they were dropped)."""
+        assert self._idle is not None
+        self._idle_waiters += 1  # before looking: a worker done after this wakes us
+        try:
+            while self._enqueued != self._completed:
+                self._idle.clear()
+                await self._idle.wait()
+        finally:
+            self._idle_waiters -= 1
+
+    def _wake_idle(self) -> None:
+        """Let `_processed` look again (on the loop)."""
+        if self._idle is not None:
             self._idle.set()
+
+    def _settle(self, count: int) -> None:
+        """`count` queued events will never be processed: dropped, or lost in a crash."""
+        self._enqueued -= count
+        self._wake_idle()
 
     def _drop_ready(self) -> list[list[Event]]:
         """Drop the accepted events no worker has taken; returns their runs."""
@@ -337,7 +355,8 @@ class JobScheduler:
     def _work_forever(self) -> None:
         """The worker thread: whenever events are queued, process them all, in order.
 
-        Each busy period ends by telling the loop how many events it took (`_done`); a crash
+        Each busy period ends by counting the events it took (waking whoever waits for them,
+        `_processed`); a crash
         (a `BaseException` from a batch) ends the thread and stops the scheduler (`_crashed`).
         """
         while True:
@@ -353,7 +372,9 @@ class JobScheduler:
             except BaseException as exc:
                 self._on_loop(self._crashed, exc, first, self._taken)
                 return
-            self._on_loop(self._done, self._taken)
+            self._completed += self._taken  # before looking for waiters: see `_processed`
+            if self._idle_waiters:
+                self._on_loop(self._wake_idle)
 
     def _on_loop(self, callback: Callable[..., None], *args: Any) -> None:
         """Have the loop call `callback(*args)` (from the worker thread), unless it is closed."""
@@ -371,7 +392,7 @@ class JobScheduler:
         )
         self.crash = exc
         self.abort()  # what was queued meanwhile, or posted and not accepted, never runs
-        self._done(taken)
+        self._settle(taken)
         self._on_crash(exc)
 
     def _process_queued(self) -> None:

@@ -27,7 +27,7 @@ from reactive_spark import (
     Time,
     TimerEvent,
 )
-from reactive_spark.ordering import EVENTS_PER_FLUSH
+from reactive_spark.ordering import EVENTS_PER_FLUSH, EventOrder
 from reactive_spark.sources.derived import DerivedEvent
 
 from .helpers import virtual
@@ -342,3 +342,32 @@ def test_the_system_clock_shares_one_time_per_millisecond() -> None:
         assert first.milliseconds <= second.milliseconds
         if first.milliseconds == second.milliseconds:
             assert first is second
+
+
+async def test_an_event_and_what_operators_derive_from_it_are_accepted_in_one_flush(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the runs a flush's operators post are taken by that flush: no second, empty one follows
+    flushes: list[int | None] = []
+    flush = EventOrder.flush
+
+    def counted(order: EventOrder, limit: int | None = None) -> int:
+        flushes.append(limit)
+        return flush(order, limit)
+
+    monkeypatch.setattr(EventOrder, "flush", counted)
+    ssc = virtual(sc)
+    subject: Subject[int] = Subject()
+    a = ssc.rxEventSource(subject, "a")
+    routed = a.map(lambda e: e.value * 2).filter(lambda e: e.value % 4 == 0).merge(a)
+    seen: list[int] = []
+    routed.addListener(lambda event: seen.append(event.value))
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(routed)
+    await ssc.start()
+    flushes.clear()
+    subject.on_next(2)
+    for _ in range(3):  # the loop's turns: each would run a flush scheduled meanwhile
+        await asyncio.sleep(0)
+    assert seen == [4, 2]
+    assert len(flushes) == 1, flushes
+    await ssc.stop(stopSparkContext=False)
