@@ -147,6 +147,7 @@ class JobScheduler:
         self._enqueued = 0
         self._completed = 0
         self._idle_waiters = 0  # coroutines waiting for that (the worker wakes them)
+        self._completed_seen = 0  # `_completed` as of the worker's last wake, on the loop
         self._work = threading.Event()  # wakes the worker thread: events are queued
         self._idle: asyncio.Event | None = None
         self._worker: threading.Thread | None = None
@@ -311,18 +312,34 @@ class JobScheduler:
         return _count(self._ready) + self.order.pending
 
     async def _processed(self) -> None:
-        """Wait until the worker processed every event queued for it (or they were dropped)."""
+        """Wait until the worker processed every event queued for it (or they were dropped).
+
+        What its batches posted meanwhile reaches the loop first: those events went through
+        `call_soon_threadsafe` before the worker counted, so one turn of the loop brings them
+        when no wake (queued after them) has.
+        """
         assert self._idle is not None
-        self._idle_waiters += 1  # before looking: a worker done after this wakes us
+        # registered before looking, as the worker counts before it looks for waiters: with
+        # the GIL each thread sees the other's writes in order (free-threaded, it would not)
+        self._idle_waiters += 1
         try:
-            while self._enqueued != self._completed:
-                self._idle.clear()
-                await self._idle.wait()
+            while True:
+                completed = self._completed
+                if self._enqueued != completed:
+                    self._idle.clear()
+                    await self._idle.wait()
+                elif completed != self._completed_seen:
+                    self._completed_seen = completed
+                    await asyncio.sleep(0)
+                else:
+                    return
         finally:
             self._idle_waiters -= 1
 
-    def _wake_idle(self) -> None:
-        """Let `_processed` look again (on the loop)."""
+    def _wake_idle(self, completed: int | None = None) -> None:
+        """Let `_processed` look again (on the loop); the worker says what it had counted."""
+        if completed is not None:
+            self._completed_seen = completed
         if self._idle is not None:
             self._idle.set()
 
@@ -355,9 +372,9 @@ class JobScheduler:
     def _work_forever(self) -> None:
         """The worker thread: whenever events are queued, process them all, in order.
 
-        Each busy period ends by counting the events it took (waking whoever waits for them,
-        `_processed`); a crash
-        (a `BaseException` from a batch) ends the thread and stops the scheduler (`_crashed`).
+        Each busy period ends by counting the events it took, and wakes the loop only if
+        something waits for them (`_processed`); a crash (a `BaseException` from a batch) ends
+        the thread and stops the scheduler (`_crashed`).
         """
         while True:
             self._work.wait()
@@ -374,7 +391,7 @@ class JobScheduler:
                 return
             self._completed += self._taken  # before looking for waiters: see `_processed`
             if self._idle_waiters:
-                self._on_loop(self._wake_idle)
+                self._on_loop(self._wake_idle, self._completed)
 
     def _on_loop(self, callback: Callable[..., None], *args: Any) -> None:
         """Have the loop call `callback(*args)` (from the worker thread), unless it is closed."""

@@ -12,6 +12,7 @@ import contextvars
 import itertools
 import pickle
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -23,11 +24,13 @@ from reactive_spark import (
     ObservableEvent,
     Seconds,
     StreamingContext,
+    StreamingListener,
     SystemClock,
     Time,
     TimerEvent,
 )
 from reactive_spark.ordering import EVENTS_PER_FLUSH, EventOrder
+from reactive_spark.scheduler import JobScheduler
 from reactive_spark.sources.derived import DerivedEvent
 
 from .helpers import virtual
@@ -370,4 +373,71 @@ async def test_an_event_and_what_operators_derive_from_it_are_accepted_in_one_fl
         await asyncio.sleep(0)
     assert seen == [4, 2]
     assert len(flushes) == 1, flushes
+    await ssc.stop(stopSparkContext=False)
+
+
+async def test_the_worker_wakes_the_loop_only_when_something_waits_for_it(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each time the worker is done with what was queued, waking the loop would cost it a turn
+    woken: list[str] = []
+    on_loop = JobScheduler._on_loop
+
+    def counted(scheduler: JobScheduler, callback: Any, *args: Any) -> None:
+        woken.append(callback.__name__)
+        on_loop(scheduler, callback, *args)
+
+    monkeypatch.setattr(JobScheduler, "_on_loop", counted)
+    ssc = virtual(sc)
+    subject: Subject[int] = Subject()
+    started, release = threading.Event(), threading.Event()
+
+    def job(rdd: Any) -> None:
+        started.set()
+        assert release.wait(60)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(ssc.rxEventSource(subject, "a"))
+    await ssc.start()
+    scheduler = ssc._scheduler
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    release.set()  # the first job does not wait
+    subject.on_next(1)
+    await asyncio.sleep(0)  # accepted, and handed to the worker
+    while scheduler.busy and loop.time() < deadline:
+        await asyncio.sleep(0.01)  # until the worker has counted what it processed
+    assert started.is_set() and not scheduler.busy
+    assert woken == []  # done, and nothing waited: the loop was not woken
+    assert await ssc.advanceTo(T0) == []
+    release.clear()
+    subject.on_next(2)
+    advancing = asyncio.ensure_future(ssc.advanceTo(T0))
+    while not scheduler._idle_waiters and loop.time() < deadline:
+        await asyncio.sleep(0.01)  # the job holds the worker while the waiter registers
+    release.set()
+    assert await advancing == []
+    assert woken == ["_wake_idle"]  # the worker, done, woke the waiter
+    await ssc.stop(stopSparkContext=False)
+
+
+async def test_advance_waits_for_what_a_batch_posted_from_the_worker(sc: SparkContext) -> None:
+    # a batch's output posts to another source from the worker thread; the loop, busy a moment
+    # after accepting, gets that event after the worker counted its batch done
+    ssc = virtual(sc)
+    a, b = ssc.manualSource("a"), ssc.manualSource("b")
+    ran: list[object] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, e: b.trigger("posted")).bind(a)
+    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, e: ran.append(e.value)).bind(b)
+    loop = asyncio.get_running_loop()
+
+    class BusyLoop(StreamingListener):
+        def onEventFired(self, event: Any) -> None:
+            if event.source is a:
+                loop.call_soon(time.sleep, 0.5)
+
+    ssc.addStreamingListener(BusyLoop())
+    await ssc.start()
+    a.trigger(1)
+    assert await ssc.advanceTo(T0) == []
+    assert ran == ["posted"]  # every batch at or before the instant is done
     await ssc.stop(stopSparkContext=False)
