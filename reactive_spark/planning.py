@@ -115,9 +115,7 @@ class Plan:
         run, report or record it.
         """
         reads = self._reads
-        reads.replayed = replayed
-        if reads.recorded:
-            reads.recorded = {}
+        reads.replayed, reads.recorded = replayed, {}
         rdds: list[RDD[Any] | None] = [None] * len(self._steps)  # each stream's, in plan order
         failed: set[int] | None = None  # made when needed: most batches fail nowhere
         failures: list[JobInfo] | None = None

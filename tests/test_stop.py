@@ -185,6 +185,15 @@ async def test_a_start_that_fails_stops_every_part_it_started(sc: SparkContext) 
     assert ssc.state == "stopped"
 
 
+def values_run(ssc: StreamingContext, source: Any) -> list[Any]:
+    """The values of `source`'s events whose batch ran, in order (bound to a queue stream)."""
+    ran: list[Any] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, event: ran.append(event.value)).bind(
+        source
+    )
+    return ran
+
+
 @pytest.mark.parametrize("timeout", [None, 60.0])
 async def test_a_graceful_stop_runs_what_derived_sources_make_of_waiting_events(
     sc: SparkContext, timeout: float | None
@@ -196,10 +205,7 @@ async def test_a_graceful_stop_runs_what_derived_sources_make_of_waiting_events(
     right: Subject[int] = Subject()
     a, b = ssc.rxEventSource(left, "a"), ssc.rxEventSource(right, "b")
     routed = a.map(lambda e: e.value * 2).filter(lambda e: e.value % 4 == 0).merge(b)
-    ran: list[int] = []
-    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, event: ran.append(event.value)).bind(
-        routed
-    )
+    ran = values_run(ssc, routed)
     await ssc.start()
     for value in range(200):
         left.on_next(value)
@@ -216,10 +222,7 @@ async def test_a_graceful_stop_runs_what_pipe_makes_of_waiting_events(
     ssc = StreamingContext(sc, None, clock=VirtualClock(Time(0)), maxQueuedEvents=20)
     left: Subject[int] = Subject()
     piped = ssc.rxEventSource(left, "a").pipe(rx_ops.map(lambda event: event))
-    ran: list[int] = []
-    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd, event: ran.append(event.value)).bind(
-        piped
-    )
+    ran = values_run(ssc, piped)
     await ssc.start()
     for value in range(200):
         left.on_next(value)
