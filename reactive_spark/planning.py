@@ -98,6 +98,12 @@ class Plan:
             )
         self._bound = [(stream, slots[stream.id]) for stream in bound if stream.id in slots]
         self._reads = Reads()  # one for every batch: batches are planned one at a time
+        # each stream's RDD for the batch being planned, in plan order; every step writes its
+        # own slot (None if it has no RDD) before a child reads it, so the list is reused
+        # without clearing. It keeps the last batch's RDDs alive until this source's next
+        # event (if none comes, as long as the plan: until the graph starts again or is
+        # dropped), which only delays their cleanup in the JVM: unpersisting does not wait
+        self._rdds: list[RDD[Any] | None] = [None] * len(self.streams)
 
     def batch(
         self,
@@ -116,29 +122,31 @@ class Plan:
         """
         reads = self._reads
         reads.replayed, reads.recorded = replayed, {}
-        rdds: list[RDD[Any] | None] = [None] * len(self._steps)  # each stream's, in plan order
+        rdds = self._rdds
         failed: set[int] | None = None  # made when needed: most batches fail nowhere
         failures: list[JobInfo] | None = None
         for slot, compute, register, only in self._steps:
+            rdd = None
             if failed is not None and not failed.isdisjoint(self._computed_parents[slot]):
                 failed.add(slot)
-                continue
-            try:
-                if only >= 0:  # most streams: one parent, computed before in this plan
-                    rdd = compute(event, (rdds[only],), reads)
-                elif only == INPUT:
-                    rdd = compute(event, (), reads)
-                else:
-                    parents = tuple(_rdd_at(rdds, i) for i in self._parent_slots[slot])
-                    rdd = compute(event, parents, reads)
-                if rdd is not None:
-                    register(event, rdd)
-                    rdds[slot] = rdd
-            except Exception as exc:
-                failed = failed or set()
-                failed.add(slot)
-                failures = failures or []
-                failures.append(plan_failure(self.streams[slot], event, exc))
+            else:
+                try:
+                    if only >= 0:  # most streams: one parent, computed before in this plan
+                        rdd = compute(event, (rdds[only],), reads)
+                    elif only == INPUT:
+                        rdd = compute(event, (), reads)
+                    else:
+                        parents = tuple(_rdd_at(rdds, i) for i in self._parent_slots[slot])
+                        rdd = compute(event, parents, reads)
+                    if rdd is not None:
+                        register(event, rdd)
+                except Exception as exc:
+                    rdd = None
+                    failed = failed or set()
+                    failed.add(slot)
+                    failures = failures or []
+                    failures.append(plan_failure(self.streams[slot], event, exc))
+            rdds[slot] = rdd  # the one write: nothing of an earlier batch is left to read
         jobs = []
         for stream, slot in self._bound:
             rdd = rdds[slot]

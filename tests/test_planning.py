@@ -16,7 +16,7 @@ import pytest
 from pyspark import RDD, SparkContext
 from reactivex.subject import Subject
 
-from reactive_spark import DStream, Seconds, StreamingContext, Time
+from reactive_spark import DStream, Seconds, StreamingContext, StreamingListener, Time
 from reactive_spark.events import Event
 from reactive_spark.sources.derived import _MISSING, DerivedEvent
 
@@ -161,6 +161,38 @@ async def test_a_failing_function_in_a_compiled_chain_names_its_stream(sc: Spark
     [failure] = failures
     assert "transform" in failure.describe() and "explode" in failure.describe()
     assert "no such partition" in failure.describe()
+
+
+async def test_a_stream_failing_after_a_good_batch_hands_on_no_rdd(sc: SparkContext) -> None:
+    """The plan reuses its list of RDDs from batch to batch: a failing step must not leave the
+    previous batch's RDD for its own job, or for a child that reads it."""
+    ssc, tick = ticking(sc)
+    outputs: list[tuple[int, list[int]]] = []
+    jobs_at: list[int] = []
+
+    class Jobs(StreamingListener):
+        def onOutputOperationCompleted(self, outputOperationCompleted: Any) -> None:
+            jobs_at.append(
+                outputOperationCompleted.outputOperationInfo().batchTime().milliseconds()
+            )
+
+    def second_fails(time: Any, rdd: RDD[Any], event: Event) -> RDD[Any]:
+        if event.index == 1:
+            raise ValueError("second batch")
+        return rdd
+
+    failing = ssc.queueStream([[1], [2], [3]]).transform(second_fails)
+    failing.foreachRDD(lambda time, rdd, event: outputs.append((event.index, rdd.collect()))).bind(
+        tick
+    )
+    failing.bind(tick)  # bound itself too: its job would materialize a stale RDD
+    ssc.addStreamingListener(Jobs())
+    await ssc.start()
+    failures = await ssc.advanceTo(T0 + Seconds(3))
+    await ssc.stop(stopSparkContext=False)
+    assert ["second batch" in failure.describe() for failure in failures] == [True]
+    assert outputs == [(0, [1]), (2, [3])]
+    assert sorted(jobs_at) == [1000, 1000, 3000, 3000]  # both jobs at 1 s and 3 s, none at 2 s
 
 
 async def test_batches_without_jobs_forget_once_per_run_and_jobs_forget_at_once(
