@@ -2,10 +2,15 @@
 map -> filter -> merge as benchmarks/latency.py's routing run, on a virtual clock with
 freezeHeap=True, into a bound stream (three of four source events start a batch on the worker
 thread, and the batch runs no Spark job), beside bare reactivex routing the same events to a
-counting subscriber, each counted by valgrind's callgrind in the same run. Prints instructions
-per source event for both arms and their ratio. Each arm routes once uncounted (what a first
-run does once), then is counted twice, with N and with no events; the difference is divided by
-N, so what starting and counting cost drops out. Both arms assert what they delivered.
+counting subscriber, each counted by valgrind's callgrind in the same run. Ours is counted in
+one burst, and paced: PACED_PAIRS pairs of events each virtual millisecond, each millisecond
+waited for (`advanceTo`), so the worker takes one millisecond's events at a time, as in a live
+run. Prints instructions per source event for each arm, bare/ours, and what pacing adds per
+millisecond: the smaller runs, the hand-offs to the worker, and `advanceTo`'s wait for it
+(which a live run on the system clock does not pay). Each arm routes once uncounted (what a
+first run does once), then is counted twice, with N and with no events; the difference is
+divided by N, so what starting and counting cost drops out. Every arm asserts what it
+delivered.
 
 Wall-clock figures on a shared 2-core machine move by a third from run to run; instruction
 counts repeat to a tenth of a percent, so this is the figure to compare two commits by (with
@@ -27,9 +32,10 @@ from _spark import local_spark
 from latency import bare_routing_pipeline, routing_pipeline
 from pyspark import SparkContext
 
-from reactive_spark import StreamingContext, Time, VirtualClock
+from reactive_spark import Milliseconds, StreamingContext, Time, VirtualClock
 
 EVENTS = 10_000
+PACED_PAIRS = 20  # a pair of source events each 50 us: 40,000 source events/s
 
 
 def instrument(state: str) -> None:
@@ -64,8 +70,8 @@ def bare(events: int) -> None:
     bare_route(events, measured=True)
 
 
-async def route(sc: SparkContext, events: int, *, measured: bool) -> None:
-    """One context routes `events` source events; counted if `measured`."""
+async def route(sc: SparkContext, events: int, *, paced: bool, measured: bool) -> None:
+    """One context routes `events` source events, paced or in one burst; counted if `measured`."""
     origin = Time(0)
     ssc = StreamingContext(sc, None, clock=VirtualClock(origin), freezeHeap=True)
     left, right, delivered = routing_pipeline(ssc)
@@ -75,7 +81,9 @@ async def route(sc: SparkContext, events: int, *, measured: bool) -> None:
     for value in range(events // 2):
         left.on_next(value)
         right.on_next(value)
-    await ssc.advanceTo(origin)  # returns once every accepted event has been processed
+        if paced and (value + 1) % PACED_PAIRS == 0:
+            await ssc.advanceTo(origin + Milliseconds((value + 1) // PACED_PAIRS))
+    await ssc.advanceTo(ssc.clock.now())  # returns once every accepted event has been processed
     if measured:
         instrument("off")
     accepted = ssc.processedThrough + 1  # every accepted event got an instanceId, from 0
@@ -84,10 +92,11 @@ async def route(sc: SparkContext, events: int, *, measured: bool) -> None:
     assert accepted == events * 5 // 2, accepted  # a, b, a's maps, their half, merged
 
 
-async def ours(events: int) -> None:
+async def ours(events: int, *, paced: bool) -> None:
     sc = local_spark("bench-routing-instructions")
-    await route(sc, events, measured=False)  # what a first run does once is not counted
-    await route(sc, events, measured=True)
+    # what a first run does once is not counted
+    await route(sc, events, paced=paced, measured=False)
+    await route(sc, events, paced=paced, measured=True)
     sc.stop()
 
 
@@ -121,15 +130,22 @@ def main() -> None:
         print("routing instructions: skipped, valgrind is not installed (Debian: valgrind)")
         return
     per_event = {}
-    for arm in ("bare", "ours"):
+    for arm in ("bare", "ours", "ours-paced"):
         full, empty = counted(arm, EVENTS), counted(arm, 0)
         per_event[arm] = (full - empty) / EVENTS
     print(
-        f"routing {EVENTS:,} source events through map/filter/merge, CPU instructions per source "
-        f"event (callgrind): reactive-spark {per_event['ours']:,.0f} (to a bound stream, a "
-        f"batch for three of four events, none runs a Spark job; freezeHeap=True), bare "
+        f"routing {EVENTS:,} source events through map/filter/merge in one burst, CPU "
+        f"instructions per source event (callgrind): reactive-spark {per_event['ours']:,.0f} "
+        "(to a bound stream, a batch for three of four events, none runs a Spark job; "
+        "freezeHeap=True), bare "
         f"reactivex {per_event['bare']:,.0f} (routing to a subscriber alone); bare/ours "
         f"{per_event['bare'] / per_event['ours']:.3f}"
+    )
+    per_millisecond = (per_event["ours-paced"] - per_event["ours"]) * PACED_PAIRS * 2
+    print(
+        f"  paced, {PACED_PAIRS} pairs each millisecond: reactive-spark "
+        f"{per_event['ours-paced']:,.0f} per source event; pacing adds {per_millisecond:,.0f} "
+        "per millisecond (smaller runs, hand-offs to the worker, advanceTo's wait for it)"
     )
 
 
@@ -138,6 +154,6 @@ if __name__ == "__main__":
         if sys.argv[1] == "bare":
             bare(int(sys.argv[2]))
         else:
-            asyncio.run(ours(int(sys.argv[2])))
+            asyncio.run(ours(int(sys.argv[2]), paced=sys.argv[1] == "ours-paced"))
     else:
         main()
