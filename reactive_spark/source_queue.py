@@ -60,14 +60,11 @@ class SourceQueue:
 
     @property
     def full(self) -> bool:
-        """Whether a new event is past the bound: `depth >= bound`.
+        """Whether a new event is past the bound.
 
         `EventOrder.post` tests the same inline, as it runs for every event posted on the loop.
         """
-        waiting = self.pending + self.accepted - self.processed
-        if self.counts_in_transit:
-            waiting += self.in_transit
-        return waiting >= self.bound
+        return self.depth >= self.bound
 
     def room(self) -> int | None:
         """How many of this source's waiting events may be accepted now (None: any)."""
