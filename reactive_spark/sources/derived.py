@@ -39,8 +39,8 @@ class DerivedEvent(Event):
     `value` is the mapped (or piped) value where there is one, else the parent's.
 
     Make them with `run` (or `of`, for one): `Event.__init__` sets the fields every event has,
-    `run` the two of a derived event. Calling the class itself, as for other events, makes an
-    event with neither a parent nor a value.
+    `run` the two of a derived event. Calling the class itself, as for other events, leaves
+    those two unset: reading `parent` or `value` then raises AttributeError.
     """
 
     __slots__ = ("_value", "parent")
