@@ -43,7 +43,7 @@ _PYTHON_TRACEBACK = re.compile(
 )
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
 #: Where code that is not the user's lives: Python's own event loop and threads, Spark, Py4J,
-#: anyio and reactive-spark itself.
+#: anyio and reactive-spark itself (its compiled plans included: docs/architecture.md).
 LIBRARY_PATHS = (
     "/asyncio/",
     "/concurrent/",

@@ -1,10 +1,12 @@
-"""Planning a batch: the streams an event's source makes compute, parents first, in one loop.
+"""Planning a batch: the streams an event's source makes compute, parents first, compiled once.
 
 A `Plan` is fixed for each bound source when the context starts. The streams that compute for
 the source's events are those reached from its bound streams, walking up the dependencies,
 through streams that react to the source; they run in creation order, which puts every parent
 before its children, so each computes once per event however many streams read it, and a
 lineage of any depth plans without recursion. Each bound stream with an RDD becomes a job.
+The steps are compiled into one straight-line Python function per plan (`Plan.code`), which
+calls each stream's own `compute_rdd`: what a step does is written once, in `_STEP`.
 
 Live batches and batches re-planned from a checkpoint run the same plan: a re-planned batch
 only hands its streams what they read before (`Reads.replayed`). See docs/architecture.md.
@@ -13,6 +15,9 @@ only hands its streams what they read before (`Reads.replayed`). See docs/archit
 from __future__ import annotations
 
 import functools
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.dstream.base import ForEachDStream
@@ -79,31 +84,12 @@ class Plan:
     def __init__(self, source: EventSource, bound: list[DStream[Any]]) -> None:
         #: The streams that compute for the source's events, in the order they do.
         self.streams = _reached(source, bound)
-        slots = {stream.id: slot for slot, stream in enumerate(self.streams)}
-        # per stream: how it computes and remembers an RDD, and where its parents' RDDs are
-        # (the slot of its one parent, else INPUT or MANY); apart, for the rarer cases: every
-        # parent's slot, and the slots of the parents this plan computes (a failure spreads)
-        self._steps: list[tuple[int, Any, Any, int]] = []
-        self._parent_slots: list[tuple[int, ...]] = []
-        self._computed_parents: list[frozenset[int]] = []
-        for slot, stream in enumerate(self.streams):
-            parent_slots = tuple(slots.get(parent.id, ABSENT) for parent in stream.parents)
-            only = parent_slots[0] if len(parent_slots) == 1 else MANY if parent_slots else INPUT
-            self._steps.append(
-                (slot, stream.compute_rdd, stream.registrar(), MANY if only == ABSENT else only)
-            )
-            self._parent_slots.append(parent_slots)
-            self._computed_parents.append(
-                frozenset(slot for slot in parent_slots if slot != ABSENT)
-            )
-        self._bound = [(stream, slots[stream.id]) for stream in bound if stream.id in slots]
+        reached = {stream.id for stream in self.streams}
+        bound = [stream for stream in bound if stream.id in reached]
+        #: The source code of the plan's function (see `_compile`), made once.
+        self.code = _compile(self.streams, bound)
+        self._plan = _function(self.code, self.streams, bound, source)
         self._reads = Reads()  # one for every batch: batches are planned one at a time
-        # each stream's RDD for the batch being planned, in plan order; every step writes its
-        # own slot (None if it has no RDD) before a child reads it, so the list is reused
-        # without clearing. It keeps the last batch's RDDs alive until this source's next
-        # event (if none comes, as long as the plan: until the graph starts again or is
-        # dropped), which only delays their cleanup in the JVM: unpersisting does not wait
-        self._rdds: list[RDD[Any] | None] = [None] * len(self.streams)
 
     def batch(
         self,
@@ -122,36 +108,8 @@ class Plan:
         """
         reads = self._reads
         reads.replayed, reads.recorded = replayed, {}
-        rdds = self._rdds
-        failed: set[int] | None = None  # made when needed: most batches fail nowhere
-        failures: list[JobInfo] | None = None
-        for slot, compute, register, only in self._steps:
-            rdd = None
-            if failed is not None and not failed.isdisjoint(self._computed_parents[slot]):
-                failed.add(slot)
-            else:
-                try:
-                    if only >= 0:  # most streams: one parent, computed before in this plan
-                        rdd = compute(event, (rdds[only],), reads)
-                    elif only == INPUT:
-                        rdd = compute(event, (), reads)
-                    else:
-                        parents = tuple(_rdd_at(rdds, i) for i in self._parent_slots[slot])
-                        rdd = compute(event, parents, reads)
-                    if rdd is not None:
-                        register(event, rdd)
-                except Exception as exc:
-                    rdd = None
-                    failed = failed or set()
-                    failed.add(slot)
-                    failures = failures or []
-                    failures.append(plan_failure(self.streams[slot], event, exc))
-            rdds[slot] = rdd  # the one write: nothing of an earlier batch is left to read
-        jobs = []
-        for stream, slot in self._bound:
-            rdd = rdds[slot]
-            if rdd is not None:
-                jobs.append(_job(stream, event, rdd))
+        jobs: list[Job] = []
+        failures = self._plan(event, reads, jobs)
         if not (jobs or failures or keep_empty):
             return None
         recorded = reads.recorded
@@ -185,16 +143,87 @@ def _reached(source: EventSource, bound: list[DStream[Any]]) -> list[DStream[Any
     return [found[key] for key in sorted(found)]
 
 
-#: The slot of a parent that does not react to the plan's source (it has no RDD for its events).
-ABSENT = -1
-#: A step's `only` parent slot when it has no parents (an input) ...
-INPUT = -2
-#: ... or when its parents must be looked up one by one (several, or one that is ABSENT).
-MANY = -3
+class _Failed:
+    """What a stream whose computation raised leaves for its children: they compute nothing."""
+
+    def __repr__(self) -> str:
+        return "FAILED"
 
 
-def _rdd_at(rdds: list[Any], slot: int) -> Any:
-    return None if slot == ABSENT else rdds[slot]
+#: Typed `Any`: it stands where an RDD would, in the plan's locals only.
+_FAILED: Any = _Failed()
+
+#: A step of a plan's function: the stream's RDD from its parents', remembered if it has one.
+_STEP = """\
+try:
+    rdd{slot} = compute{slot}(event, ({parents}), reads)
+    if rdd{slot} is not None:
+        register{slot}(event, rdd{slot})
+except Exception as error:
+    rdd{slot} = FAILED
+    failures = failed(failures, stream{slot}, event, error)
+"""
+
+
+def _compile(streams: list[DStream[Any]], bound: list[DStream[Any]]) -> str:
+    """The source of the plan's function, `plan(event, reads, jobs) -> failures or None`.
+
+    Straight-line code: one step per stream, parents first, each stream's RDD a local
+    variable (so a batch keeps nothing of the one before). A step whose stream raises adds the
+    stream's failure and leaves FAILED; a step with a FAILED parent is FAILED without
+    computing. A parent that does not react to the source has no RDD for its events: None.
+    Then a job for each bound stream with an RDD. The names it uses are `_function`'s;
+    docs/architecture.md says why plans are compiled.
+    """
+    slots = {stream.id: slot for slot, stream in enumerate(streams)}
+    lines = ["def plan(event, reads, jobs):", "    failures = None"]
+    for slot, stream in enumerate(streams):
+        parents = [slots.get(parent.id) for parent in stream.parents]
+        rdds = "".join("None, " if at is None else f"rdd{at}, " for at in parents)
+        step = textwrap.indent(_STEP.format(slot=slot, parents=rdds), "    ")
+        computed = [f"rdd{at} is FAILED" for at in dict.fromkeys(parents) if at is not None]
+        lines.append(f"    # {stream.name!r}")
+        if computed:
+            lines += [
+                f"    if {' or '.join(computed)}:",
+                f"        rdd{slot} = FAILED",
+                "    else:",
+            ]
+            step = textwrap.indent(step, "    ")
+        lines.append(step.rstrip("\n"))
+    for index, stream in enumerate(bound):
+        rdd = f"rdd{slots[stream.id]}"
+        lines.append(f"    if {rdd} is not None and {rdd} is not FAILED:")
+        lines.append(f"        jobs.append(job(bound{index}, event, {rdd}))")
+    lines.append("    return failures")
+    return "\n".join(lines) + "\n"
+
+
+def _function(
+    code: str, streams: list[DStream[Any]], bound: list[DStream[Any]], source: EventSource
+) -> Callable[[Event, Reads, list[Job]], list[JobInfo] | None]:
+    """The function `code` defines, calling the streams' own `compute_rdd` and registrars."""
+    names: dict[str, Any] = {"FAILED": _FAILED, "failed": _failed, "job": _job}
+    for slot, stream in enumerate(streams):
+        names[f"stream{slot}"] = stream
+        names[f"compute{slot}"] = stream.compute_rdd
+        names[f"register{slot}"] = stream.registrar()
+    for index, stream in enumerate(bound):
+        names[f"bound{index}"] = stream
+    # a file name in this package, so that failures look past its frames for the user's code
+    # (docs/architecture.md, "The path of one event"); `!a`, as a source's name may hold anything
+    filename = str(Path(__file__).parent / f"<plan of {source.name!a}>")
+    exec(compile(code, filename, "exec"), names)
+    return names["plan"]  # type: ignore[no-any-return]
+
+
+def _failed(
+    failures: list[JobInfo] | None, stream: DStream[Any], event: Event, error: Exception
+) -> list[JobInfo]:
+    """`failures` (made if None) with `stream`'s planning failure."""
+    failures = failures or []
+    failures.append(plan_failure(stream, event, error))
+    return failures
 
 
 def _job(stream: DStream[Any], event: Event, rdd: RDD[Any]) -> Job:

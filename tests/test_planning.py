@@ -163,9 +163,96 @@ async def test_a_failing_function_in_a_compiled_chain_names_its_stream(sc: Spark
     assert "no such partition" in failure.describe()
 
 
+async def test_a_failure_points_at_the_users_code_never_at_the_plan(sc: SparkContext) -> None:
+    """The plan's compiled function is reactive-spark's code: a failure's user location is the
+    user's function that raised, and none when reactive-spark itself refused a result."""
+    ssc, tick = ticking(sc)
+
+    def explode(rdd: RDD[Any]) -> RDD[Any]:
+        raise ValueError("no such partition")
+
+    ssc.queueStream([[1]]).transform(explode).foreachRDD(lambda rdd: None).bind(tick)
+    ssc.queueStream([[1]]).transform(lambda rdd: 42).foreachRDD(lambda rdd: None).bind(tick)
+    await ssc.start()
+    failures = await ssc.advanceTo(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    errors = [failure.userError for failure in failures if failure.userError is not None]
+    locations = {error.type: error.location for error in errors}
+    assert len(errors) == 2 and set(locations) == {"ValueError", "InvalidCallbackError"}
+    assert str(locations["ValueError"]).startswith("explode (test_planning.py:")
+    assert locations["InvalidCallbackError"] is None
+    assert all("<plan of 'tick'>" in error.traceback for error in errors)  # its frame is there
+
+
+async def test_a_stream_whose_second_parent_failed_computes_nothing(sc: SparkContext) -> None:
+    ssc, tick = ticking(sc)
+    called: list[str] = []
+
+    def explode(rdd: RDD[Any]) -> RDD[Any]:
+        raise ValueError("second parent")
+
+    def both(a: RDD[Any], b: RDD[Any]) -> RDD[Any]:
+        called.append("both")
+        return a
+
+    good = ssc.queueStream([[1]])
+    good.transformWith(both, good.transform(explode)).foreachRDD(lambda rdd: None).bind(tick)
+    await ssc.start()
+    failures = await ssc.advanceTo(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    assert [failure.userError.type for failure in failures if failure.userError] == ["ValueError"]
+    assert called == []
+
+
+async def test_parents_come_in_argument_order_one_without_an_rdd_as_an_empty_one(
+    sc: SparkContext,
+) -> None:
+    ssc, tick = ticking(sc)
+    other = ssc.timer(T0 + Seconds(5), None, Seconds(5), "other")
+    seen: list[tuple[list[int], list[int]]] = []
+
+    def pair(a: RDD[int], b: RDD[int]) -> RDD[int]:
+        seen.append((a.collect(), b.collect()))
+        return a
+
+    elsewhere = ssc.queueStream([[9]])
+    elsewhere.bind(other)  # it has no RDD for the tick's events
+    ticked = ssc.queueStream([[1], [2]])
+    ticked.transformWith(pair, elsewhere).foreachRDD(lambda rdd: None).bind(tick)
+    elsewhere.transformWith(pair, ticked).foreachRDD(lambda rdd: None).bind(tick)
+    await run_ticks(ssc, 1)
+    await ssc.stop(stopSparkContext=False)
+    assert sorted(seen) == [([], [1]), ([1], [])]
+
+
+async def test_a_stream_united_with_itself_has_its_elements_twice(sc: SparkContext) -> None:
+    ssc, tick = ticking(sc)
+    numbers = ssc.queueStream([[1, 2]])
+    got: list[list[int]] = []
+    numbers.union(numbers).foreachRDD(lambda rdd: got.append(sorted(rdd.collect()))).bind(tick)
+    await run_ticks(ssc, 1)
+    await ssc.stop(stopSparkContext=False)
+    assert got == [[1, 1, 2, 2]]
+
+
+async def test_any_source_name_plans_and_reports(sc: SparkContext) -> None:
+    ssc = virtual(sc)
+    name = 'a "quoted"\nname\x00 \u00e9'
+    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), name)
+
+    def explode(rdd: RDD[Any]) -> RDD[Any]:
+        raise ValueError("no")
+
+    ssc.queueStream([[1]]).transform(explode).foreachRDD(lambda rdd: None).bind(tick)
+    await ssc.start()
+    [failure] = await ssc.advanceTo(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    assert "ValueError: no" in failure.describe()
+
+
 async def test_a_stream_failing_after_a_good_batch_hands_on_no_rdd(sc: SparkContext) -> None:
-    """The plan reuses its list of RDDs from batch to batch: a failing step must not leave the
-    previous batch's RDD for its own job, or for a child that reads it."""
+    """A failing step leaves no RDD, not even the previous batch's: neither for its own job nor
+    for a child that reads it."""
     ssc, tick = ticking(sc)
     outputs: list[tuple[int, list[int]]] = []
     jobs_at: list[int] = []
