@@ -30,7 +30,7 @@ from reactive_spark.clock import VirtualClock
 from reactive_spark.dstream.base import ForEachDStream
 from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.planning import Plan
+from reactive_spark.planning import reached
 from reactive_spark.runtime import INITIALIZED, Runtime
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Time, to_time
@@ -253,7 +253,7 @@ class Backfill:
         ):
             bound = graph.bound_streams(source)
             at = [event.time for event in events]
-            for stream in Plan(source, bound).streams if bound else []:
+            for stream in reached(source, bound):
                 if isinstance(stream, ForEachDStream):
                     times.setdefault(stream, []).extend(at)
         for stream, at in times.items():

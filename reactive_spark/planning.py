@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from reactive_spark.dstream.base import DStream
     from reactive_spark.events import Event, EventSource
 
-__all__ = ["Plan", "Reads"]
+__all__ = ["Plan", "Reads", "reached"]
 
 
 class Reads:
@@ -83,9 +83,9 @@ class Plan:
 
     def __init__(self, source: EventSource, bound: list[DStream[Any]]) -> None:
         #: The streams that compute for the source's events, in the order they do.
-        self.streams = _reached(source, bound)
-        reached = {stream.id for stream in self.streams}
-        bound = [stream for stream in bound if stream.id in reached]
+        self.streams = reached(source, bound)
+        computing = {stream.id for stream in self.streams}
+        bound = [stream for stream in bound if stream.id in computing]
         #: The source code of the plan's function (see `_compile`), made once.
         self.code = _compile(self.streams, bound)
         self._plan = _function(self.code, self.streams, bound, source)
@@ -126,7 +126,7 @@ class Plan:
         )
 
 
-def _reached(source: EventSource, bound: list[DStream[Any]]) -> list[DStream[Any]]:
+def reached(source: EventSource, bound: list[DStream[Any]]) -> list[DStream[Any]]:
     """The streams that compute for `source`'s events, in creation order (no recursion).
 
     From the bound streams up through the dependencies; a stream that does not react to the
