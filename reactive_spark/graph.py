@@ -174,6 +174,13 @@ class DStreamGraph:
                 dependency.parent.require_retention(dependency.retention())
         for source, rank in self._lineage_ranks(sources).items():
             source.rank = rank
+
+    def make_plans(self) -> None:
+        """Make every bound source's plan, once started (may take a while: a worker calls it).
+
+        Each plan compiles its steps into a function, about 0.2 ms per stream at most: too long
+        to hold the event loop for a large lineage.
+        """
         self._plans = {source: Plan(source, streams) for source, streams in self._bindings.items()}
 
     def remove_interrupted_writes(self) -> list[str]:

@@ -126,6 +126,7 @@ class Lifecycle:
                 None if self._checkpoint is None else self._checkpoint.deadline,
             )
         self._graph.start(self.zero_time, self._runtime.sources)
+        await self._blocking.run(self._graph.make_plans)
         await self._blocking.run(self._graph.start_inputs)
         self._failures.attach(loop)
         self._runtime.state = ACTIVE

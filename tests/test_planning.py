@@ -8,6 +8,7 @@ of batches that ran no job, and right after a batch whose jobs ran."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from pyspark import RDD, SparkContext
 from reactivex.subject import Subject
 
-from reactive_spark import DStream, Seconds, StreamingContext, StreamingListener, Time
+from reactive_spark import DStream, Seconds, StreamingContext, StreamingListener, Time, planning
 from reactive_spark.events import Event
 from reactive_spark.sources.derived import _MISSING, DerivedEvent
 
@@ -343,6 +344,25 @@ async def test_a_lineage_of_2000_streams_starts_and_runs(sc: SparkContext) -> No
     assert await ssc.advanceTo(T0 + Seconds(1)) == []
     await ssc.stop(stopSparkContext=False)
     assert seen == [[2_001, 2_002]]
+
+
+async def test_plans_compile_off_the_event_loop(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compiling a plan takes a while for a large lineage: it must not hold the host's loop."""
+    compiled_in: list[int] = []
+    compile_plan = planning._compile
+
+    def recorded(*args: Any) -> str:
+        compiled_in.append(threading.get_ident())
+        return compile_plan(*args)
+
+    monkeypatch.setattr(planning, "_compile", recorded)
+    ssc, tick = ticking(sc)
+    ssc.queueStream([[1]]).map(str).foreachRDD(lambda rdd: None).bind(tick)
+    await ssc.start()
+    await ssc.stop(stopSparkContext=False)
+    assert len(compiled_in) == 1 and compiled_in[0] != threading.get_ident()
 
 
 class Crash(BaseException):
