@@ -4,12 +4,14 @@ half-sent and trickled requests, slow request heads, hundreds of viewers that ne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from pyspark import SparkContext
 
 from reactive_spark import Days, StreamingContext, SystemClock, Time, VirtualClock
@@ -20,6 +22,7 @@ from reactive_spark.web.keys import HISTORY_KEY
 from .raw_http import address, exchange, half_sent, unread_stream
 
 T0 = Time.fromDatetime(datetime(2026, 5, 4, tzinfo=UTC))
+ANSWER_BYTES = 20_000_000  # far more than a socket's buffers hold
 
 
 async def reading_stream(url: str) -> tuple[aiohttp.ClientSession, aiohttp.ClientResponse]:
@@ -155,3 +158,29 @@ async def test_viewers_that_never_read_are_dropped_and_do_not_slow_the_pipeline(
     finally:
         await console.stop()
         await ssc.stop(stopSparkContext=False, stopGracefully=False)
+
+
+async def test_a_stop_drops_answers_a_client_does_not_read() -> None:
+    # on Python 3.12+ a connection left open holds asyncio's Server.wait_closed, so the stop
+    async def large(request: web.Request) -> web.Response:
+        return web.json_response("x" * ANSWER_BYTES)
+
+    app = web.Application()
+    app.router.add_get("/large", large)
+    server = http_server.HttpServer(app)
+    port = await server.start("127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET /large HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    await writer.drain()
+    await asyncio.sleep(0.5)  # the answer fills the sockets' buffers; the client reads nothing
+
+    started = time.monotonic()
+    await server.stop()
+    stopped = time.monotonic() - started
+    assert stopped < http_server.SHUTDOWN_TIMEOUT + 3, f"stop() took {stopped:.1f} s"
+    received = 0
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := await asyncio.wait_for(reader.read(1 << 20), 5):
+            received += len(chunk)
+    writer.close()
+    assert received < ANSWER_BYTES, "the connection stayed open until the client read it all"

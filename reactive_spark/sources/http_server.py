@@ -2,8 +2,11 @@
 
 - A connection that has not sent a whole request head within `IDLE_TIMEOUT` seconds (or sits
   idle that long between requests) is closed; bodies have `http.BODY_TIMEOUT`.
-- `stop()` gives running requests `SHUTDOWN_TIMEOUT` seconds, then cancels them; the rest of
-  a refused body is read for `LINGERING_TIME` seconds at most (aiohttp's default is 10).
+- `stop()` gives running requests `SHUTDOWN_TIMEOUT` seconds, then cancels them and aborts
+  every connection still open: one whose client does not read its answers would otherwise
+  stay open, and on Python 3.12+ hold `stop()` (`asyncio.Server.wait_closed` waits for every
+  connection). The rest of a refused body is read for `LINGERING_TIME` seconds at most
+  (aiohttp's default is 10).
 - Bodies are decompressed by `http.read_json` (gzip, deflate; bounded by the body limit), not
   by aiohttp's parser, so that a body that is not what its `Content-Encoding` says gets a JSON
   400 like every other client error.
@@ -100,6 +103,25 @@ class JsonErrorServer(web.Server):
             template.request_handler, request_factory=template.request_factory, **options
         )
         self.protocol_options = options
+        # every connection until it is lost: `shutdown` forgets them while some are still open
+        self._open: dict[web.RequestHandler, asyncio.Transport] = {}
+
+    def connection_made(self, handler: web.RequestHandler, transport: asyncio.Transport) -> None:
+        """A client connected (aiohttp's protocol tells its server)."""
+        super().connection_made(handler, transport)
+        self._open[handler] = transport
+
+    def connection_lost(
+        self, handler: web.RequestHandler, exc: BaseException | None = None
+    ) -> None:
+        """A client's connection ended."""
+        self._open.pop(handler, None)
+        super().connection_lost(handler, exc)
+
+    def abort_connections(self) -> None:
+        """Close every connection still open at once, dropping what its client did not read."""
+        for transport in list(self._open.values()):
+            transport.abort()
 
     def __call__(self) -> web.RequestHandler:
         """A protocol for a new connection (what `loop.create_server` calls)."""
@@ -163,7 +185,10 @@ class HttpServer:
             return self.port or wanted
 
     async def stop(self) -> None:
-        """Stop listening; running requests get `SHUTDOWN_TIMEOUT` seconds, then are cancelled."""
+        """Stop listening; running requests get `SHUTDOWN_TIMEOUT` seconds, then are cancelled.
+
+        Connections still open then are aborted (see module), so no client holds a stop.
+        """
         server, self._server = self._server, None
         connections, self._connections = self._connections, None
         if server is not None:
@@ -171,6 +196,7 @@ class HttpServer:
         if connections is not None:
             connections.pre_shutdown()  # idle keep-alive connections close now
             await connections.shutdown(SHUTDOWN_TIMEOUT)
+            connections.abort_connections()
         await self._runner.cleanup()
         if server is not None:
             await server.wait_closed()
