@@ -20,6 +20,7 @@ import asyncio
 import hmac
 import ipaddress
 import json
+import math
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
@@ -178,6 +179,13 @@ def _no_constant(name: str) -> NoReturn:
     refuse(web.HTTPBadRequest, f"body is not valid JSON: {name} is not a JSON number")
 
 
+def _finite(number: str) -> float:
+    value = float(number)
+    if not math.isfinite(value):  # 1e999: valid JSON, but only Infinity as a float
+        refuse(web.HTTPBadRequest, f"body holds {number}, a number too large for a float")
+    return value
+
+
 def _depth(value: Any) -> int:
     deepest, pending = 0, [(value, 1)]
     while pending:
@@ -193,12 +201,13 @@ def _depth(value: Any) -> int:
 def parse_json(raw: bytes) -> Any:
     """The JSON value of `raw` (None when blank); 400 (JSON error) when it is not strict JSON.
 
-    NaN and Infinity are refused, and so is nesting deeper than `MAX_JSON_DEPTH`.
+    NaN and Infinity are refused (also written as a number too large for a float, `1e999`),
+    and so is nesting deeper than `MAX_JSON_DEPTH`.
     """
     if not raw.strip():
         return None
     try:
-        value = json.loads(raw, parse_constant=_no_constant)
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     except (UnicodeDecodeError, ValueError) as exc:
         raise json_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
     except RecursionError:
@@ -324,7 +333,10 @@ def cross_site(request: web.BaseRequest) -> str | None:
     origin = request.headers.get("Origin")
     if origin is None:
         return None
-    parts = urlsplit(origin)
+    try:
+        parts = urlsplit(origin)
+    except ValueError:  # not a URL (`http://[`): no browser sends that for its own page
+        return f"Origin {origin} is not this server's"
     own = _authority("https" if parts.scheme == "https" else "http", request.host)
     if origin == "null" or _authority(parts.scheme, parts.netloc) != own:
         return f"Origin {origin} is not this server's"
