@@ -160,7 +160,9 @@ class TailDependency(Dependency):
 class LegacyWindowDependency(TailDependency):
     """The legacy `window(windowDuration, slideDuration)`: a tail window in parent batches.
 
-    It equals `tailWindow(windowDuration / parentSlide, slideDuration / parentSlide)`.
+    It equals `tailWindow(windowDuration / parentSlide, slideDuration / parentSlide)`; without
+    a `slideDuration` the window slides by the parent's slide, one window per parent batch, as
+    PySpark's does.
 
     `parentSlide` is the period of the timer driving the parent (times the slides of legacy
     windows in between). It is estimated when the window is defined, so bad durations raise at
@@ -171,12 +173,15 @@ class LegacyWindowDependency(TailDependency):
         self,
         parent: DStream[Any],
         windowDuration: Duration,
-        slide_duration: Duration,
+        slideDuration: Duration | None,
         estimatedParentSlide: Duration | None,
     ) -> None:
         super().__init__(parent, 1, 1, 0)
         self.windowDuration = windowDuration
-        self.slide_duration = slide_duration
+        #: The slide asked for; None: the parent's.
+        self.requested_slide = slideDuration
+        #: The slide in force: the one asked for, else the parent's once it is known.
+        self.slide_duration = slideDuration
         if estimatedParentSlide is not None:
             self.resolve(estimatedParentSlide)
 
@@ -195,28 +200,30 @@ class LegacyWindowDependency(TailDependency):
 
     def resolve(self, parentSlide: Duration) -> None:
         """Turn the durations into counts of parent batches."""
-        self.check(self.windowDuration, self.slide_duration, parentSlide)
+        slide = parentSlide if self.requested_slide is None else self.requested_slide
+        self.check(self.windowDuration, slide, parentSlide)
+        self.slide_duration = slide
         self.windowLength = self.windowDuration // parentSlide
-        self.slideLength = self.slide_duration // parentSlide
+        self.slideLength = slide // parentSlide
 
     def prepare(self, graph: DStreamGraph) -> None:
         """Settle the counts from the timer that really drives the parent."""
         parent_slide = graph.slide_duration(self.parent)
         if parent_slide is None:
             raise InvalidArgumentError(
-                f"window({self.windowDuration.milliseconds} ms, "
-                f"{self.slide_duration.milliseconds} ms) needs a parent driven by one regular "
-                f"timer, but {self.parent.name} is not; use tailWindow (counts events) or "
-                "timeWindow (any events) instead",
+                f"window({self.windowDuration.milliseconds} ms, {self._slide()}) needs a "
+                f"parent driven by one regular timer, but {self.parent.name} is not; use "
+                "tailWindow (counts events) or timeWindow (any events) instead",
             )
         self.resolve(parent_slide)
 
+    def _slide(self) -> str:
+        slide = self.requested_slide
+        return "the parent's slide" if slide is None else f"{slide.milliseconds} ms"
+
     def describe(self) -> str:
         """`LegacyWindowDependency(window, slide)`."""
-        return (
-            f"LegacyWindowDependency({self.windowDuration.milliseconds} ms, "
-            f"{self.slide_duration.milliseconds} ms)"
-        )
+        return f"LegacyWindowDependency({self.windowDuration.milliseconds} ms, {self._slide()})"
 
 
 class TimeWindowDependency(Dependency):

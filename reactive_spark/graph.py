@@ -247,13 +247,19 @@ class DStreamGraph:
         return None
 
     def _window_slide(self, stream: DStream[Any]) -> Duration | None:
-        """The slide of the nearest legacy window at or above `stream`, depth first."""
+        """The slide of the nearest legacy window at or above `stream` that sets one, depth first.
+
+        A window without a slide of its own slides as its parent does.
+        """
         waiting = [stream]
         while waiting:
             current = waiting.pop()
             for dependency in current.dependencies:
-                if isinstance(dependency, LegacyWindowDependency):
-                    return dependency.slide_duration
+                if (
+                    isinstance(dependency, LegacyWindowDependency)
+                    and dependency.requested_slide is not None
+                ):
+                    return dependency.requested_slide
             waiting.extend(reversed(current.parents))
         return None
 

@@ -185,6 +185,25 @@ async def test_window_with_slide(sc: SparkContext) -> None:
     )
 
 
+async def test_a_window_without_a_slide_slides_by_its_parents(sc: SparkContext) -> None:
+    """As in PySpark: one window per parent batch, also over a window with a slide of its own."""
+    await legacy(sc, lambda s: s.window(1.0), [[1], [2], [3]], [[1], [1, 2], [2, 3], [3]], True)
+    await legacy(
+        sc,
+        lambda s: s.reduceByKeyAndWindow(operator.add, operator.sub, 1.0),
+        [[("a", 1)], [("a", 2)], [("a", 3)]],
+        [[("a", 1)], [("a", 3)], [("a", 5)], [("a", 3)]],
+    )
+    await legacy(
+        sc,
+        lambda s: s.window(1.0, 1.0).window(2.0),
+        [[k] for k in range(1, 7)],
+        [[1, 2], [1, 2, 3, 4], [3, 4, 5, 6]],
+        sort=True,
+        ticks=6,
+    )
+
+
 async def test_count_by_window(sc: SparkContext) -> None:
     await legacy(
         sc,

@@ -110,6 +110,8 @@ class WindowOperations:
     ) -> DStream[Any]:
         """The legacy sliding window over parent batches (durations: multiples of the slide).
 
+        Without `slideDuration` it slides by the parent's slide: a window every parent batch.
+
         Examples:
             >>> import asyncio
             >>> from reactive_spark.testing import run_batches
@@ -140,18 +142,18 @@ class WindowOperations:
         windowDuration: DurationLike,
         slideDuration: DurationLike | None,
         parent: DStream[Any] | None = None,
-    ) -> tuple[Duration, Duration, Duration | None]:
-        """The window and slide, checked against the parent's slide where it is known.
+    ) -> tuple[Duration, Duration | None, Duration | None]:
+        """The window, the slide (None: the parent's) and the parent's slide where it is known.
 
-        The parent is this stream unless given. Durations are checked before callbacks, as
-        PySpark does.
+        Both are checked against the parent's slide when it is known. The parent is this stream
+        unless given. Durations are checked before callbacks, as PySpark does.
         """
         parent = self._self() if parent is None else parent
         window = to_duration(windowDuration, "windowDuration")
-        slide = window if slideDuration is None else to_duration(slideDuration, "slideDuration")
+        slide = None if slideDuration is None else to_duration(slideDuration, "slideDuration")
         estimate = parent.context().graph.slide_duration(parent)
         if estimate is not None:
-            LegacyWindowDependency.check(window, slide, estimate)
+            LegacyWindowDependency.check(window, estimate if slide is None else slide, estimate)
         return window, slide, estimate
 
     def reduceByWindow(
