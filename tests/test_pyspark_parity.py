@@ -80,6 +80,12 @@ async def test_queue_stream(sc: SparkContext) -> None:
     assert await collect(ssc, ssc.queueStream(batches), 3) == batches
 
 
+async def test_an_exhausted_queue_stream_gives_one_empty_partition(sc: SparkContext) -> None:
+    """As PySpark's: per-partition operations still run once per batch."""
+    ssc = virtual_context(sc)
+    assert (await collect(ssc, ssc.queueStream([[1]]).glom(), 3))[1:] == [[[]], [[]]]
+
+
 async def test_text_file_stream(sc: SparkContext, tmp_path: Path) -> None:
     ssc = StreamingContext(sc, 0.1, clock=SystemClock())
     result: list[list[int]] = []

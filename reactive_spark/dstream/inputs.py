@@ -101,8 +101,8 @@ class ReceiverInputDStream(InputDStream):
 class QueueInputDStream(InputDStream):
     """RDDs taken from a queue: one per event (`oneAtATime`) or all that wait, united.
 
-    Once the queue is empty every event gets `default` (if given) or an empty RDD, as Spark's
-    queueStream does.
+    Once the queue is empty every event gets `default` (if given) or an empty RDD of one
+    partition, as PySpark's queueStream does.
     """
 
     def __init__(
@@ -118,7 +118,9 @@ class QueueInputDStream(InputDStream):
         self._items: list[RDD[Any]] = [_as_rdd(sc, item, "rdds") for item in rdds]
         self._one_at_atime = oneAtATime
         # what every event reads once the queue is empty: one RDD serves them all
-        self._default = sc.emptyRDD() if default is None else _as_rdd(sc, default, "default")
+        self._default = (
+            sc.parallelize([], 1) if default is None else _as_rdd(sc, default, "default")
+        )
         self._taken = 0
         self._exhausted: dict[str, Any] | None = None  # what every event reads once it is empty
 
