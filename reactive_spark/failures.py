@@ -17,8 +17,9 @@ import asyncio
 import re
 import threading
 import traceback as _traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reactive_spark.errors import JobFailedError
 from reactive_spark.time import now_ms
@@ -41,6 +42,8 @@ _PYTHON_TRACEBACK = re.compile(
     r"Traceback \(most recent call last\):\n(?P<body>.*?)(?=\n(?: SQLSTATE|\tat )|\s*\Z)",
     re.DOTALL,
 )
+#: How deep in a Java exception's causes an executor's Python traceback is looked for.
+_JAVA_CAUSES = 8
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
 #: Where code that is not the user's lives: Python's own event loop and threads, Spark, Py4J,
 #: anyio and reactive-spark itself (its compiled plans included: docs/architecture.md).
@@ -112,24 +115,39 @@ class UserError:
 def _executor_traceback(error: BaseException) -> UserError | None:
     """The Python exception an executor reported inside `error`, if Spark wrapped one.
 
-    A `Py4JJavaError` carries it in its Java exception; once a SparkSession exists, PySpark
+    A `Py4JJavaError` carries it in its Java exception or, for jobs that write files (Spark's
+    "Job aborted."), in one of that exception's causes; once a SparkSession exists, PySpark
     converts such errors into its own (`pyspark.errors.PythonException`), whose text holds it.
     """
     java = getattr(error, "java_exception", None)
     if java is None and not type(error).__module__.startswith("pyspark.errors"):
         return None
+    for text in _reported_texts(error, java):
+        match = _PYTHON_TRACEBACK.search(text)
+        if match is not None:
+            body = match["body"].rstrip()
+            last = body.splitlines()[-1] if body else ""
+            kind, _, message = last.partition(": ")
+            trace = f"Traceback (most recent call last):\n{body}\n"
+            return UserError(
+                kind.strip() or "Exception", message.strip(), trace, _user_location(trace)
+            )
+    return None
+
+
+def _reported_texts(error: BaseException, java: Any) -> Iterator[str]:
+    """The text of `error`, or of its Java exception and each of that one's causes."""
     try:
-        text = str(java if java is not None else error)
+        if java is None:
+            yield str(error)
+            return
+        for _ in range(_JAVA_CAUSES):
+            yield str(java)
+            java = java.getCause()
+            if java is None:
+                return
     except Exception:  # a Py4J call that fails once the JVM is gone
-        return None
-    match = _PYTHON_TRACEBACK.search(text)
-    if match is None:
-        return None
-    body = match["body"].rstrip()
-    last = body.splitlines()[-1] if body else ""
-    kind, _, message = last.partition(": ")
-    trace = f"Traceback (most recent call last):\n{body}\n"
-    return UserError(kind.strip() or "Exception", message.strip(), trace, _user_location(trace))
+        return
 
 
 def _user_location(trace: str) -> str | None:

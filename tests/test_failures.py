@@ -80,6 +80,24 @@ async def test_a_failure_in_an_executor_shows_the_users_exception(sc: SparkConte
     assert listener.batches[1].failures == [failure]
 
 
+async def test_a_failure_in_a_job_that_writes_files_shows_the_users_exception(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Spark reports such a job as "Job aborted."; the executor's traceback is in its cause."""
+    ssc = virtual(sc, Seconds(1), start=T0)
+    ssc.queueStream([[1], [2]]).map(special).saveAsTextFiles(str(tmp_path / "out"))
+    await ssc.start()
+    failures = await ssc.advanceTo(T0 + Seconds(2))
+    await ssc.stop(stopSparkContext=False)
+    [failure] = failures
+    user = failure.userError
+    assert user is not None and (user.type, user.message) == (
+        "ValueError",
+        "This is a special error",
+    )
+    assert "raised in special (test_failures.py:" in failure.describe()
+
+
 async def test_a_plan_failure_completes_its_batch_with_the_error(sc: SparkContext) -> None:
     ssc = virtual(sc, Seconds(1), start=T0)
     listener = Everything()
