@@ -281,9 +281,18 @@ async def test_reduce_by_key_and_window_drops_keys_that_left(sc: SparkContext) -
     )
     await legacy(
         sc,
-        lambda s: s.reduceByKeyAndWindow(operator.add, None, 1.0, 0.5, 2, lambda kv: kv[1] > 1),
+        lambda s: s.reduceByKeyAndWindow(
+            operator.add, operator.sub, 1.0, 0.5, 2, lambda kv: kv[1] > 1
+        ),
         batches,
         [[], [("b", 2)], [("a", 3), ("b", 2)], [("a", 3)], []],
+        sort=True,
+    )
+    await legacy(  # PySpark ignores filterFunc without an invFunc
+        sc,
+        lambda s: s.reduceByKeyAndWindow(operator.add, None, 1.0, 0.5, 2, lambda kv: kv[1] > 1),
+        batches,
+        direct,
         sort=True,
     )
 

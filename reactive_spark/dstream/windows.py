@@ -283,7 +283,9 @@ class WindowOperations:
 
         Each batch is reduced once and cached; a window reduces the partial results of its
         batches. The result always equals the direct computation: keys that left the window
-        are absent, not zero. `invFunc` is checked but not needed for that.
+        are absent, not zero. `invFunc` is checked but not needed for that. `filterFunc` keeps
+        the pairs it accepts, and, as in PySpark, only with an `invFunc` (without one, PySpark
+        ignores it).
 
         Examples:
             >>> import asyncio
@@ -305,9 +307,11 @@ class WindowOperations:
         partitions = self._partitions(numPartitions)
         each_batch = self._self().reduceByKey(func, partitions)
 
+        keep = None if invFunc is None else filterFunc
+
         def reduce_window(rdd: RDD[Any]) -> RDD[Any]:
             reduced = rdd.reduceByKey(func, partitions)
-            return reduced if filterFunc is None else reduced.filter(filterFunc)
+            return reduced if keep is None else reduced.filter(keep)
 
         return self._legacy_window(
             each_batch, windowDuration, slideDuration, "reduceByKeyAndWindow", reduce_window, func
