@@ -89,6 +89,14 @@ def test_operation_arguments(sc: SparkContext) -> None:
         stream.checkpoint(count=0)
     with pytest.raises(InvalidArgumentError, match="end must not be before begin"):
         stream.slice(Time(10), Time(5))
+    with pytest.raises(InvalidArgumentError, match=r"got the DStream .*: pass \[stream\]"):
+        ssc.transform(stream, lambda rdds: rdds[0])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"got a list of them: call ssc.union\(\*st"):
+        ssc.union([stream, stream])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="initialRDD must be an RDD or a list of"):
+        stream.updateStateByKey(lambda values, state: state, None, 5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"initialRDD .* got 'ab'"):
+        stream.updateStateByKey(lambda values, state: state, initialRDD="ab")
 
 
 def test_streams_of_another_context(sc: SparkContext) -> None:

@@ -13,7 +13,7 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Hours, Milliseconds, Minutes, Seconds, StreamingContext, Time
-from reactive_spark.errors import InvalidCallbackError
+from reactive_spark.errors import InvalidArgumentError, InvalidCallbackError
 from reactive_spark.log import (
     FileLog,
     MissingTimestampError,
@@ -148,6 +148,14 @@ def test_a_backend_whose_append_takes_no_time_is_refused_where_it_is_defined() -
         class OldLog(FileLog):
             def _append(self, topic: str, partition: int, key: Any, value: Any) -> int:
                 return 0
+
+
+def test_a_file_log_refuses_a_record_json_cannot_hold(tmp_path: Path) -> None:
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    with pytest.raises(InvalidArgumentError, match=r"value \{1, 2\} is not .* a set to a list"):
+        log.append("clicks", {1, 2})
+    assert log.append("clicks", [1, 2]) == (0, 0)  # nothing half-written before it
 
 
 def test_file_log_lines_written_before_records_had_times_have_none(tmp_path: Path) -> None:

@@ -154,10 +154,20 @@ class InputStreamDefinitions:
         """
         if not dstreams:
             raise InvalidArgumentError("union needs at least one DStream, got none")
+        if len(dstreams) == 1 and isinstance(dstreams[0], list | tuple):
+            raise InvalidArgumentError(
+                f"union takes the streams themselves, got a {type(dstreams[0]).__name__} of "
+                "them: call ssc.union(*streams)"
+            )
         return UnionDStream(_context(self), self._own_streams(dstreams))
 
     def _own_streams(self, dstreams: Sequence[DStream[Any]]) -> list[DStream[Any]]:
         """`dstreams` as a list, if it holds at least one DStream, all of this context."""
+        if isinstance(dstreams, DStream):
+            raise InvalidArgumentError(
+                f"dstreams must be a list of DStreams, got the DStream {dstreams.name}: pass "
+                "[stream] (or call stream.transform(func))"
+            )
         streams = list(dstreams)
         if not streams:
             raise InvalidArgumentError("dstreams must hold at least one DStream, got none")

@@ -10,6 +10,7 @@ from pyspark.core.rdd import portable_hash
 
 from reactive_spark._callbacks import require_callable
 from reactive_spark._validation import require_int
+from reactive_spark.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -200,6 +201,12 @@ class PairOperations:
         partitions = self._partitions(numPartitions)
         initial: RDD[Any] | None = None
         if initialRDD is not None:
+            if not isinstance(initialRDD, RDD | Iterable) or isinstance(initialRDD, str | bytes):
+                raise InvalidArgumentError(
+                    "initialRDD must be an RDD or a list of (key, state) pairs, got "
+                    f"{initialRDD!r} (updateStateByKey's arguments are updateFunc, "
+                    "numPartitions, initialRDD)"
+                )
             initial = (
                 initialRDD
                 if isinstance(initialRDD, RDD)

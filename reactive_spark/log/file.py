@@ -135,7 +135,14 @@ class FileLog(LogBackend):
                         yield offset, line
 
     def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
-        line = json.dumps({"t": timestamp, "k": key, "v": value}, separators=(",", ":")) + "\n"
+        try:
+            record = json.dumps({"t": timestamp, "k": key, "v": value}, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(
+                f"a FileLog record holds JSON: key {key!r} or value {value!r} is not ({exc}); "
+                "convert it first (a datetime to its isoformat(), a set to a list)"
+            ) from exc
+        line = record + "\n"
         directory = self._partition_directory(topic, partition)
         with open(os.path.join(directory, ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
