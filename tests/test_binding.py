@@ -229,6 +229,8 @@ async def test_remember_and_slice(sc: SparkContext) -> None:
     await ssc.runUntil(T0 + Seconds(4))
     sliced = stream.slice(T0 + Seconds(2), T0 + Seconds(3))
     assert [rdd.collect() for rdd in sliced] == [[2], [3]]
+    unix = (T0 + Seconds(2)).milliseconds / 1000  # PySpark's Unix timestamps (seconds) too
+    assert [rdd.collect() for rdd in stream.slice(unix, unix + 1)] == [[2], [3]]
     await ssc.stop(stopSparkContext=False)
 
 

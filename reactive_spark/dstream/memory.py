@@ -7,6 +7,7 @@ needs any more (`require_retention`), so memory stays flat.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -152,8 +153,10 @@ class StreamMemory(Generic[T]):
             forgotten.append(generated.popleft()[1])
         return forgotten
 
-    def slice(self, begin: Time | datetime, end: Time | datetime) -> list[RDD[T]]:
+    def slice(self, begin: Time | datetime | float, end: Time | datetime | float) -> list[RDD[T]]:
         """The remembered RDDs whose events lie in `[begin, end]` (see `ssc.remember`).
+
+        `begin` and `end` are `Time`s, datetimes or, as in PySpark, Unix timestamps in seconds.
 
         Examples:
             >>> import asyncio
@@ -170,8 +173,8 @@ class StreamMemory(Generic[T]):
             >>> asyncio.run(run())
             [[2], [3]]
         """
-        first = to_time(begin, "begin")
-        last = to_time(end, "end")
+        first = _slice_time(begin, "begin")
+        last = _slice_time(end, "end")
         if last < first:
             raise InvalidArgumentError(f"end must not be before begin, got {begin!r}, {end!r}")
         remembered = tuple(self._generated)  # a snapshot: the scheduler's thread may add to it
@@ -226,3 +229,14 @@ class StreamMemory(Generic[T]):
         """Persist this stream's RDDs in memory unless told otherwise: windows read them often."""
         if self._storage_level is None:
             self._storage_level = StorageLevel.MEMORY_ONLY
+
+
+def _slice_time(value: Time | datetime | float, name: str) -> Time:
+    """A bound of `slice`: a number is a Unix timestamp in seconds, as PySpark's."""
+    if isinstance(value, Time | datetime):
+        return to_time(value, name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidArgumentError(
+            f"{name} must be a Time, a datetime or a Unix timestamp in seconds, got {value!r}"
+        )
+    return Time(round(value * 1000))
