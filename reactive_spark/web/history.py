@@ -6,8 +6,11 @@ and pushes every event, batch and job transition to the live viewers (`live.Broa
 Listener callbacks arrive on the event loop and in the scheduler's worker threads; records are
 guarded by a lock, messages are encoded where they arise and handed to the loop.
 
-The records of requests to token-protected REST triggers are marked `"protected"`: their
-`query` and `body` are shown only to authenticated viewers (`redacted` hides them).
+The records of events of token-protected REST triggers, and of every source derived from one
+(`filter`, `map`, `join`, ...: they carry the request in `parent`, `left`/`right` or `value`),
+are marked `"protected"`. Authenticated viewers see them whole; for everyone else `redacted`
+keeps only which event it is (and a request's method and path), in the event and in every event
+it derives from: in `/api/events`, `/api/batches` and the live stream alike.
 """
 
 from __future__ import annotations
@@ -30,11 +33,16 @@ from reactive_spark.web.values import relative_paths, shown
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["History", "redacted"]
+__all__ = ["History", "protected", "redacted"]
 
 Record = dict[str, Any]
-#: What replaces the query and body of a protected request for unauthenticated viewers.
+#: What replaces what a protected event carries, for unauthenticated viewers.
 HIDDEN = "(hidden: sign in to the console to see it)"
+#: The fields of a protected event, and of each event it derives from, that every viewer sees:
+#: which event it is and, for a request, its method and route (no query string).
+PUBLIC_FIELDS = frozenset({"source", "index", "time", "instanceId", "method", "path"})
+#: The fields that hold the events an event derives from (`DerivedEvent`, `JoinEvent`).
+DERIVED_FROM = frozenset({"parent", "left", "right"})
 
 
 def _when(milliseconds: int | float | None) -> str | None:
@@ -76,20 +84,51 @@ def event_record(event: Event, firedBy: str | None = None) -> Record:
         "timeUtc": event.time.isoformat(),
         "kind": type(event).__name__,
         "fields": shown(fields),
-        "protected": bool(getattr(event.source, "requiresToken", False)),
+        "protected": protected(event.source),
         "firedBy": firedBy,
     }
 
 
+def protected(source: EventSource | None) -> bool:
+    """Whether `source` is a token-protected REST trigger, or derives from one (`parents`).
+
+    Its events may carry a protected request (or what a function made of it).
+    """
+    seen: set[int] = set()
+    waiting = [source]
+    while waiting:
+        current = waiting.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if getattr(current, "requiresToken", False):
+            return True
+        waiting.extend(getattr(current, "parents", ()))
+    return False
+
+
 def redacted(record: Record) -> Record:
-    """`record` (an event's, or a batch's with its event) without a protected request's data."""
+    """`record` (an event's, or a batch's with its event) as unauthenticated viewers see it.
+
+    A protected event keeps its `PUBLIC_FIELDS`, and those of the events it derives from; any
+    other field (`query`, `body`, `value`, yours) is `HIDDEN`. Other records are `record`.
+    """
     if "event" in record:
-        return {**record, "event": redacted(record["event"])}
+        event = redacted(record["event"])
+        return record if event is record["event"] else {**record, "event": event}
     if not record.get("protected"):
         return record
-    fields = record.get("fields", {})
-    hidden = {key: HIDDEN for key in ("query", "body") if key in fields}
-    return {**record, "fields": {**fields, **hidden}}
+    return {**record, "fields": _hidden(record.get("fields", {}))}
+
+
+def _hidden(fields: Any) -> Any:
+    """An event's `fields` with only `PUBLIC_FIELDS` shown, recursively into `DERIVED_FROM`."""
+    if not isinstance(fields, dict):
+        return HIDDEN
+    return {
+        key: value if key in PUBLIC_FIELDS else _hidden(value) if key in DERIVED_FROM else HIDDEN
+        for key, value in fields.items()
+    }
 
 
 def job_record(job: JobInfo) -> Record:
