@@ -84,8 +84,9 @@ SCHEMAS: dict[str, Schema] = {
             "fields": {"type": "object"},
             "protected": {
                 "type": "boolean",
-                "description": "A request to a token-protected REST trigger: its query and body "
-                "are shown to authenticated viewers only.",
+                "description": "An event of a token-protected REST trigger or of a source "
+                "derived from one: what it carries (a request's query and body, values) is shown "
+                "to authenticated viewers only.",
             },
             "firedBy": {
                 "type": "string",
