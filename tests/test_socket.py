@@ -14,6 +14,7 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Seconds, StreamingContext, StreamingListener, SystemClock, Time
+from reactive_spark.dstream import socket
 from reactive_spark.dstream.socket import SocketInputDStream
 from reactive_spark.errors import InvalidArgumentError
 
@@ -117,6 +118,27 @@ async def test_a_batch_reads_the_lines_that_arrived_since_the_previous_one(
     await ssc.stop(stopSparkContext=False)
     assert batches == [["a b", "c"], ["d"], []]
     assert counted == [2, 1, 0]
+
+
+async def test_lines_waiting_for_a_batch_are_bounded_and_none_is_lost(
+    sc: SparkContext, server: LineServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(socket, "MAX_BUFFERED_BYTES", 1_000)  # 100 lines of 10 bytes
+    ssc = virtual(sc, Seconds(1), T0)
+    lines = ssc.socketTextStream("127.0.0.1", server.port)
+    batches: list[list[str]] = []
+    lines.foreachRDD(lambda rdd: batches.append(rdd.collect()))
+    await ssc.start()
+    sent = [f"{n:09d}" for n in range(1_000)]
+    await server.send(*sent)  # the sockets' buffers hold it all
+    for second in range(1, 11):
+        await until(lambda: lines.pending == 100)
+        await asyncio.sleep(0.05)  # a receiver past its bound would read on meanwhile
+        assert lines.pending == 100
+        await ssc.runUntil(T0 + Seconds(second))
+    await ssc.stop(stopSparkContext=False)
+    assert [len(batch) for batch in batches] == [100] * 10
+    assert [line for batch in batches for line in batch] == sent
 
 
 async def test_the_receiver_reconnects_and_reports_to_listeners(

@@ -7,6 +7,10 @@ the context's clock, and a batch reads the lines that arrived in (previous event
 however late the batch runs. Lines are grouped into partitions by arrival, one per
 `spark.streaming.blockInterval` (200 ms), as Spark's blocks are. The lines of each batch go into
 the checkpoint's write-ahead log, so a batch re-run after a crash reads them again.
+
+What waits for a batch is bounded: past `MAX_BUFFERED_BYTES` of received lines the receiver
+stops reading until a batch takes them, so TCP pushes back on the sender (Spark's receiver
+blocks the same way when its block queue is full).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ log = logging.getLogger(__name__)
 
 #: The longest line read; a longer one is an error of the connection (it reconnects).
 MAX_LINE = 16 * 1024 * 1024
+#: Bytes of received lines that may wait for a batch; past it the receiver stops reading.
+MAX_BUFFERED_BYTES = 64 * 1024 * 1024
 
 
 def _conf_milliseconds(sc: Any, key: str, default: int) -> int:
@@ -77,7 +83,12 @@ class SocketInputDStream(ReceiverInputDStream):
         self.restartDelay = (
             _conf_milliseconds(sc, "spark.streaming.receiverRestartDelay", 2000) / 1000
         )
-        self._received: deque[tuple[int, str]] = deque()  # (arrival ms, line)
+        self._received: deque[tuple[int, str, int]] = deque()  # (arrival ms, line, bytes)
+        self._buffered = 0  # bytes of the lines in _received (under the lock)
+        self._buffer_bound = MAX_BUFFERED_BYTES
+        self._room = asyncio.Event()  # set while the buffer is under its bound
+        self._room.set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
 
@@ -89,6 +100,7 @@ class SocketInputDStream(ReceiverInputDStream):
     # -- the receiver, on the event loop -----------------------------------------------------
     def start_receiver(self, loop: asyncio.AbstractEventLoop) -> None:
         """Connect and keep receiving until `stopReceiver`."""
+        self._loop = loop
         self._task = loop.create_task(self._receive(), name=f"reactive-spark-{self.name}")
 
     async def stop_receiver(self) -> None:
@@ -138,13 +150,17 @@ class SocketInputDStream(ReceiverInputDStream):
     async def _read_lines(self, reader: asyncio.StreamReader) -> None:
         clock = self._ssc.clock
         while True:
+            await self._room.wait()  # past the bound: until a batch takes what waits
             raw = await reader.readline()
             if not raw:
                 return
             line = raw.rstrip(b"\r\n").decode("utf-8", "replace")
             arrived = clock.now().milliseconds
             with self._lock:
-                self._received.append((arrived, line))
+                self._received.append((arrived, line, len(raw)))
+                self._buffered += len(raw)
+                if self._buffered >= self._buffer_bound:
+                    self._room.clear()
 
     def _report(self, callback: str, *, active: bool, error: BaseException | None = None) -> None:
         self._runtime.report_receiver(callback, self.id, self.name, self.location, active, error)
@@ -152,14 +168,18 @@ class SocketInputDStream(ReceiverInputDStream):
     # -- batches, in the scheduler's worker thread -------------------------------------------
     def _read(self, event: Event) -> tuple[RDD[Any] | None, dict[str, Any]]:
         until = event.time.milliseconds
-        taken: list[tuple[int, str]] = []
+        taken: list[tuple[int, str, int]] = []
         with self._lock:
             received = self._received
             while received and received[0][0] <= until:
                 taken.append(received.popleft())
+            self._buffered -= sum(size for _, _, size in taken)
+            if taken and self._buffered < self._buffer_bound and self._loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads
+                    self._loop.call_soon_threadsafe(self._room.set)
         blocks: list[list[str]] = []
         block = None
-        for arrived, line in taken:
+        for arrived, line, _ in taken:
             number = arrived // self.blockInterval
             if number != block:
                 blocks.append([])
