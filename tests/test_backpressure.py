@@ -307,6 +307,39 @@ async def test_a_rest_request_waiting_for_room_does_not_hold_a_stop(sc: SparkCon
         await stopping
 
 
+async def test_rest_requests_waiting_for_room_never_block_the_loop(sc: SparkContext) -> None:
+    """Room for one wakes every waiting request; the rest wait again, the loop goes on."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    rest = ssc.restServer("127.0.0.1", 0, "jobs").post("/run").overflow(1, "block")
+    ran: list[int] = []
+
+    def job(rdd: Any) -> None:
+        time.sleep(1)  # each job holds the worker, so the queue stays full meanwhile
+        ran.append(rdd.count())
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(rest)
+    await ssc.start()
+    url = f"http://127.0.0.1:{rest.port}/run"
+    longest_gap, beating = 0.0, True
+
+    async def heartbeat() -> None:
+        nonlocal longest_gap
+        last = time.monotonic()
+        while beating:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            longest_gap, last = max(longest_gap, now - last), now
+
+    beats = asyncio.ensure_future(heartbeat())
+    async with ClientSession() as session:
+        statuses = await asyncio.gather(*(session.post(url) for _ in range(4)))
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    beating = False
+    await beats
+    assert [answer.status for answer in statuses] == [202] * 4 and ran == [1] * 4
+    assert longest_gap < 0.5, f"the loop stood still for {longest_gap:.2f} s"
+
+
 @pytest.mark.parametrize("policy", ["block", "reject", "drop-newest", "drop-oldest", "coalesce"])
 def test_a_queue_is_full_exactly_when_its_depth_reaches_its_bound(policy: str) -> None:
     # `full` runs for every posted event and computes the depth itself: it must agree

@@ -120,7 +120,10 @@ async def offer(source: EventSource, event: Event) -> None:
     """
     runtime = Runtime.of(source.context)
     if source.overflowPolicy == "block":
-        await runtime.room(source)
+        # every waiting request wakes when room frees; those the first ones filled it for
+        # wait again, rather than post past the bound (which would block the loop)
+        while runtime.accepting and not runtime.has_room(source):
+            await runtime.room(source)
         if not runtime.accepting:  # a stop let it go
             raise json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
     try:
