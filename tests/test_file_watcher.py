@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark import SparkContext
@@ -303,3 +305,39 @@ def test_a_directory_moved_out_takes_what_the_os_said_under_it(tmp_path: Path) -
             assert arrivals.ready(now=0.5) == {}  # open: it waits
     finally:
         evidence.close()
+
+
+async def test_files_arriving_while_the_queue_is_full_never_block_the_loop(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Under "block" they wait, off the loop, and fire together once there is room."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    uploads = ssc.fileWatcher(str(tmp_path), "uploads").overflow(1, "block")
+    read: list[list[str]] = []
+
+    def job(rdd: Any) -> None:
+        time.sleep(1)  # holds the worker: the queue stays full meanwhile
+        read.append(rdd.collect())
+
+    ssc.textFileStream(str(tmp_path)).foreachRDD(job).bind(uploads)
+    await ssc.start()
+    await uploads.ready()
+    longest_gap, last = 0.0, time.monotonic()
+
+    async def pulse(seconds: float) -> None:  # the loop's pulse, taken meanwhile
+        nonlocal longest_gap, last
+        for _ in range(int(seconds * 100)):
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            longest_gap, last = max(longest_gap, now - last), now
+
+    for name in "abcde":
+        (tmp_path / name).write_text(f"{name}\n")
+        await pulse(0.3)
+    for _ in range(60):  # until every file was read (the first job starts Spark's workers)
+        if sum(len(lines) for lines in read) == 5:
+            break
+        await pulse(0.5)
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    assert sorted(line for lines in read for line in lines) == list("abcde")  # each once
+    assert longest_gap < 0.5, f"the loop stood still for {longest_gap:.2f} s"

@@ -98,6 +98,9 @@ class FileWatcherEventSource(EventSource):
         self._stopping: threading.Event | None = None
         self._thread: threading.Thread | None = None
         self._ready = asyncio.Event()
+        # under "block", files complete while the queue is full: they fire as one event
+        # once there is room (the loop does not wait for it)
+        self._held: dict[str, str] = {}
 
     def accepts(self, path: str) -> bool:
         """Whether a change of `path` is reported (not partial, matching `pattern`).
@@ -216,7 +219,24 @@ class FileWatcherEventSource(EventSource):
         await self._ready.wait()
 
     def _fire(self, fired: dict[str, str]) -> None:
-        """Fire one event for the files that are complete, `{path: change}` (on the loop)."""
+        """Fire one event for the files that are complete, `{path: change}` (on the loop).
+
+        Under overflow `"block"` with the queue full, they wait with those already waiting,
+        and fire as one event when there is room.
+        """
+        if self.overflowPolicy == "block" and (self._held or not self._runtime.has_room(self)):
+            if not self._held:
+                self._runtime.when_room(self, self._fire_held)
+            self._held.update(fired)
+            return
+        self._post(fired)
+
+    def _fire_held(self) -> None:
+        held, self._held = self._held, {}
+        if held and self._runtime.accepting:
+            self._post(held)
+
+    def _post(self, fired: dict[str, str]) -> None:
         distinct = set(fired.values())
         kind = distinct.pop() if len(distinct) == 1 else "mixed"
         self.post(FileEvent(self, None, self.context.clock.now(), tuple(sorted(fired)), kind))
