@@ -178,6 +178,10 @@ class EventOrder:
         if self._room_callbacks and self._loop is not None:
             self._loop.call_soon_threadsafe(self._call_room_callbacks)
 
+    def on_loop(self) -> bool:
+        """Whether the caller runs on the loop's thread (once started)."""
+        return get_ident() == self._loop_thread
+
     def has_room(self, source: EventSource) -> bool:
         """Whether an event of `source` posted now is within its bound."""
         queue = self._queues.get(source)
@@ -255,7 +259,11 @@ class EventOrder:
 
     def _open_to(self, event: Event) -> bool:
         """Whether `event` may be posted now (see `post`)."""
-        return self._posts_open or (not self._closed and bool(event.source.parents))
+        return self.takes_posts_of(event.source)
+
+    def takes_posts_of(self, source: EventSource) -> bool:
+        """Whether an event of `source` posted now is taken (see `post`)."""
+        return self._posts_open or (not self._closed and bool(source.parents))
 
     def _admit_from_thread(self, queue: SourceQueue, event: Event) -> None:
         """Count `event` on its way to the loop; past the bound, wait or refuse first."""

@@ -21,6 +21,7 @@ from reactivex.subject import Subject
 from reactive_spark import (
     EventsDropped,
     InvalidArgumentError,
+    Milliseconds,
     QueueFullError,
     Seconds,
     StreamingContext,
@@ -305,6 +306,43 @@ async def test_a_rest_request_waiting_for_room_does_not_hold_a_stop(sc: SparkCon
         assert not release.is_set()
         release.set()
         await stopping
+
+
+async def test_delayed_events_wait_for_room_in_order_and_never_block_the_loop(
+    sc: SparkContext,
+) -> None:
+    """An operator firing from the clock holds what finds its queue full, posts it in order as
+    room frees, and reports what a stop drops of it."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    tick = ssc.timer(ssc.clock.now(), None, Milliseconds(50), "tick")
+    # the first half second's ticks are accepted before any delayed event fills the queue
+    late = tick.delay(Milliseconds(500)).overflow(1, "block")
+    ran: list[int] = []
+
+    def job(time_: Any, rdd: Any, event: Any) -> None:
+        time.sleep(0.3)  # six delayed events fall due meanwhile: the queue stays full
+        ran.append(event.time.milliseconds)
+
+    dropped: list[EventsDropped] = []
+
+    class Drops(StreamingListener):
+        def onEventsDropped(self, eventsDropped: EventsDropped) -> None:
+            dropped.append(eventsDropped)
+
+    ssc.addStreamingListener(Drops())
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(late)
+    await ssc.start()
+    longest_gap, last = 0.0, time.monotonic()
+    for _ in range(200):  # two seconds of the loop's pulse
+        await asyncio.sleep(0.01)
+        now = time.monotonic()
+        longest_gap, last = max(longest_gap, now - last), now
+    await ssc.stop(stopSparkContext=False)  # not gracefully: what is held is dropped
+    assert longest_gap < 0.5, f"the loop stood still for {longest_gap:.2f} s"
+    assert len(ran) >= 3 and ran == sorted(ran)
+    held = [drop for drop in dropped if drop.sourceName == "tick.delay(500 ms)"]
+    assert held and {drop.reason for drop in held} == {"stop"}
+    assert min(e.time.milliseconds for drop in held for e in drop.events) > ran[-1]
 
 
 async def test_rest_requests_waiting_for_room_never_block_the_loop(sc: SparkContext) -> None:

@@ -32,7 +32,12 @@ class DelayedEventSource(DerivedEventSource):
         """Schedule the delayed events on the context's clock (fire those already due)."""
         due = events[0].time + self.duration  # a run's events share their instant
         if due <= self.context.clock.now():
-            self._emit(DerivedEvent.run(self, events, time=due))
+            delayed = DerivedEvent.run(self, events, time=due)
+            if self._runtime.holds(self):  # earlier ones wait for room: these go after them
+                for later in delayed:
+                    self._runtime.post_from_loop(self, later)
+            else:
+                self._emit(delayed)
             return
         for event in events:
             self._schedule(due, event)
@@ -43,7 +48,7 @@ class DelayedEventSource(DerivedEventSource):
         def fire() -> None:
             self._pending.pop(key, None)
             try:
-                self.post(DerivedEvent.of(self, due, event))
+                self._runtime.post_from_loop(self, DerivedEvent.of(self, due, event))
             except QueueFullError as refused:  # overflow "reject": a refused event is a failure
                 self._runtime.report_source_error(self, "delay", refused, event)
 
