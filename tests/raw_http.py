@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
+
+from aiohttp import web
 
 
 def address(url: str) -> tuple[str, int]:
@@ -71,3 +75,55 @@ async def unread_stream(url: str, path: str, headers: str = "") -> asyncio.Strea
     writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}\r\n".encode())
     await writer.drain()
     return writer
+
+
+class _Disguised:
+    """A transport that reports other socket addresses (`extra`); the rest is `transport`'s."""
+
+    def __init__(self, transport: asyncio.BaseTransport, extra: dict[str, Any]) -> None:
+        self._transport = transport
+        self._extra = extra
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if name in self._extra:
+            return self._extra[name]
+        return self._transport.get_extra_info(name, default)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+@asynccontextmanager
+async def served_as_if(
+    app: web.Application, *, peer: str, local: str = "127.0.0.1"
+) -> AsyncIterator[str]:
+    """Serve `app` on 127.0.0.1 as if every client were at `peer` and the server at `local`.
+
+    The server's connections report those addresses as their socket's two ends (`peername`,
+    `sockname`); all else is real HTTP on a real socket. Yields the URL to send requests to.
+    """
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()  # starts the app (and a console's context)
+    template = runner.server
+    assert template is not None
+    ends: dict[str, Any] = {"peername": (peer, 40000), "sockname": (local, 8080)}
+
+    class Handler(web.RequestHandler):
+        __slots__ = ()
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(_Disguised(transport, ends))  # type: ignore[arg-type]
+
+    class Server(web.Server):
+        def __call__(self) -> web.RequestHandler:
+            return Handler(self, loop=asyncio.get_running_loop())
+
+    server = Server(template.request_handler, request_factory=template.request_factory)
+    listener = await asyncio.get_running_loop().create_server(server, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    finally:
+        listener.close()
+        await server.shutdown(1.0)
+        await runner.cleanup()
+        await listener.wait_closed()

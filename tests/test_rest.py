@@ -26,7 +26,7 @@ from reactive_spark.errors import ListenError
 from reactive_spark.sources.rest import SOURCE_KEY, RestEventSource
 
 from .helpers import gather
-from .raw_http import exchange
+from .raw_http import exchange, served_as_if
 
 T0 = Time(1_000_000)
 
@@ -327,6 +327,82 @@ async def test_a_trigger_without_token_answers_its_own_origin_and_loopback_names
                 assert response.headers["Server"] == "reactive-spark"
     await ssc.advanceTo(T0)
     assert len(seen) == len(allowed)
+
+
+async def mounted_trigger_answers(
+    sc: SparkContext,
+    options: dict[str, str | bool],
+    requests: list[tuple[str, str, dict[str, str]]],
+) -> tuple[list[tuple[int, str]], int]:
+    """Mount a REST trigger made with `options` in a service; send each `(peer, local,
+    headers)` request (the client at `peer`, the service at `local`) to it. Returns each
+    answer's status and error, and how many events fired."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="hooks", **options).post("/deploy")  # type: ignore[arg-type]
+    out, seen = gather(ssc.queueStream([], default=["x"]))
+    out.bind(rest)
+    service = web.Application()
+    service.add_subapp("/triggers", rest.app)
+    await ssc.start()
+    answers = []
+    for peer, local, headers in requests:
+        async with (
+            served_as_if(service, peer=peer, local=local) as base,
+            aiohttp.ClientSession() as http,
+            http.post(f"{base}/triggers/deploy", data=b"{}", headers=headers) as response,
+        ):
+            assert response.content_type == "application/json"
+            answers.append((response.status, (await response.json()).get("error", "")))
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    return answers, len(seen)
+
+
+#: A page of evil.example whose name was rebound to 127.0.0.1: same-origin as far as it knows.
+REBOUND = {
+    "Host": "evil.example:8080",
+    "Origin": "http://evil.example:8080",
+    "Sec-Fetch-Site": "same-origin",
+}
+
+
+@pytest.mark.parametrize(
+    ("peer", "local", "headers", "status", "message"),
+    [
+        ("192.0.2.7", "192.0.2.2", {}, 403, "answers clients on this machine only"),
+        ("192.0.2.7", "192.0.2.2", {"Host": "127.0.0.1"}, 403, "give it a token"),
+        ("2001:db8::7", "2001:db8::2", {"Host": "[::1]"}, 403, "on this machine only"),
+        ("127.0.0.1", "127.0.0.1", REBOUND, 421, "Host 'evil.example:8080' is not a loopback"),
+        ("::ffff:127.0.0.1", "::ffff:127.0.0.1", REBOUND, 421, "is not a loopback name"),
+    ],
+)
+async def test_a_mounted_trigger_without_token_refuses_other_machines_and_rebound_names(
+    sc: SparkContext, peer: str, local: str, headers: dict[str, str], status: int, message: str
+) -> None:
+    """Mounted in a service, it knows no host of its own: each request's socket decides."""
+    [(answered, error)], fired = await mounted_trigger_answers(sc, {}, [(peer, local, headers)])
+    assert (answered, fired) == (status, 0)
+    assert message in error
+
+
+async def test_a_mounted_trigger_answers_this_machine_or_a_token_or_insecure(
+    sc: SparkContext,
+) -> None:
+    loopback = [
+        ("127.0.0.1", "127.0.0.1", {"Host": "127.0.0.1:8080"}),
+        ("::1", "::1", {"Host": "[::1]:8080"}),
+        ("::ffff:127.0.0.1", "::ffff:127.0.0.1", {"Host": "localhost"}),
+        ("127.0.0.1", "192.0.2.2", {"Host": "service.example"}),  # not arrived on loopback
+    ]
+    answers, fired = await mounted_trigger_answers(sc, {}, loopback)
+    assert answers == [(202, "")] * 4 and fired == 4
+    remote = ("192.0.2.7", "192.0.2.2", {"Host": "service.example"})
+    signed = ("192.0.2.7", "192.0.2.2", {"Host": "service.example", **AUTH})
+    answers, fired = await mounted_trigger_answers(sc, {"token": "s3cret"}, [remote, signed])
+    assert [status for status, _ in answers] == [401, 202] and fired == 1
+    trusting = [remote, ("127.0.0.1", "127.0.0.1", REBOUND)]
+    answers, fired = await mounted_trigger_answers(sc, {"insecure": True}, trusting)
+    assert answers == [(202, "")] * 2 and fired == 2
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from reactive_spark.sources.http import (
     same_token,
 )
 from reactive_spark.sources.http_server import HttpServer
+from reactive_spark.sources.peers import arrived_on_loopback, from_this_machine
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
@@ -60,10 +61,14 @@ class RestEventSource(EventSource):
     not take, 413 for a body over `maxBodySize`, 408 for a body slower than
     `http.BODY_TIMEOUT`, 400 for a body that is not strict JSON (NaN, Infinity, nesting deeper
     than `http.MAX_JSON_DEPTH`, bad compression). Without a token, a request a browser marks
-    as coming from another site's page is refused (403), and a source listening on a loopback
-    address answers only requests addressed to a loopback name (`Host`; else 421), against
-    DNS rebinding. Listening on another address needs a token, or `insecure=True` (`start()`
-    refuses otherwise).
+    as coming from another site's page is refused (403), a client on another machine is
+    refused (403: its connection's address is not a loopback one), and a request that arrived
+    on a loopback address must be addressed to a loopback name (`Host`; else 421), against
+    DNS rebinding; this holds on its own port and mounted in a service (`host=None`), where
+    each request's connection says where it came from. Listening on another address needs a
+    token, or `insecure=True` (`start()` refuses otherwise). `insecure=True` lets in any
+    client but a browser's cross-site request (and, on a loopback port of its own, a request
+    for another `Host` name).
 
     Examples:
         >>> rest = ssc.restServer("127.0.0.1", 4140, "triggers").post("/jobs/report")
@@ -159,6 +164,17 @@ class RestEventSource(EventSource):
         return self._token is not None and same_token(token, self._token)
 
     # -- serving -----------------------------------------------------------------------------
+    @property
+    def _answers_this_machine_only(self) -> bool:
+        """Whether requests without a token must come from, and name, this machine.
+
+        Unless `insecure`: then only on a port of its own on a loopback address, where no
+        other machine reaches it anyway and the `Host` check is what stops DNS rebinding.
+        Mounted (`host=None`), it cannot know where the service listens: each request's
+        socket says where it came from and arrived.
+        """
+        return not self.insecure or (self.host is not None and is_loopback(self.host))
+
     def _refuse_strangers(self, request: web.Request) -> None:
         if self._token is not None:
             if not self.acceptsToken(bearer_token(request)):
@@ -168,13 +184,19 @@ class RestEventSource(EventSource):
                     headers={"WWW-Authenticate": "Bearer"},
                 )
             return
-        loopback_only = self.host is not None and is_loopback(self.host)
-        if loopback_only and not is_loopback(host_name(request.host)):
-            raise json_error(
-                web.HTTPMisdirectedRequest,
-                f"Host {request.host!r} is not a loopback name: this server only answers "
-                "requests addressed to 127.0.0.1, localhost or ::1",
-            )
+        if self._answers_this_machine_only:
+            if not from_this_machine(request):
+                raise json_error(
+                    web.HTTPForbidden,
+                    f"the REST trigger {self.name!r} has no token: it answers clients on this "
+                    "machine only (give it a token, or insecure=True on a network you trust)",
+                )
+            if arrived_on_loopback(request) and not is_loopback(host_name(request.host)):
+                raise json_error(
+                    web.HTTPMisdirectedRequest,
+                    f"Host {request.host!r} is not a loopback name: this server only answers "
+                    "requests addressed to 127.0.0.1, localhost or ::1",
+                )
         reason = cross_site(request)
         if reason is not None:
             raise json_error(
