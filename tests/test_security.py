@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
@@ -25,8 +26,9 @@ from reactive_spark import (
 )
 from reactive_spark.errors import DirectoryNotFoundError, ListenError
 from reactive_spark.web import BearerToken, Console, create_app, setup
+from reactive_spark.web.keys import HISTORY_KEY
 
-from .raw_http import exchange
+from .raw_http import exchange, served_as_if
 
 T0 = Time.fromDatetime(datetime(2026, 4, 6, tzinfo=UTC))
 JSON = {"Content-Type": "application/json"}
@@ -161,6 +163,83 @@ async def test_a_service_plugs_in_its_own_auth(sc: SparkContext) -> None:
         assert as_ops.status == 202
 
 
+# -- a console without auth answers this machine only -------------------------------------------
+async def mounted_console_answers(
+    sc: SparkContext, peer: str, requests: list[tuple[str, str, dict[str, str]]], **options: Any
+) -> tuple[list[tuple[int, Any]], int]:
+    """Mount a console (`setup(service, ssc, **options)`) in a service listening on 0.0.0.0;
+    send each `(method, path, headers)` from a client at `peer`, to the service's address
+    `192.0.2.2`. Returns each answer's status and JSON, and how many events fired."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    service = web.Application()
+    console = setup(service, ssc, **options)
+    answers = []
+    async with (
+        served_as_if(service, peer=peer, local="192.0.2.2") as base,
+        aiohttp.ClientSession() as http,
+    ):
+        for method, path, headers in requests:
+            body = b"null" if method == "POST" else None
+            sent = {"Host": "127.0.0.1", **JSON, **headers}  # a loopback name: spoofed
+            async with http.request(method, base + path, data=body, headers=sent) as response:
+                shown = (
+                    await response.json() if response.content_type == "application/json" else None
+                )
+                answers.append((response.status, shown))
+        await ssc.advanceTo(T0)
+        fired = len(console[HISTORY_KEY].events(100))
+    return answers, fired
+
+
+EVERY_KIND = [
+    ("GET", "/reactive/", {}),
+    ("GET", "/reactive/api/sources", {}),
+    ("GET", "/reactive/metrics", {}),
+    ("POST", "/reactive/api/sources/rerun/fire", {}),
+]
+
+
+@pytest.mark.parametrize("peer", ["192.0.2.7", "2001:db8::7"])
+async def test_a_console_without_auth_refuses_other_machines(sc: SparkContext, peer: str) -> None:
+    answers, fired = await mounted_console_answers(sc, peer, EVERY_KIND)
+    assert [status for status, _ in answers] == [403] * 4 and fired == 0
+    for _, error in answers:
+        assert error["error"].startswith(
+            "this console has no auth; it answers loopback clients only"
+        )
+        assert "auth=BearerToken(token)" in error["error"] and "insecure=True" in error["error"]
+
+
+async def test_a_console_with_auth_or_insecure_answers_other_machines(sc: SparkContext) -> None:
+    answers, fired = await mounted_console_answers(sc, "192.0.2.7", EVERY_KIND, insecure=True)
+    assert [status for status, _ in answers] == [200, 200, 200, 202] and fired == 1
+    signed = bearer(CONSOLE_TOKEN)
+    requests = [*EVERY_KIND, ("GET", "/reactive/api/sources", signed)]
+    requests.append(("POST", "/reactive/api/sources/rerun/fire", signed))
+    auth = BearerToken(CONSOLE_TOKEN)
+    answers, fired = await mounted_console_answers(sc, "192.0.2.7", requests, auth=auth)
+    assert [status for status, _ in answers] == [200, 401, 401, 401, 200, 202] and fired == 1
+    loopback = await mounted_console_answers(sc, "::ffff:127.0.0.1", EVERY_KIND)
+    assert [status for status, _ in loopback[0]] == [200, 200, 200, 202] and loopback[1] == 1
+
+
+async def test_any_host_name_needs_auth_or_insecure(sc: SparkContext) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    refusal = r"allowedHosts=\['\*'\] without auth lets a page rebound to this machine"
+    with pytest.raises(InvalidArgumentError, match=refusal):
+        create_app(ssc, allowedHosts=["*"])
+    with pytest.raises(InvalidArgumentError, match=refusal):
+        setup(web.Application(), ssc, allowedHosts=["localhost", "*"])
+    with pytest.raises(InvalidArgumentError, match=refusal):
+        Console(ssc, allowedHosts=["*"])
+    with pytest.raises(InvalidArgumentError, match="insecure must be a bool, got 'yes'"):
+        create_app(ssc, insecure="yes")  # type: ignore[arg-type]
+    create_app(ssc, allowedHosts=["*"], insecure=True)
+    create_app(ssc, allowedHosts=["*"], auth=BearerToken(CONSOLE_TOKEN))
+
+
 # -- token-protected REST triggers through the console ------------------------------------------
 async def test_a_console_without_auth_cannot_fire_a_protected_trigger(make_console: Any) -> None:
     ssc, client = await make_console()
@@ -266,7 +345,7 @@ async def test_same_origin_requests_and_allowed_hosts_are_served(make_console: A
     _, named = await make_console(allowedHosts=["reports.example.com"])
     assert (await named.get("/api/sources", headers={"Host": "reports.example.com"})).status == 200
     assert (await named.get("/api/sources")).status == 421  # 127.0.0.1 was not listed
-    _, anyone = await make_console(allowedHosts=["*"])
+    _, anyone = await make_console(allowedHosts=["*"], insecure=True)
     assert (await anyone.get("/api/sources", headers={"Host": "evil.example"})).status == 200
 
 

@@ -43,6 +43,24 @@ PORT_ATTEMPTS = 16
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 
 
+def _require_bool(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def _refuse_any_host_without_auth(
+    hosts: frozenset[str], auth: Authenticator | None, insecure: bool
+) -> None:
+    """Refuse `allowedHosts=["*"]` for a console without auth, unless `insecure`."""
+    if "*" in hosts and auth is None and not insecure:
+        raise InvalidArgumentError(
+            "allowedHosts=['*'] without auth lets a page rebound to this machine (DNS "
+            "rebinding) read and fire through the console: give it auth, list the Host names "
+            "it is reached by, or pass insecure=True on a network you trust"
+        )
+
+
 def _prefix(prefix: str) -> str:
     if not isinstance(prefix, str) or (prefix and not prefix.startswith("/")):
         raise InvalidArgumentError(f"prefix must be '' or start with '/', got {prefix!r}")
@@ -56,14 +74,22 @@ def create_app(
     history: int = 1000,
     auth: Authenticator | None = None,
     allowedHosts: Iterable[str] | None = None,
+    insecure: bool = False,
 ) -> web.Application:
     """The console for `ssc`: dashboard at `/`, JSON API under `/api`, `/metrics`.
 
     `prefix` is where it will be mounted (for the links it gives, such as a REST trigger's
     `status`); `history` how many events and batches it keeps. `auth` grants each request its
-    scopes (`BearerToken(token)`, or the service's own callable: see `web.auth`); without it,
-    serve the console on loopback only. `allowedHosts` are the `Host` names it answers to
-    (loopback names by default, any port; `["*"]` for any): see docs/security.md.
+    scopes (`BearerToken(token)`, or the service's own callable: see `web.auth`). Without it,
+    the console answers clients on this machine only: a client whose connection is not from a
+    loopback address gets 403, whatever address the service listens on; `insecure=True` lets
+    any client view and fire. `allowedHosts` are the `Host` names it answers to (loopback
+    names by default, any port; `["*"]` for any, which without auth needs `insecure=True`):
+    see docs/security.md.
+
+    Raises:
+        InvalidArgumentError: an argument is not what it should be, or `allowedHosts` holds
+            `"*"` without `auth` or `insecure=True`.
 
     Examples:
         >>> from aiohttp import web
@@ -76,8 +102,12 @@ def create_app(
     if isinstance(history, bool) or not isinstance(history, int) or history < 1:
         raise InvalidArgumentError(f"history must be a positive int, got {history!r}")
     auth = require_authenticator(auth)
+    insecure = _require_bool(insecure, "insecure")
     hosts = allowed_hosts(allowedHosts)
-    app = web.Application(middlewares=[json_errors, guard(hosts), authentication(auth)])
+    _refuse_any_host_without_auth(hosts, auth, insecure)
+    app = web.Application(
+        middlewares=[json_errors, guard(hosts), authentication(auth, insecure=insecure)]
+    )
     app[CONTEXT_KEY] = ssc
     app[PREFIX_KEY] = _prefix(prefix)
     app[HISTORY_KEY] = recorder = History(ssc, history)
@@ -101,10 +131,12 @@ def setup(
     auth: Authenticator | None = None,
     allowedHosts: Iterable[str] | None = None,
     history: int = 1000,
+    insecure: bool = False,
 ) -> web.Application:
     """Mount the console for `ssc` in `app` under `prefix`; returns the console application.
 
-    `auth`, `allowedHosts` and `history` are `create_app`'s.
+    `auth`, `allowedHosts`, `history` and `insecure` are `create_app`'s: without `auth` the
+    console answers clients on this machine only, unless `insecure=True`.
 
     Examples:
         >>> from aiohttp import web
@@ -113,7 +145,14 @@ def setup(
     """
     if not isinstance(app, web.Application):
         raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
-    console = create_app(ssc, prefix=prefix, history=history, auth=auth, allowedHosts=allowedHosts)
+    console = create_app(
+        ssc,
+        prefix=prefix,
+        history=history,
+        auth=auth,
+        allowedHosts=allowedHosts,
+        insecure=insecure,
+    )
     app.add_subapp(_prefix(prefix), console)
     return console
 
@@ -157,8 +196,9 @@ class Console:
 
     `token` (or `auth`, an authenticator: see `web.auth`) is what viewers sign in with;
     `console.loginUrl` carries the token for a browser, which keeps it in the tab's session
-    storage. Without either, the console refuses a `host` that is not a loopback address,
-    unless `insecure=True` (then anyone who reaches the port may view and fire).
+    storage. Without either, the console refuses a `host` that is not a loopback address, and
+    `allowedHosts=["*"]`, unless `insecure=True` (then anyone who reaches the port may view and
+    fire).
 
     Examples:
         ```python
@@ -187,8 +227,7 @@ class Console:
             raise InvalidArgumentError(f"host must be a non-empty str, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidArgumentError(f"port must be an int from 0 to 65535, got {port!r}")
-        if not isinstance(insecure, bool):
-            raise InvalidArgumentError(f"insecure must be a bool, got {insecure!r}")
+        _require_bool(insecure, "insecure")
         if token is not None and auth is not None:
             raise InvalidArgumentError("give token or auth, not both")
         self.auth = BearerToken(token) if token is not None else require_authenticator(auth)
@@ -204,6 +243,8 @@ class Console:
         self.insecure = insecure
         self._token = token
         self._hosts = allowed_hosts(allowedHosts) if allowedHosts is not None else None
+        if self._hosts is not None:
+            _refuse_any_host_without_auth(self._hosts, self.auth, insecure)
         self._server: HttpServer | None = None
         self._app: web.Application | None = None
 
@@ -236,7 +277,7 @@ class Console:
             ListenError: `host` does not resolve, or no port could be bound.
         """
         hosts = self._hosts if self._hosts is not None else _host_names(self.host)
-        self._app = create_app(self.ssc, auth=self.auth, allowedHosts=hosts)
+        self._app = create_app(self.ssc, auth=self.auth, allowedHosts=hosts, insecure=self.insecure)
         self._server = HttpServer(self._app)
         wanted = self.port
         self.port = await self._server.start(self.host, wanted, attempts=PORT_ATTEMPTS)

@@ -12,8 +12,10 @@ request. What needs which scope:
 | control | `POST /api/sources/{name}/fire` |
 
 Without an authenticator (`auth=None`) every request has both scopes but is not
-*authenticated*: such a console must stay on loopback, cannot fire token-protected REST
-triggers, and hides the bodies and queries of their requests.
+*authenticated*: such a console answers clients on this machine only (403 for a client whose
+connection is not from a loopback address, whatever its `Host` says; `insecure=True` lets any
+client in), cannot fire token-protected REST triggers, and hides the bodies and queries of
+their requests.
 
 Examples:
     >>> auth = BearerToken("s3cret-token")
@@ -34,6 +36,7 @@ from aiohttp.typedefs import Middleware
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.sources.http import bearer_token, json_error, require_token, same_token
+from reactive_spark.sources.peers import from_this_machine
 
 __all__ = [
     "ALL_SCOPES",
@@ -140,16 +143,27 @@ def _required(request: web.Request) -> str | None:
     return None if name in PUBLIC_ROUTES or name in CONTROL_ROUTES else "view"
 
 
-def authentication(auth: Authenticator | None) -> Middleware:
+#: Why a console without auth refused a client on another machine, and what to do.
+LOOPBACK_ONLY = (
+    "this console has no auth; it answers loopback clients only (give it auth, such as "
+    "auth=BearerToken(token), or insecure=True to let any client view and fire)"
+)
+
+
+def authentication(auth: Authenticator | None, *, insecure: bool = False) -> Middleware:
     """Aiohttp middleware: grant each request its scopes; refuse what they do not cover.
 
     401 (with `WWW-Authenticate: Bearer`) when the authenticator grants nothing, 403 when it
-    grants too little; both `{"error": ...}`.
+    grants too little; both `{"error": ...}`. Without an authenticator every request gets
+    both scopes, but only from a client on this machine (its connection's address is a
+    loopback one; else 403 on every route), unless `insecure`.
     """
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
         if auth is None:
+            if not insecure and not from_this_machine(request):
+                raise json_error(web.HTTPForbidden, LOOPBACK_ONLY)
             grant = Grant(ALL_SCOPES, authenticated=False)
         else:
             scopes = auth(request)

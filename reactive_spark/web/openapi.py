@@ -250,13 +250,17 @@ def _error(description: str) -> Schema:
 #: Answers any request may get before its handler runs (docs/security.md).
 _REFUSED: Schema = {
     "401": _error("Not signed in (the console has auth): send Authorization: Bearer <token>."),
-    "403": _error("Signed in without the scope this needs."),
+    "403": _error(
+        "Signed in without the scope this needs; or a client on another machine, to a console "
+        "without auth."
+    ),
     "421": _error("The Host header is not one the console answers to (allowedHosts)."),
 }
 _WRITE_REFUSED: Schema = {
     "403": _error(
-        "A cross-site request (Origin, Sec-Fetch-Site); too little scope; or a "
-        "token-protected trigger without control scope or its own token."
+        "A cross-site request (Origin, Sec-Fetch-Site); too little scope; a client on another "
+        "machine, to a console without auth; or a token-protected trigger without control "
+        "scope or its own token."
     ),
     "408": _error("The body did not arrive in time."),
     "413": _error("The body is too large."),
