@@ -373,6 +373,24 @@ async def test_the_page_has_no_inline_script_or_style_and_a_favicon(make_console
     assert icon.status == 200 and icon.content_type == "image/svg+xml"
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/" + "a" * 300,
+        "/static/",
+        "/static/%00",
+        "/static/..%2fapp.py",
+        "/static/nothing.js",
+    ],
+)
+async def test_a_static_file_that_is_not_there_is_a_json_404(make_console: Any, path: str) -> None:
+    _, client = await make_console()
+    await answer(await client.get(path), 404)  # not 500 (file name too long), 403 or 200
+    for name, kind in (("console.js", "javascript"), ("console.css", "text/css")):
+        served = await client.get(f"/static/{name}")
+        assert served.status == 200 and kind in served.content_type
+
+
 async def test_the_console_answers_what_the_http_parser_rejects_in_json(sc: SparkContext) -> None:
     """On its own port, as REST triggers do: not aiohttp's text/plain with its version."""
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))

@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterable
 from importlib import resources
+from pathlib import Path
 
 from aiohttp import web
 
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
 from reactive_spark.runtime import Runtime
-from reactive_spark.sources.http import is_loopback, json_errors
+from reactive_spark.sources.http import is_loopback, json_error, json_errors
 from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.web import api
 from reactive_spark.web.auth import (
@@ -37,6 +38,9 @@ __all__ = ["Console", "create_app", "serve", "setup"]
 log = logging.getLogger(__name__)
 
 STATIC = resources.files("reactive_spark.web") / "static"
+#: The dashboard's files by name: a request names one of these, or gets 404 (nothing else is
+#: ever opened, so no name it sends reaches the file system).
+STATIC_FILES = {entry.name: Path(str(entry)) for entry in STATIC.iterdir() if entry.is_file()}
 #: Ports tried from the one asked for, when it is taken (as Spark's UI does from 4040).
 PORT_ATTEMPTS = 16
 #: Addresses that mean "every interface".
@@ -116,7 +120,7 @@ def create_app(
     api.add_routes(app)
     app.router.add_get("/api/openapi.json", _openapi, name="openapi")
     app.router.add_get("/", _index, name="index")
-    app.router.add_static("/static", str(STATIC), name="static")
+    app.router.add_get("/static/{name}", _static, name="static")
     app.on_response_prepare.append(security_headers)
     app.on_shutdown.append(_end_live_streams)
     app.cleanup_ctx.append(_context_lifecycle)
@@ -178,6 +182,15 @@ async def _end_live_streams(app: web.Application) -> None:
 async def _index(request: web.Request) -> web.StreamResponse:
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     return web.Response(text=page, content_type="text/html")
+
+
+async def _static(request: web.Request) -> web.StreamResponse:
+    """`GET /static/{name}`: one of `STATIC_FILES`, else 404 (JSON)."""
+    name = request.match_info["name"]
+    path = STATIC_FILES.get(name)
+    if path is None:
+        raise json_error(web.HTTPNotFound, f"no static file {name[:100]!r}")
+    return web.FileResponse(path)
 
 
 async def _openapi(request: web.Request) -> web.Response:
