@@ -334,6 +334,44 @@ async def test_cross_site_and_rebound_requests_fire_nothing(  # type: ignore[no-
     assert await answer(await client.get("/api/events"), 200) == []
 
 
+READS = [
+    "/api/sources",
+    "/api/graph",
+    "/api/events",
+    "/api/events/stream",
+    "/api/batches",
+    "/api/batches/0",
+    "/api/deadlines",
+    "/api/openapi.json",
+    "/metrics",
+]
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}, "Sec-Fetch-Site is"),
+        ({"Sec-Fetch-Site": "same-site"}, "Sec-Fetch-Site is same-site"),
+        ({"Origin": "http://evil.example"}, "Origin http://evil.example is not"),
+        ({"Origin": "null"}, "Origin null is not"),
+    ],
+)
+async def test_other_sites_read_nothing_but_the_page(  # type: ignore[no-untyped-def]
+    make_console, headers, reason
+) -> None:
+    """A page of another site (in the operator's browser) reads no data, nor the live
+    stream; the dashboard itself may be opened from a link anywhere."""
+    _, client = await make_console()
+    for path in READS:
+        error = await answer(await client.get(path, headers=headers), 403)
+        assert error["error"].startswith(f"refused a cross-site request ({reason}"), path
+    for page in ("/", "/static/console.js", "/static/favicon.svg"):
+        assert (await client.get(page, headers=headers)).status == 200, page
+    own = f"http://127.0.0.1:{client.port}"
+    for same in ({"Sec-Fetch-Site": "same-origin", "Origin": own}, {"Sec-Fetch-Site": "none"}):
+        await answer(await client.get("/api/events", headers=same), 200)
+
+
 async def test_same_origin_requests_and_allowed_hosts_are_served(make_console: Any) -> None:
     _, client = await make_console()
     own = f"http://127.0.0.1:{client.port}"

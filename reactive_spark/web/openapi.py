@@ -251,8 +251,8 @@ def _error(description: str) -> Schema:
 _REFUSED: Schema = {
     "401": _error("Not signed in (the console has auth): send Authorization: Bearer <token>."),
     "403": _error(
-        "Signed in without the scope this needs; or a client on another machine, to a console "
-        "without auth."
+        "A cross-site request (Origin, Sec-Fetch-Site); signed in without the scope this "
+        "needs; or a client on another machine, to a console without auth."
     ),
     "421": _error("The Host header is not one the console answers to (allowedHosts)."),
 }

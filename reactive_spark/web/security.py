@@ -2,9 +2,12 @@
 
 - `Host` must be one of `allowedHosts` (loopback names by default, any port): a page of
   `evil.example` whose name was rebound to 127.0.0.1 (DNS rebinding) is refused with 421.
+- No request but for the page and its static files may come from another site's page
+  (`Origin`, `Sec-Fetch-Site`; else 403): another site can neither fire nor read the API,
+  the live stream or the metrics through the operator's browser, while a link from anywhere
+  still opens the dashboard.
 - A state-changing request (`POST`) must be JSON (`Content-Type: application/json`, else 415:
-  an HTML form cannot send it) and must not come from another site's page (`Origin`,
-  `Sec-Fetch-Site`; else 403).
+  an HTML form cannot send it).
 - Answers carry a Content-Security-Policy without inline script and `frame-ancestors 'none'`,
   `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer` (the login URL's token
   stays on the page) and `Server: reactive-spark`.
@@ -26,12 +29,14 @@ from aiohttp.typedefs import Middleware
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.sources.http import SERVER, cross_site, host_name, json_error
 
-__all__ = ["LOOPBACK_NAMES", "allowed_hosts", "guard", "security_headers"]
+__all__ = ["LOOPBACK_NAMES", "PAGE_ROUTES", "allowed_hosts", "guard", "security_headers"]
 
 #: The `Host` names a console answers to unless told otherwise (with any port).
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 #: Methods that only read.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Routes a browser may load from another site's page: the dashboard and its files (no data).
+PAGE_ROUTES = frozenset({"index", "static"})
 #: What the dashboard may load: its own files, nothing inline, nothing from elsewhere.
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -56,7 +61,10 @@ def allowed_hosts(value: Iterable[str] | None) -> frozenset[str]:
 
 
 def guard(hosts: frozenset[str]) -> Middleware:
-    """Aiohttp middleware refusing other `Host` names, and cross-site or non-JSON writes."""
+    """Aiohttp middleware refusing other `Host` names, cross-site requests and non-JSON writes.
+
+    Cross-site requests are refused on every route but `PAGE_ROUTES` (see module).
+    """
 
     @web.middleware
     async def refuse_strangers(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -67,16 +75,18 @@ def guard(hosts: frozenset[str]) -> Middleware:
                 f"Host {request.host!r} is not a name this console answers to "
                 f"(allowedHosts: {', '.join(sorted(hosts))})",
             )
-        unrouted = request.match_info.http_exception is not None  # 404, 405 as they are
-        if request.method not in SAFE_METHODS and not unrouted:
+        match = request.match_info
+        if match.http_exception is not None:  # 404, 405 as they are
+            return await handler(request)
+        if match.route.name not in PAGE_ROUTES:
             reason = cross_site(request)
             if reason is not None:
                 raise json_error(web.HTTPForbidden, f"refused a cross-site request ({reason})")
-            if request.content_type != "application/json":
-                raise json_error(
-                    web.HTTPUnsupportedMediaType,
-                    f"send Content-Type: application/json (got {request.content_type!r})",
-                )
+        if request.method not in SAFE_METHODS and request.content_type != "application/json":
+            raise json_error(
+                web.HTTPUnsupportedMediaType,
+                f"send Content-Type: application/json (got {request.content_type!r})",
+            )
         return await handler(request)
 
     return refuse_strangers
