@@ -475,14 +475,20 @@ def all_missed_events(
     now: Time,
     dropped: dict[str, set[int]],
 ) -> list[Event]:
-    """What every source in `sources` missed, from `since[name]` until `now` (may block)."""
-    return [
+    """What every source in `sources` missed, from `since[name]` until `now` (may block).
+
+    As one sequence in the order of live events: by time, then lineage rank (each source's in
+    the order `between` gave them).
+    """
+    missed = [
         event
         for source in sources
         for event in missed_events(
             source, since[source.name], now, dropped.get(source.name, frozenset())
         )
     ]
+    missed.sort(key=lambda event: (event.time.milliseconds, event.source.rank))
+    return missed
 
 
 async def use_rdd_directory(ssc: StreamingContext) -> None:
@@ -512,7 +518,8 @@ async def resume(
     Restores every known source's index sequence, removes what interrupted writes left behind,
     rebuilds the RDDs windows need from the completed batches, re-runs unfinished batches with
     their recorded inputs, and fires the events the primary sources missed, all sources' as one
-    sequence in time order (the scheduler orders them as it orders live events). Returns the
+    sequence in time order (the scheduler orders them as it orders live events, and posts
+    each source's as its bound leaves room: `EventOrder.catch_up`). Returns the
     names of the sources to `restart()` (the others are new, or changed, and `start()` afresh).
     """
     graph, runtime = ssc.graph, Runtime.of(ssc)
@@ -555,12 +562,13 @@ async def resume(
     missed = await runtime.run_blocking(  # may walk files
         all_missed_events, primaries, since, now, recovered.dropped
     )
-    # from here on nothing awaits: every missed event is queued before the first is accepted
+    # from here on nothing awaits: every missed event is handed over before the first is
+    # accepted; each source's are posted as room frees, in order with the others' (and with
+    # what derived sources still hold), so no bound is passed and the loop never waits
     for source in known.values():
         if isinstance(source, DerivedEventSource):
             source.resume_pending()
-    for event in missed:
-        event.source.post(event)
+    scheduler.order.catch_up(missed)
     if missed:
         log.info("checkpoint: catching up %d events missed during the downtime", len(missed))
     return set(known)

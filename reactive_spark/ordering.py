@@ -14,6 +14,11 @@ overflow policy for an event past the bound (`EventSource.overflow`). A source w
 sources downstream are full is not accepted from until they drain; the sources derived from it
 go on with what it already fired, the others wait behind it, so each instant's lineage order
 holds among what is accepted.
+
+The events sources missed during downtime (`catch_up`) are handed over all at once but posted
+one instant of each source at a time: the next waits under its order key, not counted against
+the bound, and the one after it is posted when it is accepted. So they are accepted in the
+order above as room frees, never past the bound, and nothing on the loop waits for them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import itertools
 import logging
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +53,8 @@ OrderKey = tuple[int, int, int]
 EVENTS_PER_FLUSH = 1024
 #: Seconds a waiting producer sleeps between looks at its queue (it is woken when room frees).
 WAIT_SLICE = 0.05
+#: The tiebreak of events missed during downtime: before what is posted live at their instant.
+MISSED = -1
 
 
 class EventOrder:
@@ -76,6 +84,8 @@ class EventOrder:
         self._room_callbacks: dict[SourceQueue, list[Callable[[], None]]] = {}
         self._drops: dict[tuple[EventSource, str], list[Event]] = {}
         self._drops_reported = False
+        # per catching-up source, its missed events not posted yet (see `catch_up`)
+        self._missed: dict[SourceQueue, deque[Event]] = {}
         # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
         self._pending: dict[OrderKey, _Waiting] = {}
         self._pending_keys: list[OrderKey] = []
@@ -147,8 +157,12 @@ class EventOrder:
                 dropped.setdefault(events[0].source, []).extend(events)
         self._pending.clear()
         self._pending_keys.clear()
+        for queue, missed in self._missed.items():
+            if missed:
+                dropped.setdefault(queue.source, []).extend(missed)
+        self._missed.clear()
         for queue in self._queues.values():
-            queue.pending = 0
+            queue.pending = queue.missed = 0
             queue.keys.clear()
         with self._room:
             self._room.notify_all()
@@ -183,7 +197,10 @@ class EventOrder:
         return get_ident() == self._loop_thread
 
     def has_room(self, source: EventSource) -> bool:
-        """Whether an event of `source` posted now is within its bound."""
+        """Whether an event of `source` posted now is within its bound (and need not wait).
+
+        A source whose missed events still wait to catch up has none.
+        """
         queue = self._queues.get(source)
         return queue is None or not queue.full
 
@@ -231,7 +248,8 @@ class EventOrder:
         if self._posts_open and get_ident() == self._loop_thread:
             queue = self._queues.get(event.source)
             if queue is not None and (
-                queue.pending
+                queue.missed
+                or queue.pending
                 + queue.accepted
                 - queue.processed
                 + (queue.in_transit if queue.counts_in_transit else 0)
@@ -257,6 +275,56 @@ class EventOrder:
                 self._admit_from_thread(queue, event)
             self._loop.call_soon_threadsafe(self._arrive, event, queue)
 
+    def catch_up(self, missed: Iterable[Event]) -> None:
+        """Post the events missed during downtime, each source's in the order given (on the loop).
+
+        They are accepted as live events are: by time, then lineage rank, whatever their
+        number. Under `block` and `reject` each source's are posted one instant at a time as
+        room frees (the recovery is a producer that waits; it cannot be refused): the next
+        waits in order, not counted against the bound, and the source counts as full until the
+        last is accepted, so what it fires meanwhile goes after them. Under the other policies
+        they are posted at once, and the policy meets them as any burst.
+        """
+        for event in missed:
+            queue = self._queues.get(event.source)
+            if queue is None or queue.policy not in ("block", "reject"):
+                self.post(event)
+            elif self._closed:
+                log.warning("dropping %r: the StreamingContext is stopping", event)
+            else:
+                self._miss(queue, event)
+
+    def _miss(self, queue: SourceQueue, event: Event) -> None:
+        """Have `event` wait behind `queue`'s missed events; the first is posted at once."""
+        waiting = self._missed.get(queue)
+        if waiting is None:
+            self._missed[queue] = waiting = deque()
+        waiting.append(event)
+        queue.missed += 1
+        if queue.missed == 1:
+            self._post_missed(queue)
+
+    def _post_missed(self, queue: SourceQueue) -> None:
+        """Post the next of `queue`'s missed events (with those of its instant, as one run)."""
+        missed = self._missed[queue]
+        first = missed.popleft()
+        time = first.time.milliseconds
+        run = [first]
+        while missed and missed[0].time.milliseconds == time:
+            run.append(missed.popleft())
+        self._waiting((time, first.source.rank, MISSED)).events.extend(run)
+
+    def _caught_up(self, queue: SourceQueue, waiting: _Waiting, count: int) -> None:
+        """`count` of `queue`'s missed events, taken from `waiting`, were accepted."""
+        queue.missed -= count
+        if waiting:  # the rest of the run waits for room
+            return
+        missed = self._missed.get(queue)
+        if missed:
+            self._post_missed(queue)
+        elif missed is not None and not queue.missed:
+            del self._missed[queue]
+
     def _open_to(self, event: Event) -> bool:
         """Whether `event` may be posted now (see `post`)."""
         return self.takes_posts_of(event.source)
@@ -279,7 +347,7 @@ class EventOrder:
                 finally:
                     self._waiting_producers -= 1
             if queue.full and queue.policy == "reject":
-                raise QueueFullError(queue.source.name, queue.depth, queue.bound)
+                raise QueueFullError(queue.source.name, queue.depth + queue.missed, queue.bound)
             queue.in_transit += 1
 
     def _arrive(self, event: Event, queue: SourceQueue | None) -> None:
@@ -361,9 +429,12 @@ class EventOrder:
     def _overflow(self, queue: SourceQueue, event: Event) -> None:
         """`event` arrives past its source's bound (on the loop): apply the source's policy."""
         policy = queue.policy
-        if policy == "reject":
-            raise QueueFullError(queue.source.name, queue.depth, queue.bound)
+        if policy == "reject":  # what waits to catch up counts: it goes first
+            raise QueueFullError(queue.source.name, queue.depth + queue.missed, queue.bound)
         if policy == "block":
+            if queue.missed:  # it waits behind the source's catch-up, as that does: not here
+                self._miss(queue, event)
+                return
             self._wait_on_loop(queue)
             self.accept(event)  # with room, or past the bound if it may not wait
             return
@@ -484,7 +555,10 @@ class EventOrder:
                     run = self._accept_run(waiting.take(take), waiting, key)
                     budget -= len(run)
                     if queue is not None:
-                        queue.pending -= len(run)
+                        if key[2] == MISSED:  # not counted as posted: posts the next missed
+                            self._caught_up(queue, waiting, len(run))
+                        else:
+                            queue.pending -= len(run)
                     if source in bound:
                         runs.append(run)
                         if queue is not None:

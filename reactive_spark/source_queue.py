@@ -23,8 +23,8 @@ DEFAULT_MAX_QUEUED = 10_000
 class SourceQueue:
     """What waits of one source's events, its bound and its overflow policy.
 
-    Each counter has one writer: `pending` and `accepted` the loop, `processed` the worker,
-    `in_transit` (events posted from other threads, on their way to the loop) the lock.
+    Each counter has one writer: `pending`, `accepted` and `missed` the loop, `processed` the
+    worker, `in_transit` (events posted from other threads, on their way to the loop) the lock.
     """
 
     source: EventSource
@@ -34,6 +34,10 @@ class SourceQueue:
     in_transit: int = 0
     accepted: int = 0
     processed: int = 0
+    #: Events missed during downtime that wait to be accepted (`EventOrder.catch_up`), and
+    #: those posted on the loop behind them: not counted in `depth`, as they are posted only
+    #: as room frees. While any wait, the queue is full to the source's producers.
+    missed: int = 0
     #: The bound queues an accepted event of this source feeds (its own, if it is bound).
     feeds: tuple[SourceQueue, ...] = ()
     #: The sources that wait behind this one when it cannot be accepted from.
@@ -60,11 +64,11 @@ class SourceQueue:
 
     @property
     def full(self) -> bool:
-        """Whether a new event is past the bound.
+        """Whether a new event is past the bound, or must wait behind missed events to catch up.
 
         `EventOrder.post` tests the same inline, as it runs for every event posted on the loop.
         """
-        return self.depth >= self.bound
+        return self.missed > 0 or self.depth >= self.bound
 
     def room(self) -> int | None:
         """How many of this source's waiting events may be accepted now (None: any)."""

@@ -475,3 +475,67 @@ async def test_a_delayed_event_its_full_queue_refuses_is_reported(sc: SparkConte
     assert [(f.sourceName, f.operation) for f in failures] == [(delayed.name, "delay")] * 2
     assert all(isinstance(f.error, QueueFullError) for f in failures)
     assert failures[0].event is not None and failures[0].event.source is manual
+
+
+class _Timer:
+    """What `EventOrder` reads of a source whose events are accepted (a timer's, say)."""
+
+    parents, listened = (), False
+
+    def __init__(self, name: str, rank: int, bound: int) -> None:
+        self.name, self.rank, self.maxQueued, self.overflowPolicy = name, rank, bound, "block"
+        self.index_sequence = itertools.count()
+
+    def forward(self, run: list[Any]) -> None:
+        pass
+
+
+class _Tick:
+    """What `EventOrder` reads and numbers of an event."""
+
+    def __init__(self, source: _Timer, second: int) -> None:
+        self.source, self.time = source, T0 + Seconds(second)
+        self.index: int | None = None
+        self.instanceId: int | None = None
+
+
+def test_missed_events_wait_for_room_in_order_without_holding_the_loop() -> None:
+    """A catch-up past a bound: its events are posted as room frees, in time then lineage
+    order across sources, within the bound; a live event posted on the loop meanwhile waits
+    behind them instead of holding the loop (nothing here runs the loop or the worker)."""
+    loop = asyncio.new_event_loop()
+    try:
+        daily, weekly = _Timer("daily", 0, 2), _Timer("weekly", 1, 3)
+        accepted: list[tuple[str, int]] = []
+
+        def ready(runs: list[list[Any]]) -> None:
+            for run in runs:
+                accepted.extend((e.source.name, (e.time - T0) // Seconds(1)) for e in run)
+
+        bus = type("Listeners", (), {"active": False})()
+        order = EventOrder(bus, ready, lambda name, times: None)  # type: ignore[arg-type]
+        holds = {daily: {daily, weekly}, weekly: {weekly}}  # weekly reads what daily made
+        order.start(loop, frozenset((daily, weekly)), lambda s: [s], holds, [daily, weekly])  # type: ignore[arg-type]
+        queue = order.queue_of(daily)  # type: ignore[arg-type]
+        assert queue is not None
+        order.catch_up([*(_Tick(daily, s) for s in range(1, 6)), _Tick(weekly, 3)])  # type: ignore[misc]
+        assert not order.has_room(daily)  # type: ignore[arg-type]
+        order.post(_Tick(daily, 10))  # type: ignore[arg-type] # live, on the loop: not waited for
+        depths = []
+        for _ in range(4):
+            order.flush()
+            depths.append(queue.depth)
+            order.processed(daily, queue.accepted - queue.processed)  # type: ignore[arg-type]
+        assert accepted == [
+            ("daily", 1),
+            ("daily", 2),
+            ("daily", 3),
+            ("weekly", 3),
+            ("daily", 4),
+            ("daily", 5),
+            ("daily", 10),
+        ]
+        assert depths == [2, 2, 2, 0] and not order.has_pending
+        assert queue.missed == 0 and order.has_room(daily)  # type: ignore[arg-type]
+    finally:
+        loop.close()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Days, Event, Hours, Minutes, StreamingContext, Time
+from reactive_spark import Days, Event, Hours, Minutes, StreamingContext, StreamingListener, Time
 from reactive_spark.errors import InvalidArgumentError
 
 from .helpers import virtual
@@ -42,9 +42,11 @@ def write_days(logs: Path, days: int) -> None:
 Fired = list[tuple[str, int, list[int]]]
 
 
-def daily_weekly(ssc: StreamingContext, logs: Path, fired: Fired) -> None:
+def daily_weekly(
+    ssc: StreamingContext, logs: Path, fired: Fired, daily_bound: int | None = None
+) -> None:
     """The daily/weekly logs pipeline: the day's lines daily, the last 7 daily outputs weekly."""
-    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily").overflow(daily_bound)
     weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
 
     def record(kind: str) -> Any:
@@ -99,6 +101,54 @@ async def test_missed_events_of_all_sources_fire_as_one_sequence_in_order(
     await second.runUntil(T0 + Days(7 * WEEKS))
     await second.stop(stopSparkContext=False)
     assert fired + restarted == expected_run(7 * WEEKS)
+
+
+class Accepted(StreamingListener):
+    """The events accepted, in the order they were, and their sources' deepest queues."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+        self.deepest: dict[str, int] = {}
+
+    def onEventFired(self, event: Event) -> None:
+        self.events.append((event.source.name, day_of(event)))
+        name, depth = event.source.name, event.source.queueDepth
+        self.deepest[name] = max(self.deepest.get(name, 0), depth)
+
+
+@pytest.mark.parametrize("bound", [1, 3])
+async def test_catch_up_past_a_sources_bound_fires_in_order_and_loses_nothing(
+    sc: SparkContext, tmp_path: Path, bound: int
+) -> None:
+    """Three weeks down, the daily timer bounded below the 20 ticks it missed: its missed ticks
+    wait for room, and all sources' are accepted in the order an uninterrupted run fires them,
+    so every weekly roll-up covers the same days as with the default bound."""
+    logs = tmp_path / "logs"
+    write_days(logs, 21)
+
+    async def down_for_three_weeks(daily_bound: int | None) -> tuple[Fired, Accepted]:
+        checkpoint = str(tmp_path / f"checkpoint-{daily_bound}")
+        first = virtual(sc, start=T0, checkpoint=checkpoint)
+        daily_weekly(first, logs, [], daily_bound)
+        await first.start()
+        await first.runUntil(T0 + Days(1))
+        await first.stop(stopSparkContext=False, stopGracefully=True)
+        restarted: Fired = []
+        accepted = Accepted()
+        second = virtual(sc, start=T0 + Days(21) + Hours(1), checkpoint=checkpoint)
+        daily_weekly(second, logs, restarted, daily_bound)
+        second.addStreamingListener(accepted)
+        await second.start()
+        await second.runUntil(T0 + Days(21) + Hours(1))
+        await second.stop(stopSparkContext=False)
+        return restarted, accepted
+
+    unbounded, _ = await down_for_three_weeks(None)
+    assert unbounded == expected_run(21)[1:]
+    bounded, accepted = await down_for_three_weeks(bound)
+    assert bounded == unbounded
+    assert accepted.events == [(kind, day) for kind, day, _ in expected_run(21)[1:]]
+    assert accepted.deepest["daily"] <= bound
 
 
 async def test_a_window_emits_as_it_would_have_after_a_restart_beyond_its_history(
