@@ -29,6 +29,7 @@ __all__ = [
     "OffsetOutOfRangeError",
     "QueueFullError",
     "ReactiveSparkError",
+    "StopError",
 ]
 
 
@@ -127,4 +128,32 @@ class JobFailedError(ReactiveSparkError):
         first = self.failures[0].userError if self.failures else None
         if first is not None:
             lines += ["", first.traceback.rstrip()]
+        super().__init__("\n".join(lines))
+
+
+class StopError(ReactiveSparkError):
+    """Parts of a StreamingContext failed to stop; every other part stopped all the same.
+
+    The context is stopped when this is raised: its threads ended, `awaitTermination`
+    returned, and a second `stop()` does nothing. `failures` holds `(step, fix, error)` for each
+    step that failed, in order: what failed, what to do about it, and its error; the first
+    error is the cause. The message names each.
+
+    Examples:
+        >>> error = StopError([("closing the checkpoint", "check the disk", OSError("full"))])
+        >>> print(error)
+        stopping the StreamingContext: 1 step failed (every other part stopped; it is stopped)
+          - closing the checkpoint failed: OSError('full'); check the disk
+        >>> error.failures[0][0]
+        'closing the checkpoint'
+    """
+
+    def __init__(self, failures: Sequence[tuple[str, str, Exception]]) -> None:
+        self.failures = list(failures)
+        count = len(self.failures)
+        lines = [
+            f"stopping the StreamingContext: {count} step{'' if count == 1 else 's'} failed "
+            "(every other part stopped; it is stopped)"
+        ]
+        lines += [f"  - {step} failed: {error!r}; {fix}" for step, fix, error in self.failures]
         super().__init__("\n".join(lines))

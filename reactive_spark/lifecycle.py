@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark.checkpoint import Checkpoint, resume, use_rdd_directory
 from reactive_spark.deadlines import DeadlineWatch, watch_expectations
+from reactive_spark.errors import StopError
 from reactive_spark.listener import StreamingStarted
 from reactive_spark.loop_watchdog import LoopWatchdog
 from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED
@@ -98,7 +99,10 @@ class Lifecycle:
         except BaseException as exc:
             if self._starting_source is not None and isinstance(exc, Exception):
                 self._runtime.report_source_error(self._starting_source, "start", exc)
-            await self.stop(stop_spark_context=False, graceful=False, timeout=None)
+            try:
+                await self.stop(stop_spark_context=False, graceful=False, timeout=None)
+            except StopError as stop_error:  # the start's failure comes first, this after it
+                exc.add_note(f"then stopping what had started failed too: {stop_error}")
             raise
         assert self.zero_time is not None
         log.info("StreamingContext started at %s", self.zero_time.isoformat())
@@ -157,39 +161,59 @@ class Lifecycle:
     async def stop(
         self, *, stop_spark_context: bool, graceful: bool, timeout: float | None
     ) -> None:
-        """Stop the parts (once), then the SparkContext if asked (see `StreamingContext.stop`)."""
+        """Stop the parts (once), then the SparkContext if asked (see `StreamingContext.stop`).
+
+        Every step runs even when one before it failed: the threads end, the context is
+        stopped and `awaitTermination` returns; then `StopError` names each step that failed.
+        A stop cancelled while it waits (a graceful one) is finished by the next.
+        """
+        steps = _StopSteps()
         if self._runtime.state == INITIALIZED:
             self._runtime.state = STOPPED
             self.stop_complete = True
         if not self.stop_complete:
-            if self._runtime.state == ACTIVE and graceful:
-                self._scheduler.order.flush()  # what was posted is accepted, and will run
-                await self._drain_receivers()
-            self._runtime.state = STOPPED
-            if self._deadlines is not None:
-                self._deadlines.stop()
-            self._scheduler.order.refuse_posts()  # dropped from now on; what was posted runs
-            if self._ssc in self._active:
-                self._active.remove(self._ssc)
-            if graceful:  # while the sources still run: operators derive from what waits
-                graceful = await self._scheduler.finish(timeout)
-            if not graceful:
-                self._scheduler.abort()  # what was posted and not accepted yet never runs
-            await self._graph.stop_receivers()
-            await self._stop_sources()
-            await self._scheduler.stop(graceful)
-            self._listeners.stopped()  # after the last batch: tracing ends the spans still open
-            if self._checkpoint is not None:
-                await self._blocking.run(self._checkpoint.close)
-            if self._watchdog is not None:
-                self._watchdog.stop()
-            release_heap(self._ssc)
+            await self._stop_parts(steps, graceful=graceful, timeout=timeout)
             self.stop_complete = True
             log.info("StreamingContext stopped")
         if stop_spark_context:
-            await self._blocking.run(self._ssc.sparkContext.stop)
-        await self._blocking.close()
+            await steps.run(_SPARK_CONTEXT, lambda: self._blocking.run(self._ssc.sparkContext.stop))
+        await steps.run(_BLOCKING_CALLS, self._blocking.close)
         self._failures.end()
+        steps.raise_failures()
+
+    async def _stop_parts(
+        self, steps: _StopSteps, *, graceful: bool, timeout: float | None
+    ) -> None:
+        """Stop every part, in order, each step whatever the ones before it did."""
+        scheduler = self._scheduler
+        if self._runtime.state == ACTIVE and graceful:
+            await steps.run(_DRAINING, self._drain)
+        self._runtime.state = STOPPED
+        if self._deadlines is not None:
+            await steps.run(_DEADLINES, self._deadlines.stop)
+        scheduler.order.refuse_posts()  # dropped from now on; what was posted runs
+        if self._ssc in self._active:
+            self._active.remove(self._ssc)
+        if graceful:  # while the sources still run: operators derive from what waits
+            graceful = await steps.run(_FINISHING, lambda: scheduler.finish(timeout)) is True
+        if not graceful:  # what was posted and not accepted yet never runs
+            await steps.run(_DROPPING, scheduler.abort)
+        await steps.run(_RECEIVERS, self._graph.stop_receivers)
+        await steps.run(_SOURCES, self._stop_sources)
+        await steps.run(_SCHEDULER, lambda: scheduler.stop(graceful))
+        # after the last batch: tracing ends the spans still open
+        await steps.run(_LISTENERS, self._listeners.stopped)
+        checkpoint = self._checkpoint
+        if checkpoint is not None:
+            await steps.run(_CHECKPOINT, lambda: self._blocking.run(checkpoint.close))
+        if self._watchdog is not None:
+            await steps.run(_WATCHDOG, self._watchdog.stop)
+        await steps.run(_HEAP, lambda: release_heap(self._ssc))
+
+    async def _drain(self) -> None:
+        """A graceful stop's first step: accept what was posted, and what receivers hold."""
+        self._scheduler.order.flush()  # what was posted is accepted, and will run
+        await self._drain_receivers()
 
     async def _drain_receivers(self) -> None:
         """Stop receiving, then let the sources fire until batches read what was received.
@@ -222,6 +246,73 @@ class Lifecycle:
                 await _settle(source.stop())
             except Exception as exc:
                 self._runtime.report_source_error(source, "stop", exc)
+
+
+#: What each step of a stop is, and what to do when it fails: `(step, fix)` (see `StopError`).
+_REPORT_IT = "a bug in reactive-spark: please report it, with the error"
+_DRAINING = (
+    "letting batches read what the receivers received (a graceful stop)",
+    "lines received and not read by a batch are lost; fix what the error names",
+)
+_DEADLINES = ("stopping the deadline checks", _REPORT_IT)
+_FINISHING = (
+    "running what was posted (a graceful stop)",
+    "what still waited was dropped and reported (onEventsDropped); fix what the error names",
+)
+_DROPPING = (
+    "dropping the events not processed yet",
+    "if an onEventsDropped listener raised, fix it; otherwise it is " + _REPORT_IT,
+)
+_RECEIVERS = (
+    "stopping the receivers",
+    "a receiver's connection or thread may be left open; fix what the error names",
+)
+_SOURCES = ("stopping the event sources", _REPORT_IT)
+_SCHEDULER = (
+    "stopping the scheduler (cancelling its running Spark jobs, ending its worker thread)",
+    "Spark jobs may still run (is Spark's JVM gone?): stop the SparkContext and start a new one",
+)
+_LISTENERS = ("telling the listeners the context stopped", _REPORT_IT)
+_CHECKPOINT = (
+    "closing the checkpoint's write-ahead log",
+    "its last records may not be on disk: check the checkpoint directory (space, permissions);"
+    " a restart from it runs again what was not recorded",
+)
+_WATCHDOG = ("stopping the loop watchdog", _REPORT_IT)
+_HEAP = ("releasing the heap frozen while it ran (freezeHeap)", _REPORT_IT)
+_SPARK_CONTEXT = (
+    "stopping the SparkContext (stopSparkContext=True)",
+    "Spark's JVM may be gone (see the error); nothing of reactive-spark is left running",
+)
+_BLOCKING_CALLS = ("ending the threads of blocking calls", _REPORT_IT)
+
+
+class _StopSteps:
+    """Runs the steps of a stop, each whatever the ones before it did, and keeps the failures.
+
+    A cancellation (a `BaseException`) is not a failure: it is raised at once, as ever.
+    """
+
+    def __init__(self) -> None:
+        self.failures: list[tuple[str, str, Exception]] = []
+
+    async def run(self, step: tuple[str, str], call: Callable[[], object]) -> object:
+        """`call()` (awaited if it returns an awaitable); its result, or None if it failed."""
+        try:
+            result = call()
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            what, fix = step
+            log.debug("stopping the StreamingContext: %s failed", what, exc_info=True)
+            self.failures.append((what, fix, exc))
+            return None
+        return result
+
+    def raise_failures(self) -> None:
+        """Raise `StopError` naming every step that failed, from the first one's error."""
+        if self.failures:
+            raise StopError(self.failures) from self.failures[0][2]
 
 
 async def _settle(result: Awaitable[None] | None) -> None:

@@ -240,16 +240,22 @@ class JobScheduler:
 
         A graceful stop that was cancelled or timed out can be escalated by calling
         `stop(graceful=False)`, which drops what is still queued and cancels running jobs.
+        Should cancelling fail, the worker thread still ends (after the batch it runs), and
+        then the failure is raised.
         """
         if self._worker is None or self._idle is None:
             self._close(dropping=False)
             return
+        cancel_failure: Exception | None = None
         if graceful and not self._dropping:
             await self.idle(raise_crash=False)
             self._close(dropping=False)
         else:
             self.abort()
-            await self._blocking.run(self._sc.cancelJobsWithTag, self._job_group)
+            try:
+                await self._blocking.run(self._cancel_spark_jobs)
+            except Exception as exc:
+                cancel_failure = exc
             await self._processed()
         self._finished = True
         self._work.set()
@@ -257,6 +263,20 @@ class JobScheduler:
         if self._job_threads is not None:
             self._job_threads.shutdown(wait=True)
             self._job_threads = None
+        if cancel_failure is not None:
+            raise cancel_failure
+
+    def _cancel_spark_jobs(self) -> None:
+        """Cancel the running Spark jobs of this context's jobs (in a blocking-call thread).
+
+        A SparkContext the host stopped first has cancelled them itself: nothing is left to do.
+        """
+        try:
+            self._sc.cancelJobsWithTag(self._job_group)
+        except Exception as exc:
+            if not _spark_stopped(exc):
+                raise
+            log.info("reactive-spark: the SparkContext was stopped first: no Spark job to cancel")
 
     async def finish(self, timeout: float | None) -> bool:
         """Let what was posted run, within `timeout` seconds if given; whether it all did.
@@ -603,6 +623,41 @@ class JobScheduler:
             # the thread runs other blocking work next: none of it is this job's, or cancellable
             self._sc.clearJobTags()
             self._sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+
+
+#: How a SparkContext stopped in the JVM answers every call (Java's `toString` of the error).
+_STOPPED_IN_THE_JVM = (
+    "java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext"
+)
+
+
+def _spark_stopped(error: Exception) -> bool:
+    """Whether `error`, raised by a `SparkContext` method, says that context was stopped.
+
+    PySpark has no public way to ask. Its `stop()` drops the context's handle on the JVM, so a
+    later call fails on that `None` (an `AttributeError` naming the JVM method, on `None`); a
+    context stopped in the JVM alone (Spark stops itself after a fatal error) answers with
+    Java's `IllegalStateException`. Any other failure is not one of these.
+
+    Examples:
+        >>> try:
+        ...     None.cancelJobsWithTag("tag")  # what a stopped SparkContext's method runs
+        ... except AttributeError as exc:
+        ...     _spark_stopped(exc)
+        True
+        >>> _spark_stopped(AttributeError("'Job' object has no attribute 'cancelJobsWithTag'"))
+        False
+    """
+    if isinstance(error, AttributeError):
+        return error.obj is None and error.name == "cancelJobsWithTag"
+    java = getattr(error, "java_exception", None)  # a Py4JJavaError
+    if java is None:
+        return False
+    try:
+        text = str(java)
+    except Exception:  # a Py4J call that fails once the JVM is gone
+        return False
+    return text.startswith(_STOPPED_IN_THE_JVM)
 
 
 def _count(runs: Iterable[list[Event]]) -> int:

@@ -1,27 +1,33 @@
 """Stopping: REST requests are either run (202) or refused (503), never both; a graceful stop
-can be escalated; running jobs are cancelled quietly."""
+can be escalated; running jobs are cancelled quietly; a SparkContext stopped first leaves
+nothing to cancel, and a part that fails to stop keeps no other from stopping."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from py4j.protocol import Py4JNetworkError
 from pyspark import SparkContext
 from reactivex import operators as rx_ops
 from reactivex.subject import Subject
 
 from reactive_spark import Seconds, StreamingContext, SystemClock, Time, VirtualClock
-from reactive_spark.errors import ListenError
+from reactive_spark.errors import ListenError, StopError
 
-from .helpers import Recorder, virtual
+from .helpers import ROOT, Recorder, virtual
 
 
 async def post_all(base: str, paths: list[str]) -> list[tuple[int, Any]]:
@@ -263,3 +269,62 @@ async def test_a_request_a_graceful_stop_refuses_never_runs(sc: SparkContext) ->
         answer = await asyncio.wait_for(second, 30)
         await stopping
     assert (answer.status, ran) == (202, [0, 1])
+
+
+def our_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("reactive-spark")]
+
+
+@pytest.mark.parametrize("how", ["host", "jvm"])
+def test_a_context_whose_spark_context_stopped_first_stops_completely(how: str) -> None:
+    """The host stops Spark before the context (tests/stopped_spark_app.py, on a SparkContext
+    of its own): there are no Spark jobs left to cancel, and every part of the context stops."""
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.stopped_spark_app", how],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    lines = [line for line in child.stdout.splitlines() if line.startswith("seen: ")]
+    assert child.returncode == 0 and lines, child.stderr[-3000:]
+    seen = json.loads(lines[0].removeprefix("seen: "))
+    assert {"reactive-spark-worker", "reactive-spark-loop-watchdog"} <= set(seen["threads before"])
+    assert seen["stop"] == "returned"
+    assert seen["state"] == "stopped"
+    assert seen["awaitTermination"] == "returned"
+    assert seen["threads"] == []
+    assert seen["second stop"] == "returned"
+    assert seen["threads after"] == []
+
+
+async def test_a_part_that_fails_to_stop_keeps_no_other_from_stopping(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Spark cannot cancel the running jobs (its JVM is gone): every other part stops all the
+    same, then that failure is raised as a `StopError` naming it; a second stop does nothing."""
+    lost = Py4JNetworkError("Answer from Java side is empty")
+
+    def unreachable(tag: str) -> None:
+        raise lost
+
+    ssc = virtual(
+        sc, Seconds(1), freezeHeap=True, watchdog=True, checkpoint=str(tmp_path / "checkpoint")
+    )
+    ssc.queueStream([[1]]).foreachRDD(lambda rdd: rdd.count())
+    await ssc.start()
+    await ssc.advanceTo(ssc.zeroTime + Seconds(1))
+    terminated = asyncio.ensure_future(ssc.awaitTermination())
+    assert "reactive-spark-worker" in our_threads()
+    monkeypatch.setattr(sc, "cancelJobsWithTag", unreachable)
+    with pytest.raises(StopError, match="cancelling its running Spark jobs") as raised:
+        await ssc.stop(stopSparkContext=False)
+    assert raised.value.__cause__ is lost
+    assert [error for _, _, error in raised.value.failures] == [lost]
+    assert "stop the SparkContext and start a new one" in str(raised.value)
+    assert ssc.state == "stopped"
+    assert StreamingContext.getActive() is None
+    await asyncio.wait_for(terminated, 10)  # returned: nothing to raise
+    assert our_threads() == []  # the worker, the watchdog, the blocking calls: all ended
+    assert gc.get_freeze_count() == 0  # the heap is released
+    await asyncio.wait_for(ssc.stop(stopSparkContext=False), 10)  # a no-op, as PySpark's
