@@ -122,7 +122,16 @@ class Demo:
         self.day = Seconds(1) if real_time else Days(1)
 
     def spark(self) -> SparkContext:
-        """A quiet SparkContext (reused if one is active)."""
+        """A quiet SparkContext of the demo's own, or the one active already, left as it is.
+
+        A context made here logs errors only, and its JVM binds to loopback (`SPARK_LOCAL_IP`,
+        unless set). In a host that runs a context already, the demo uses that one, and changes
+        neither it nor the host's environment.
+        """
+        # whether one is active, read as getOrCreate reads it: PySpark has no public way to ask
+        active = SparkContext._active_spark_context  # noqa: SLF001
+        if active is not None:
+            return active
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf = (
             SparkConf()
@@ -131,7 +140,7 @@ class Demo:
             .set("spark.ui.showConsoleProgress", "false")
             .set("spark.ui.enabled", "false")  # the demo's console takes port 4040
         )
-        sc = SparkContext.getOrCreate(conf)
+        sc = SparkContext(conf=conf)  # one made meanwhile by another thread: PySpark refuses
         sc.setLogLevel("ERROR")
         return sc
 

@@ -1,12 +1,14 @@
 """A context is a guest in its host's process: embedded in an aiohttp service, started and
 stopped with it, it leaves no thread, task, signal handler, logging handler or garbage-collector
-setting of its own behind, and a freeze the host made meanwhile stays in place."""
+setting of its own behind, and a freeze the host made meanwhile stays in place. The demo run in
+a host changes neither the host's SparkContext nor its environment."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -16,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 from pyspark import SparkContext
 
 from reactive_spark import Milliseconds, StreamingContext, SystemClock
+from reactive_spark.demo import Demo
 from reactive_spark.web import setup
 
 
@@ -100,6 +104,20 @@ async def test_a_context_in_a_service_leaves_the_process_as_it_found_it(
     assert gc.get_freeze_count() > frozen_by_the_host * 0.9  # the host's freeze is in place
     assert made_by_the_host
     gc.unfreeze()
+
+
+def test_the_demo_in_a_host_leaves_its_spark_context_and_environment_alone(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo run inside a host uses the host's SparkContext as it is: it sets no log level
+    on it, and no variable of the host's environment."""
+    levels: list[str] = []
+    monkeypatch.setattr(sc, "setLogLevel", levels.append)
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)  # a host that did not set it
+    environment = dict(os.environ)
+    assert Demo().spark() is sc
+    assert levels == []
+    assert dict(os.environ) == environment
 
 
 def test_importing_the_package_starts_no_process() -> None:

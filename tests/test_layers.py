@@ -207,6 +207,9 @@ FOREIGN_PRIVATES = {
     # PySpark has no public route to Hadoop's FileSystem (saveAsTextFiles' atomic rename)
     ("reactive_spark.dstream.files", "_jvm"),
     ("reactive_spark.dstream.files", "_jsc"),
+    # PySpark has no public way to ask whether a SparkContext is active without making one
+    # (getOrCreate reads the same): the demo in a host must leave the host's context alone
+    ("reactive_spark.demo", "_active_spark_context"),
     # an RDD subclass is built from the Java RDD it wraps, as PySpark's own subclasses are
     ("reactive_spark.offsets", "_jrdd"),
     ("reactive_spark.offsets", "_jrdd_deserializer"),
