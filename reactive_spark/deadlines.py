@@ -158,7 +158,7 @@ class DeadlineWatch(StreamingListener):
         >>> watch = DeadlineWatch(VirtualClock(), lambda name, info: told.append(info))
         >>> watch.add("source", "daily", Expectation.of(Days(1), Hours(2)))
         >>> watch.begin(Time(0), {})
-        >>> watch.schedule(Time(0), settle=lambda: None)
+        >>> watch.schedule(Time(0), settle=lambda then: then())
         >>> watch.clock.advanceTo(Time(Days(1).milliseconds))
         >>> told[0].name, told[0].deadline.isoformat()
         ('daily', '1970-01-01T02:00:00+00:00')
@@ -178,7 +178,7 @@ class DeadlineWatch(StreamingListener):
         self._trackers: dict[str, _Tracker] = {}
         self._lock = threading.Lock()  # events arrive on the loop, jobs in worker threads
         self._started_at = Time(0)
-        self._settle: Callable[[], None] = lambda: None
+        self._settle: Callable[[Callable[[], None]], None] = lambda then: then()
         self._stopped = False
 
     def add(self, kind: str, name: str, expectation: Expectation) -> None:
@@ -220,10 +220,11 @@ class DeadlineWatch(StreamingListener):
         with self._lock:
             return {key: tracker.state() for key, tracker in self._trackers.items()}
 
-    def schedule(self, started_at: Time, settle: Callable[[], None]) -> None:
+    def schedule(self, started_at: Time, settle: Callable[[Callable[[], None]], None]) -> None:
         """Check each expectation at its next deadline (on the loop, once the context runs).
 
-        A deadline that passed while the process was down is checked at once, after `settle()`.
+        A deadline that passed while the process was down is checked once `settle(then)` calls
+        `then`: when the events missed during the downtime were accepted, and count.
         """
         self._started_at = started_at
         self._settle = settle
@@ -287,10 +288,15 @@ class DeadlineWatch(StreamingListener):
         tracker.check = None
         if self._stopped:
             return
+        if tracker.restored:  # the events caught up after the downtime count: decide after
+            tracker.restored = False
+            try:
+                self._settle(lambda: self._check(tracker))
+            except Exception as error:
+                self._fail(tracker, error)
+                self._arm(tracker)
+            return
         try:
-            if tracker.restored:
-                tracker.restored = False
-                self._settle()  # the events caught up after the downtime count
             now = self.clock.now()
             with self._lock:
                 told = self._decide(tracker, now)

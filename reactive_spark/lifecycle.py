@@ -154,9 +154,13 @@ class Lifecycle:
             hold_heap(ssc)  # what exists now, Spark and the lineage included, is not walked
         self._runtime.tell_listeners("onStreamingStarted", StreamingStarted(int(now_ms())))
 
-    def _accept_posted(self) -> None:
-        """Accept the events posted so far (a deadline check after a restart sees them)."""
+    def _accept_posted(self, then: Callable[[], None]) -> None:
+        """Accept the events posted so far; `then()` once all missed during the downtime were.
+
+        A deadline check after a restart counts them.
+        """
         self._scheduler.order.flush()
+        self._scheduler.order.when_caught_up(then)
 
     async def stop(
         self, *, stop_spark_context: bool, graceful: bool, timeout: float | None

@@ -86,6 +86,7 @@ class EventOrder:
         self._drops_reported = False
         # per catching-up source, its missed events not posted yet (see `catch_up`)
         self._missed: dict[SourceQueue, deque[Event]] = {}
+        self._caught_up_callbacks: list[Callable[[], None]] = []  # see `when_caught_up`
         # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
         self._pending: dict[OrderKey, _Waiting] = {}
         self._pending_keys: list[OrderKey] = []
@@ -161,6 +162,7 @@ class EventOrder:
             if missed:
                 dropped.setdefault(queue.source, []).extend(missed)
         self._missed.clear()
+        self._call_caught_up_callbacks()
         for queue in self._queues.values():
             queue.pending = queue.missed = 0
             queue.keys.clear()
@@ -324,6 +326,23 @@ class EventOrder:
             self._post_missed(queue)
         elif missed is not None and not queue.missed:
             del self._missed[queue]
+            if not self._missed:
+                self._call_caught_up_callbacks()
+
+    def when_caught_up(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` on the loop once the events missed during downtime are accepted.
+
+        At once if none waits; also when a stop drops them.
+        """
+        if not self._missed:
+            callback()
+            return
+        self._caught_up_callbacks.append(callback)
+
+    def _call_caught_up_callbacks(self) -> None:
+        callbacks, self._caught_up_callbacks = self._caught_up_callbacks, []
+        for callback in callbacks:
+            callback()
 
     def _open_to(self, event: Event) -> bool:
         """Whether `event` may be posted now (see `post`)."""

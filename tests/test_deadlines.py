@@ -3,7 +3,9 @@ once at its deadline, also when the deadline passed while the process was down."
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,7 +14,16 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Days, Hours, Minutes, StreamingContext, StreamingListener, Time
+from reactive_spark import (
+    Days,
+    Hours,
+    Milliseconds,
+    Minutes,
+    StreamingContext,
+    StreamingListener,
+    SystemClock,
+    Time,
+)
 from reactive_spark.checkpoint import Checkpoint, CheckpointError
 from reactive_spark.clock import VirtualClock
 from reactive_spark.deadlines import AHEAD, MAX_TOLD, DeadlineWatch, Expectation
@@ -154,16 +165,24 @@ async def test_an_expectation_added_at_a_restart_is_kept_from_that_restart(
 
 
 @pytest.mark.parametrize(
-    ("catch_up", "missed"), [("all", []), ("latest", [1, 2]), ("skip", [1, 2, 3])]
+    ("catch_up", "missed", "bound"),
+    [
+        ("all", [], None),
+        ("all", [], 1),  # caught up one tick at a time, as room frees: all count
+        ("latest", [1, 2], None),
+        ("skip", [1, 2, 3], None),
+    ],
 )
 async def test_ticks_caught_up_after_downtime_meet_the_source_deadline(
-    sc: SparkContext, tmp_path: Path, catch_up: str, missed: list[int]
+    sc: SparkContext, tmp_path: Path, catch_up: str, missed: list[int], bound: int | None
 ) -> None:
     checkpoint = str(tmp_path / "checkpoint")
 
     def build(ssc: StreamingContext) -> None:
         daily = ssc.timer(T0, None, Days(1), "daily").expect(Days(1), within=Hours(2))
         daily.catchUp = catch_up
+        if bound is not None:
+            daily.overflow(bound)
         ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(daily)
 
     async with virtual(sc, start=T0, checkpoint=checkpoint) as ssc:
@@ -178,6 +197,34 @@ async def test_ticks_caught_up_after_downtime_meet_the_source_deadline(
         await ssc.advanceTo(T0 + Days(5))
     # with "all" every tick fired, if late; "latest" fired day 3's only, "skip" none
     assert misses.days() == [("daily", day, True) for day in missed]
+
+
+async def test_ticks_caught_up_past_a_bound_on_the_system_clock_meet_their_deadlines(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The first check after a restart waits until the missed ticks, posted as room frees,
+    were all accepted: none is told as missed for being still on its way."""
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def build() -> StreamingContext:
+        ssc = StreamingContext(sc, None, clock=SystemClock(), checkpoint=checkpoint)
+        every = Milliseconds(50)
+        ticks = ssc.timer(Time(0), None, every, "ticks").expect(every, within=every)
+        ticks.overflow(3)  # the downtime's 20 ticks take many rounds of room
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: time.sleep(0.01)).bind(ticks)
+        return ssc
+
+    ssc = build()
+    await ssc.start()
+    await asyncio.sleep(0.5)
+    await ssc.stop(stopSparkContext=False)
+    await asyncio.sleep(1)  # the downtime
+    ssc, misses = build(), Misses()
+    ssc.addStreamingListener(misses)
+    await ssc.start()
+    await asyncio.sleep(1)
+    await ssc.stop(stopSparkContext=False)
+    assert [m for m in misses.missed if m.duringDowntime] == []
 
 
 async def test_a_long_downtime_is_told_in_a_few_misses_and_one_count(
