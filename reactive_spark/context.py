@@ -439,6 +439,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         what still waits is dropped and reported. A graceful stop that was cancelled is
         finished by calling `stop(stopGracefully=False)`, which cancels what still runs.
 
+        Raises:
+            StopError: a step failed (say, the host stopped Spark first and cancelling its jobs
+                failed); every other step still ran, and the context is stopped.
+
         Examples:
             >>> import asyncio
             >>> async def main():
