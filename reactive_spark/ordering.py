@@ -296,6 +296,33 @@ class EventOrder:
             else:
                 self._miss(queue, event)
 
+    def post_in_turn(self, event: Event) -> None:
+        """Post `event` on the loop without ever waiting there for room.
+
+        Under `block`, an event past its source's bound (or behind others waiting so) waits in
+        order as the events missed during downtime do: in the order heap under its own key,
+        counted against the bound (sources feeding it wait too), accepted as room frees,
+        reported dropped by a stop that does not wait for it. Otherwise, or off the loop, as
+        `post`. How the library's own producers on the loop post (`delay`, `pipe`, a file
+        watcher, a backlog check).
+        """
+        queue = self._queues.get(event.source)
+        if (
+            queue is not None
+            and queue.policy == "block"
+            and self._posts_open
+            and self.on_loop()
+            and queue.full
+        ):
+            self._miss(queue, event)
+            return
+        self.post(event)
+
+    def waits_in_turn(self, source: EventSource) -> bool:
+        """Whether events of `source` wait in turn (`post_in_turn`, `catch_up`)."""
+        queue = self._queues.get(source)
+        return queue is not None and queue.missed > 0
+
     def _miss(self, queue: SourceQueue, event: Event) -> None:
         """Have `event` wait behind `queue`'s missed events; the first is posted at once."""
         waiting = self._missed.get(queue)

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactive_spark._callbacks import callable_name
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.failures import Failure, SourceErrorInfo
-from reactive_spark.listener import EventsDropped, ReceiverInfo
+from reactive_spark.listener import ReceiverInfo
 
 if TYPE_CHECKING:
     from reactive_spark.clock import Clock
@@ -97,9 +96,6 @@ class Runtime:
         #: In a backfill, each chosen timer's tick before the range: where the live run's
         #: batch before the first backfilled one ran, so an input's first span starts there.
         self.ticks_before_backfill: dict[EventSource, Time] = {}
-        # events posted on the loop that wait for room in their source's queue (see
-        # `post_from_loop`), in order, per source
-        self._held: dict[EventSource, deque[Event]] = {}
         _RUNTIMES[id(context)] = self
 
     @staticmethod
@@ -230,42 +226,19 @@ class Runtime:
     def post_from_loop(self, source: EventSource, event: Event) -> None:
         """Post `event` of `source` on the loop without ever waiting there for room.
 
-        Under overflow `"block"` with the queue full (or events of `source` held already), the
-        event is held, and the held events are posted in order as room frees, as long as posts
-        of `source` are taken (a derived source's, until a graceful stop ends); those still held
-        then are reported dropped (`onEventsDropped`, reason `"stop"`). How an
-        operator firing from the clock (`delay`, `pipe`) or a backlog check posts; called off
-        the loop, it posts as `EventSource.post` does (a thread waits in its own time).
+        Past the bound under `"block"` it waits its turn, in order and counted against the
+        bound (`EventOrder.post_in_turn`). How an operator firing from the clock (`delay`,
+        `pipe`), a file watcher or a backlog check posts.
         """
-        held = self._held.get(source)
-        if (
-            source.overflowPolicy == "block"
-            and self._order.on_loop()
-            and (held or not self.has_room(source))
-        ):
-            if held is None:
-                held = self._held[source] = deque()
-                self.when_room(source, lambda: self._post_held(source))
-            held.append(event)
-            return
-        source.post(event)
-
-    def holds(self, source: EventSource) -> bool:
-        """Whether events of `source` wait for room (`post_from_loop`): later ones go after."""
-        return source in self._held
-
-    def _post_held(self, source: EventSource) -> None:
-        held = self._held[source]
-        while held and self._order.takes_posts_of(source):
-            if not self.has_room(source):  # full again: the rest wait for room
-                self.when_room(source, lambda: self._post_held(source))
-                return
-            source.post(held.popleft())
-        del self._held[source]
-        if held:
-            self.tell_listeners(
-                "onEventsDropped", EventsDropped(source.name, "stop", len(held), tuple(held))
+        if event.source is not source:
+            raise InvalidArgumentError(
+                f"event must come from source {source.name!r}, got one of {event.source!r}",
             )
+        self._order.post_in_turn(event)
+
+    def waits_in_turn(self, source: EventSource) -> bool:
+        """Whether events of `source` wait their turn: later ones go after them."""
+        return self._order.waits_in_turn(source)
 
     # -- blocking work ---------------------------------------------------------------------
     async def run_blocking(self, func: Callable[..., R], *args: Any) -> R:

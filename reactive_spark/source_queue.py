@@ -78,7 +78,7 @@ class SourceQueue:
                 # one waiting event to merge or drop, so that one never goes past the bound)
                 keep = 1 if self.policy in ("coalesce", "drop-oldest") and self.bound > 1 else 0
                 left = self.bound - keep - (self.accepted - self.processed)
-            else:
-                left = fed.bound - fed.depth
+            else:  # what waits in turn to be posted to it counts (`EventOrder.post_in_turn`)
+                left = fed.bound - fed.depth - fed.missed
             room = left if room is None else min(room, left)
         return None if room is None else max(0, room)

@@ -33,7 +33,7 @@ class DelayedEventSource(DerivedEventSource):
         due = events[0].time + self.duration  # a run's events share their instant
         if due <= self.context.clock.now():
             delayed = DerivedEvent.run(self, events, time=due)
-            if self._runtime.holds(self):  # earlier ones wait for room: these go after them
+            if self._runtime.waits_in_turn(self):  # earlier ones wait for room: go after them
                 for later in delayed:
                     self._runtime.post_from_loop(self, later)
             else:

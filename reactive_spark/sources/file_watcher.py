@@ -98,9 +98,6 @@ class FileWatcherEventSource(EventSource):
         self._stopping: threading.Event | None = None
         self._thread: threading.Thread | None = None
         self._ready = asyncio.Event()
-        # under "block", files complete while the queue is full: they fire as one event
-        # once there is room (the loop does not wait for it)
-        self._held: dict[str, str] = {}
 
     def accepts(self, path: str) -> bool:
         """Whether a change of `path` is reported (not partial, matching `pattern`).
@@ -212,7 +209,8 @@ class FileWatcherEventSource(EventSource):
         ]
         if existing:
             stamp = self.context.clock.now()
-            self.post(FileEvent(self, None, stamp, tuple(sorted(existing)), "added"))
+            event = FileEvent(self, None, stamp, tuple(sorted(existing)), "added")
+            self._runtime.post_from_loop(self, event)
 
     async def ready(self) -> None:
         """Wait until the watcher is watching (changes from then on are seen)."""
@@ -221,25 +219,12 @@ class FileWatcherEventSource(EventSource):
     def _fire(self, fired: dict[str, str]) -> None:
         """Fire one event for the files that are complete, `{path: change}` (on the loop).
 
-        Under overflow `"block"` with the queue full, they wait with those already waiting,
-        and fire as one event when there is room.
+        Past the bound under overflow `"block"` it waits its turn, and the loop goes on.
         """
-        if self.overflowPolicy == "block" and (self._held or not self._runtime.has_room(self)):
-            if not self._held:
-                self._runtime.when_room(self, self._fire_held)
-            self._held.update(fired)
-            return
-        self._post(fired)
-
-    def _fire_held(self) -> None:
-        held, self._held = self._held, {}
-        if held and self._runtime.accepting:
-            self._post(held)
-
-    def _post(self, fired: dict[str, str]) -> None:
         distinct = set(fired.values())
         kind = distinct.pop() if len(distinct) == 1 else "mixed"
-        self.post(FileEvent(self, None, self.context.clock.now(), tuple(sorted(fired)), kind))
+        event = FileEvent(self, None, self.context.clock.now(), tuple(sorted(fired)), kind)
+        self._runtime.post_from_loop(self, event)
 
     async def stop(self) -> None:
         """Stop watching; the watching thread has ended when this returns."""
