@@ -8,9 +8,9 @@ however late the batch runs. Lines are grouped into partitions by arrival, one p
 `spark.streaming.blockInterval` (200 ms), as Spark's blocks are. The lines of each batch go into
 the checkpoint's write-ahead log, so a batch re-run after a crash reads them again.
 
-What waits for a batch is bounded: past `MAX_BUFFERED_BYTES` of received lines the receiver
-stops reading until a batch takes them, so TCP pushes back on the sender (Spark's receiver
-blocks the same way when its block queue is full).
+What waits for a batch is bounded: past `MAX_BUFFERED_BYTES` of received lines (give or take
+the line that crossed it) the receiver stops reading until a batch takes them, so TCP pushes
+back on the sender (Spark's receiver blocks the same way when its block queue is full).
 """
 
 from __future__ import annotations
@@ -162,6 +162,12 @@ class SocketInputDStream(ReceiverInputDStream):
                 if self._buffered >= self._buffer_bound:
                     self._room.clear()
 
+    def _open_if_room(self) -> None:
+        """Let the receiver read on, unless it filled the buffer again meanwhile (on the loop)."""
+        with self._lock:
+            if self._buffered < self._buffer_bound:
+                self._room.set()
+
     def _report(self, callback: str, *, active: bool, error: BaseException | None = None) -> None:
         self._runtime.report_receiver(callback, self.id, self.name, self.location, active, error)
 
@@ -176,7 +182,7 @@ class SocketInputDStream(ReceiverInputDStream):
             self._buffered -= sum(size for _, _, size in taken)
             if taken and self._buffered < self._buffer_bound and self._loop is not None:
                 with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads
-                    self._loop.call_soon_threadsafe(self._room.set)
+                    self._loop.call_soon_threadsafe(self._open_if_room)
         blocks: list[list[str]] = []
         block = None
         for arrived, line, _ in taken:
