@@ -23,6 +23,7 @@ from reactive_spark.errors import (
     JobFailedError,
     QueueFullError,
     ReactiveSparkError,
+    StopError,
 )
 from reactive_spark.events import (
     Event,
@@ -68,6 +69,7 @@ __all__ = [
     "RestEvent",
     "Seconds",
     "SourceErrorInfo",
+    "StopError",
     "StreamingContext",
     "StreamingListener",
     "SystemClock",
