@@ -239,4 +239,4 @@ def _slice_time(value: Time | datetime | float, name: str) -> Time:
         raise InvalidArgumentError(
             f"{name} must be a Time, a datetime or a Unix timestamp in seconds, got {value!r}"
         )
-    return Time(round(value * 1000))
+    return Time(int(value * 1000))  # truncated, as PySpark's
