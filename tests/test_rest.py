@@ -372,6 +372,9 @@ REBOUND = {
         ("192.0.2.7", "192.0.2.2", {}, 403, "answers clients on this machine only"),
         ("192.0.2.7", "192.0.2.2", {"Host": "127.0.0.1"}, 403, "give it a token"),
         ("2001:db8::7", "2001:db8::2", {"Host": "[::1]"}, 403, "on this machine only"),
+        # through a proxy on this machine: its connection is local, its client is not
+        ("127.0.0.1", "127.0.0.1", {"X-Forwarded-For": "203.0.113.9"}, 403, "this machine"),
+        ("127.0.0.1", "127.0.0.1", {"Forwarded": "for=203.0.113.9"}, 403, "this machine"),
         ("127.0.0.1", "127.0.0.1", REBOUND, 421, "Host 'evil.example:8080' is not a loopback"),
         ("::ffff:127.0.0.1", "::ffff:127.0.0.1", REBOUND, 421, "is not a loopback name"),
     ],

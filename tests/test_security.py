@@ -222,6 +222,9 @@ async def test_a_console_with_auth_or_insecure_answers_other_machines(sc: SparkC
     assert [status for status, _ in answers] == [200, 401, 401, 401, 200, 202] and fired == 1
     loopback = await mounted_console_answers(sc, "::ffff:127.0.0.1", EVERY_KIND)
     assert [status for status, _ in loopback[0]] == [200, 200, 200, 202] and loopback[1] == 1
+    proxied = [(method, path, {"Via": "1.1 proxy"}) for method, path, _ in EVERY_KIND]
+    through_a_proxy = await mounted_console_answers(sc, "127.0.0.1", proxied)
+    assert [status for status, _ in through_a_proxy[0]] == [403] * 4 and through_a_proxy[1] == 0
 
 
 async def test_any_host_name_needs_auth_or_insecure(sc: SparkContext) -> None:

@@ -6,8 +6,10 @@ request's socket: the client's address (`from_this_machine`) and the address the
 arrived on (`arrived_on_loopback`).
 
 Behind a reverse proxy on the same machine every client looks local (its connection comes from
-the proxy); unless a middleware of the service sets `request.remote` to the client behind the
-proxy (`request.clone(remote=...)`), such a service must authenticate.
+the proxy). A request carrying what proxies add (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`,
+`Via`) is therefore not taken as local, whatever its connection; a service behind a proxy that
+adds none must authenticate, unless a middleware of the service sets `request.remote` to the
+client behind the proxy (`request.clone(remote=...)`).
 
 Examples:
     >>> is_loopback_address(("127.0.0.1", 52100)), is_loopback_address("::ffff:127.0.0.1")
@@ -22,7 +24,10 @@ import ipaddress
 
 from aiohttp import web
 
-__all__ = ["arrived_on_loopback", "from_this_machine", "is_loopback_address"]
+__all__ = ["PROXY_HEADERS", "arrived_on_loopback", "from_this_machine", "is_loopback_address"]
+
+#: Headers a proxy adds to what it forwards: a request with one came through a proxy.
+PROXY_HEADERS = ("Forwarded", "X-Forwarded-For", "X-Real-IP", "Via")
 
 
 def is_loopback_address(address: object) -> bool:
@@ -54,9 +59,12 @@ def from_this_machine(request: web.BaseRequest) -> bool:
     """Whether the client of `request` is on this machine.
 
     Both its connection's peer address and `request.remote` (which a proxy-aware middleware
-    may have set to the client behind a proxy) must be loopback addresses; a connection that
-    is gone, or a Unix socket's, is not known to be local.
+    may have set to the client behind a proxy) must be loopback addresses, and it must carry
+    none of `PROXY_HEADERS` (see module); a connection that is gone, or a Unix socket's, is not
+    known to be local.
     """
+    if any(name in request.headers for name in PROXY_HEADERS):
+        return False
     return is_loopback_address(_transport_info(request, "peername")) and is_loopback_address(
         request.remote
     )
