@@ -15,6 +15,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from reactive_spark._validation import require_bool
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
 from reactive_spark.runtime import Runtime
@@ -45,12 +46,6 @@ STATIC_FILES = {entry.name: Path(str(entry)) for entry in STATIC.iterdir() if en
 PORT_ATTEMPTS = 16
 #: Addresses that mean "every interface".
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
-
-
-def _require_bool(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidArgumentError(f"{name} must be a bool, got {value!r}")
-    return value
 
 
 def _refuse_any_host_without_auth(
@@ -106,7 +101,7 @@ def create_app(
     if isinstance(history, bool) or not isinstance(history, int) or history < 1:
         raise InvalidArgumentError(f"history must be a positive int, got {history!r}")
     auth = require_authenticator(auth)
-    insecure = _require_bool(insecure, "insecure")
+    insecure = require_bool(insecure, "insecure")
     hosts = allowed_hosts(allowedHosts)
     _refuse_any_host_without_auth(hosts, auth, insecure)
     app = web.Application(
@@ -240,7 +235,7 @@ class Console:
             raise InvalidArgumentError(f"host must be a non-empty str, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise InvalidArgumentError(f"port must be an int from 0 to 65535, got {port!r}")
-        _require_bool(insecure, "insecure")
+        require_bool(insecure, "insecure")
         if token is not None and auth is not None:
             raise InvalidArgumentError("give token or auth, not both")
         self.auth = BearerToken(token) if token is not None else require_authenticator(auth)
