@@ -373,11 +373,7 @@ class EventOrder:
 
     def _open_to(self, event: Event) -> bool:
         """Whether `event` may be posted now (see `post`)."""
-        return self.takes_posts_of(event.source)
-
-    def takes_posts_of(self, source: EventSource) -> bool:
-        """Whether an event of `source` posted now is taken (see `post`)."""
-        return self._posts_open or (not self._closed and bool(source.parents))
+        return self._posts_open or (not self._closed and bool(event.source.parents))
 
     def _admit_from_thread(self, queue: SourceQueue, event: Event) -> None:
         """Count `event` on its way to the loop; past the bound, wait or refuse first."""

@@ -223,17 +223,13 @@ class Runtime:
         self.when_room(source, free)
         await freed
 
-    def post_from_loop(self, source: EventSource, event: Event) -> None:
-        """Post `event` of `source` on the loop without ever waiting there for room.
+    def post_from_loop(self, event: Event) -> None:
+        """Post `event` on the loop without ever waiting there for room.
 
         Past the bound under `"block"` it waits its turn, in order and counted against the
         bound (`EventOrder.post_in_turn`). How an operator firing from the clock (`delay`,
-        `pipe`), a file watcher or a backlog check posts.
+        `pipe`), a file watcher or a backlog check posts its own events.
         """
-        if event.source is not source:
-            raise InvalidArgumentError(
-                f"event must come from source {source.name!r}, got one of {event.source!r}",
-            )
         self._order.post_in_turn(event)
 
     def waits_in_turn(self, source: EventSource) -> bool:

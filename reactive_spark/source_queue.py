@@ -34,9 +34,10 @@ class SourceQueue:
     in_transit: int = 0
     accepted: int = 0
     processed: int = 0
-    #: Events missed during downtime that wait to be accepted (`EventOrder.catch_up`), and
-    #: those posted on the loop behind them: not counted in `depth`, as they are posted only
-    #: as room frees. While any wait, the queue is full to the source's producers.
+    #: Events that wait their turn to be accepted: missed during downtime
+    #: (`EventOrder.catch_up`), or posted on the loop past the bound (`post_in_turn`). Not in
+    #: `depth` (they are posted only as room frees), but the queue is full to the source's
+    #: producers while any wait, and the sources feeding it count them (`room`).
     missed: int = 0
     #: The bound queues an accepted event of this source feeds (its own, if it is bound).
     feeds: tuple[SourceQueue, ...] = ()

@@ -35,7 +35,7 @@ class DelayedEventSource(DerivedEventSource):
             delayed = DerivedEvent.run(self, events, time=due)
             if self._runtime.waits_in_turn(self):  # earlier ones wait for room: go after them
                 for later in delayed:
-                    self._runtime.post_from_loop(self, later)
+                    self._runtime.post_from_loop(later)
             else:
                 self._emit(delayed)
             return
@@ -48,7 +48,7 @@ class DelayedEventSource(DerivedEventSource):
         def fire() -> None:
             self._pending.pop(key, None)
             try:
-                self._runtime.post_from_loop(self, DerivedEvent.of(self, due, event))
+                self._runtime.post_from_loop(DerivedEvent.of(self, due, event))
             except QueueFullError as refused:  # overflow "reject": a refused event is a failure
                 self._runtime.report_source_error(self, "delay", refused, event)
 

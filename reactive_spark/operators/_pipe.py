@@ -48,9 +48,7 @@ class PipedEventSource(DerivedEventSource):
         clock = self.context.clock
         self._subject = subject
         self._subscription = subject.pipe(*self._operators).subscribe(
-            on_next=lambda value: self._runtime.post_from_loop(
-                self, self._derive(clock.now(), value)
-            ),
+            on_next=lambda value: self._runtime.post_from_loop(self._derive(clock.now(), value)),
             on_error=self._failed,
             scheduler=clock.scheduler,
         )

@@ -138,7 +138,7 @@ class BacklogEventSource(EventSource):
     def _decide(self, due: Time, backlog: int) -> None:
         if backlog >= self.threshold and self._fired_at_read != self.stream.readCount:
             self._fired_at_read = self.stream.readCount
-            self._runtime.post_from_loop(self, LogEvent(self, None, due, backlog))
+            self._runtime.post_from_loop(LogEvent(self, None, due, backlog))
 
     def eventFromRecord(self, fields: dict[str, Any]) -> LogEvent:
         """The `LogEvent` a checkpoint recorded."""

@@ -210,7 +210,7 @@ class FileWatcherEventSource(EventSource):
         if existing:
             stamp = self.context.clock.now()
             event = FileEvent(self, None, stamp, tuple(sorted(existing)), "added")
-            self._runtime.post_from_loop(self, event)
+            self._runtime.post_from_loop(event)
 
     async def ready(self) -> None:
         """Wait until the watcher is watching (changes from then on are seen)."""
@@ -224,7 +224,7 @@ class FileWatcherEventSource(EventSource):
         distinct = set(fired.values())
         kind = distinct.pop() if len(distinct) == 1 else "mixed"
         event = FileEvent(self, None, self.context.clock.now(), tuple(sorted(fired)), kind)
-        self._runtime.post_from_loop(self, event)
+        self._runtime.post_from_loop(event)
 
     async def stop(self) -> None:
         """Stop watching; the watching thread has ended when this returns."""
