@@ -10,7 +10,8 @@ events/s), beside the same map/filter/merge in bare reactivex in the same run, a
 of the two (target >= 1/3). Last, the lag from an event to the start of its batch (the bound
 stream's function runs) on the wall clock, with events paced at half the routing rate just
 measured (target p50 <= 1 ms, p99 <= 2 ms), and under that load a timer's lag from its tick
-being due to its batch starting (target p99 <= 2 ms). Routing and lags are measured as a
+being due to its batch starting (target p99 <= 2 ms), beside a bare asyncio timer's lateness
+in the same run (what the machine gives any asyncio program). Routing and lags are measured as a
 library embedded in a host runs by default (the garbage collector as the host has it) and
 with `freezeHeap=True`, as `reactive-spark run` starts a context, with the full collections
 seen in each: what freezing the heap gains.
@@ -406,6 +407,31 @@ async def routing_lag(sc: SparkContext, rate: float, *, freeze_heap: bool) -> La
     )
 
 
+async def bare_timer_lateness(seconds: float) -> list[float]:
+    """Ms from due to callback of a bare asyncio timer every `TICK_SECONDS` (`loop.call_at`).
+
+    What this machine gives any asyncio program, with nothing else running in the process:
+    the floor under our timer's figures in the same run.
+    """
+    loop = asyncio.get_running_loop()
+    late: list[float] = []
+    ticked = asyncio.Event()
+    due = time.time() + TICK_SECONDS
+    ends = due + seconds
+
+    def tick(due: float) -> None:
+        late.append((time.time() - due) * 1000)
+        ticked.set()
+
+    while due < ends:
+        ticked.clear()
+        loop.call_at(loop.time() + (due - time.time()), tick, due)
+        await ticked.wait()
+        due += TICK_SECONDS
+    assert len(late) >= seconds / TICK_SECONDS - 1, len(late)  # every tick ran once
+    return late
+
+
 def bare_reactivex_throughput() -> float:
     """Source events/s of the same map -> filter -> merge in bare reactivex, counted."""
     left, right, delivered = bare_routing_pipeline()
@@ -503,6 +529,13 @@ async def main() -> None:
         f"{ROUTED_EVENTS / held.seconds:,.0f} source events/s, ours/bare "
         f"{ROUTED_EVENTS / held.seconds / median(bare):.3f}; garbage collection "
         f"{held.gc * per_event:.2f} us per source event"
+    )
+    floor = await bare_timer_lateness(LAG_SECONDS / 2)
+    print(
+        f"bare asyncio timer (loop.call_at, nothing else running), every "
+        f"{TICK_SECONDS * 1000:.0f} ms, {len(floor)} ticks: due -> callback p50 "
+        f"{median(floor):.3f} ms, p99 {percentile(floor, 0.99):.3f} ms, max {max(floor):.1f} ms: "
+        "what this machine gives any asyncio program, the floor under the timer figures below"
     )
     for freeze_heap, label in (
         (False, "embedded, the default: the collector left as the host set it"),
