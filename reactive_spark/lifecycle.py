@@ -190,8 +190,10 @@ class Lifecycle:
     ) -> None:
         """Stop every part, in order, each step whatever the ones before it did."""
         scheduler = self._scheduler
+        clock = asyncio.get_running_loop().time
+        deadline = None if timeout is None else clock() + timeout
         if self._runtime.state == ACTIVE and graceful:
-            await steps.run(_DRAINING, self._drain)
+            graceful = await steps.run(_DRAINING, lambda: self._drain(deadline)) is not False
         self._runtime.state = STOPPED
         if self._deadlines is not None:
             await steps.run(_DEADLINES, self._deadlines.stop)
@@ -199,7 +201,8 @@ class Lifecycle:
         if self._ssc in self._active:
             self._active.remove(self._ssc)
         if graceful:  # while the sources still run: operators derive from what waits
-            graceful = await steps.run(_FINISHING, lambda: scheduler.finish(timeout)) is True
+            left = None if deadline is None else max(0.0, deadline - clock())
+            graceful = await steps.run(_FINISHING, lambda: scheduler.finish(left)) is True
         if not graceful:  # what was posted and not accepted yet never runs
             await steps.run(_DROPPING, scheduler.abort)
         await steps.run(_RECEIVERS, self._graph.stop_receivers)
@@ -214,32 +217,44 @@ class Lifecycle:
             await steps.run(_WATCHDOG, self._watchdog.stop)
         await steps.run(_HEAP, lambda: release_heap(self._ssc))
 
-    async def _drain(self) -> None:
-        """A graceful stop's first step: accept what was posted, and what receivers hold."""
-        self._scheduler.order.flush()  # what was posted is accepted, and will run
-        await self._drain_receivers()
+    async def _drain(self, deadline: float | None) -> bool:
+        """A graceful stop's first step: accept what was posted, and what receivers hold.
 
-    async def _drain_receivers(self) -> None:
+        False if the stop's `deadline` (the loop's time) came first: it goes on as one that is
+        not graceful.
+        """
+        self._scheduler.order.flush()  # what was posted is accepted, and will run
+        return await self._drain_receivers(deadline)
+
+    async def _drain_receivers(self, deadline: float | None) -> bool:
         """Stop receiving, then let the sources fire until batches read what was received.
 
         As Spark's graceful stop, within `GRACEFUL_DRAIN_PERIODS` batch durations (10 s without
-        one); on a virtual clock nothing fires by itself, so there is nothing to wait for.
+        one), and before the stop's `deadline`; on a virtual clock nothing fires by itself, so
+        there is nothing to wait for. False if the deadline came first.
         """
         receivers = self._graph.receivers()
         if not receivers:
-            return
+            return True
         await self._graph.stop_receivers()
         if self._runtime.clock.isVirtual:
-            return
+            return True
+        clock = asyncio.get_running_loop().time
         batch_duration = self._ssc.batchDuration
         period = batch_duration.totalSeconds() if batch_duration else 1.0
-        deadline = asyncio.get_running_loop().time() + GRACEFUL_DRAIN_PERIODS * period
+        give_up = clock() + GRACEFUL_DRAIN_PERIODS * period
         while any(receiver.pending for receiver in receivers):
-            if asyncio.get_running_loop().time() > deadline or not self._runtime.accepting:
+            if deadline is not None and clock() > deadline:
+                log.warning(
+                    "the graceful stop's timeout passed while batches read what was received"
+                )
+                return False
+            if clock() > give_up or not self._runtime.accepting:
                 log.warning("stopping with received lines no batch has read yet")
-                return
+                return True
             await asyncio.sleep(0.05)
-        await self._scheduler.idle(raise_crash=False)
+        left = None if deadline is None else max(0.0, deadline - clock())
+        return await self._scheduler.finish(left)
 
     async def _stop_sources(self) -> None:
         if self._sources_stopped:

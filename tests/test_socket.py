@@ -191,6 +191,27 @@ async def test_a_graceful_stop_processes_what_was_received(
     assert received == ["x", "y"]
 
 
+async def test_a_graceful_stops_timeout_covers_reading_what_was_received(
+    sc: SparkContext, server: LineServer
+) -> None:
+    # the next batch is 60 s away: without the timeout, the stop would wait for it to read
+    ssc = StreamingContext(sc, 60, clock=SystemClock())
+    lines = ssc.socketTextStream("127.0.0.1", server.port)
+    received: list[str] = []
+    lines.foreachRDD(lambda rdd: received.extend(rdd.collect()))
+    await ssc.start()
+    await server.send("x", "y")
+    await until(lambda: lines.pending == 2)
+    stopping = asyncio.create_task(
+        ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=0.2)
+    )
+    done, _ = await asyncio.wait([stopping], timeout=30)
+    assert done, "the graceful stop waited past its timeout for a batch to read the lines"
+    await stopping
+    assert ssc.state == "stopped"
+    assert received == []  # the timeout came first: it went on as a stop that does not wait
+
+
 def test_socket_arguments(sc: SparkContext) -> None:
     ssc = virtual(sc, Seconds(1))
     with pytest.raises(InvalidArgumentError, match="port must be an int from 1 to 65535"):
