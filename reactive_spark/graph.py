@@ -206,6 +206,11 @@ class DStreamGraph:
         for receiver in self.receivers():
             await receiver.stop_receiver()
 
+    def drop_unread(self) -> None:
+        """Forget what receivers received and no batch read (stopped), telling the listeners."""
+        for receiver in self.receivers():
+            receiver.drop_unread()
+
     def _reaching_sources(self) -> dict[int, set[EventSource]]:
         """For each stream, the sources whose events make it compute an RDD.
 

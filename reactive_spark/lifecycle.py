@@ -208,6 +208,7 @@ class Lifecycle:
         await steps.run(_RECEIVERS, self._graph.stop_receivers)
         await steps.run(_SOURCES, self._stop_sources)
         await steps.run(_SCHEDULER, lambda: scheduler.stop(graceful))
+        await steps.run(_UNREAD, self._graph.drop_unread)  # no batch reads them now
         # after the last batch: tracing ends the spans still open
         await steps.run(_LISTENERS, self._listeners.stopped)
         checkpoint = self._checkpoint
@@ -249,8 +250,7 @@ class Lifecycle:
                     "the graceful stop's timeout passed while batches read what was received"
                 )
                 return False
-            if clock() > give_up or not self._runtime.accepting:
-                log.warning("stopping with received lines no batch has read yet")
+            if clock() > give_up or not self._runtime.accepting:  # the rest are reported lost
                 return True
             await asyncio.sleep(0.05)
         left = None if deadline is None else max(0.0, deadline - clock())
@@ -291,6 +291,7 @@ _SCHEDULER = (
     "stopping the scheduler (cancelling its running Spark jobs, ending its worker thread)",
     "Spark jobs may still run (is Spark's JVM gone?): stop the SparkContext and start a new one",
 )
+_UNREAD = ("reporting the lines receivers received and no batch read", _REPORT_IT)
 _LISTENERS = ("telling the listeners the context stopped", _REPORT_IT)
 _CHECKPOINT = (
     "closing the checkpoint's write-ahead log",

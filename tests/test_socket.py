@@ -212,6 +212,28 @@ async def test_a_graceful_stops_timeout_covers_reading_what_was_received(
     assert received == []  # the timeout came first: it went on as a stop that does not wait
 
 
+async def test_lines_no_batch_read_by_the_stop_are_reported_lost(
+    sc: SparkContext, server: LineServer
+) -> None:
+    ssc = StreamingContext(sc, 60, clock=SystemClock())
+    errors: list[str] = []
+
+    class Lost(StreamingListener):
+        def onReceiverError(self, receiverError: Any) -> None:
+            errors.append(receiverError.receiverInfo().lastErrorMessage())
+
+    ssc.addStreamingListener(Lost())
+    lines = ssc.socketTextStream("127.0.0.1", server.port)
+    lines.foreachRDD(lambda rdd: rdd.count())
+    await ssc.start()
+    await server.send("x", "y", "z")
+    await until(lambda: lines.pending == 3)
+    await ssc.stop(stopSparkContext=False)
+    assert len(errors) == 1, errors
+    assert "stopped with 3 received lines no batch read: they are lost" in errors[0]
+    assert lines.pending == 0
+
+
 def test_socket_arguments(sc: SparkContext) -> None:
     ssc = virtual(sc, Seconds(1))
     with pytest.raises(InvalidArgumentError, match="port must be an int from 1 to 65535"):

@@ -97,6 +97,10 @@ class ReceiverInputDStream(InputDStream):
         """Records received that no batch has read yet."""
         raise NotImplementedError
 
+    def drop_unread(self) -> int:
+        """Forget what no batch read (the context stopped), telling the listeners; how many."""
+        raise NotImplementedError
+
 
 class QueueInputDStream(InputDStream):
     """RDDs taken from a queue: one per event (`oneAtATime`) or all that wait, united.

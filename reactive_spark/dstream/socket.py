@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import RDD, StorageLevel
 
 from reactive_spark.dstream.inputs import ReceiverInputDStream
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.events import Event
 
 if TYPE_CHECKING:
@@ -118,6 +118,27 @@ class SocketInputDStream(ReceiverInputDStream):
         """Lines received that no batch has read yet."""
         with self._lock:
             return len(self._received)
+
+    def drop_unread(self) -> int:
+        """Forget the lines no batch read (the context stopped); how many.
+
+        The listeners hear of them (`onReceiverError`): they are lost, as in Spark without a
+        write-ahead log.
+        """
+        with self._lock:
+            lost = len(self._received)
+            self._received.clear()
+            self._buffered = 0
+        if lost:
+            self._report(
+                "onReceiverError",
+                active=False,
+                error=ContextStateError(
+                    f"{self.name} stopped with {lost} received lines no batch read: they are "
+                    "lost; a graceful stop (with a timeout long enough) lets batches read them"
+                ),
+            )
+        return lost
 
     async def _receive(self) -> None:
         while True:
