@@ -139,8 +139,10 @@ class EventsDropped:
 
     `reason` is the overflow policy that dropped them (`"drop-oldest"`, `"drop-newest"`), or
     `"coalesce"` (merged into a later event that runs and whose `standsFor` counts them), or
-    `"stop"` (a stop that did not wait for them). `count` says how many; `events` are the
-    events themselves where they are known (a stop's: accepted ones carry their instanceId).
+    `"stop"` (a stop that did not wait for them, or a `delay`'s not due yet: the delayed
+    events). `count` says how many; `events` are the events themselves where they are known
+    (a stop's: accepted ones carry their instanceId). With a checkpoint, a restart fires again
+    what recovery re-creates of a stop's (docs/checkpoints.md).
 
     Examples:
         >>> EventsDropped("uploads", "drop-oldest", 3).count

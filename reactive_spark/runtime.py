@@ -1,9 +1,10 @@
 """The one handle event sources, operators and streams get from their context.
 
 What they may ask of the engine: post events (from any thread) and runs of derived events (on
-the loop), report a failure, tell the listeners, run blocking work, register and name
-themselves; and what they may know: the clock, the context's state, where the console is
-mounted. It keeps these internals off the public `StreamingContext` (docs/architecture.md).
+the loop), report a failure or events they drop, tell the listeners, run blocking work,
+register and name themselves; and what they may know: the clock, the context's state, where
+the console is mounted. It keeps these internals off the public `StreamingContext`
+(docs/architecture.md).
 
 Examples:
     >>> runtime = Runtime.of(ssc)
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactive_spark._callbacks import callable_name
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.failures import Failure, SourceErrorInfo
-from reactive_spark.listener import ReceiverInfo
+from reactive_spark.listener import EventsDropped, ReceiverInfo
 
 if TYPE_CHECKING:
     from reactive_spark.clock import Clock
@@ -187,6 +188,19 @@ class Runtime:
         self.tell_listeners(
             callback, ReceiverInfo(stream_id, name, location, active=active, error=error)
         )
+
+    def report_dropped(
+        self, source: EventSource, events: Sequence[Event], reason: str = "stop"
+    ) -> None:
+        """Tell the listeners `events` of `source` were dropped (`onEventsDropped`).
+
+        How a source or operator reports what it held and drops (a `delay` stopped before its
+        events fell due): counted in the console and its metrics as the engine's own drops.
+        """
+        if events:
+            self.tell_listeners(
+                "onEventsDropped", EventsDropped(source.name, reason, len(events), tuple(events))
+            )
 
     # -- backpressure ----------------------------------------------------------------------
     @property

@@ -259,3 +259,30 @@ async def test_a_backfill_reports_no_deadline_of_the_past_it_re_runs(sc: SparkCo
     report = await ssc.backfill(START + DAY, START + DAY * 5, sources="daily")
     assert len(report.batches) == 5
     assert missed == []
+
+
+async def test_what_a_delay_holds_at_a_backfills_end_falls_past_its_range(
+    sc: SparkContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not planned, so not dropped: the backfill's stop reports none of it (it logs it)."""
+    from reactive_spark import EventsDropped, StreamingListener
+
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    daily = ssc.timer(START, None, DAY, "daily")
+    settled = daily.delay(Minutes(12 * 60))
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(settled)
+    dropped: list[EventsDropped] = []
+
+    class Drops(StreamingListener):
+        def onEventsDropped(self, eventsDropped: EventsDropped) -> None:
+            dropped.append(eventsDropped)
+
+    ssc.addStreamingListener(Drops())
+    with caplog.at_level("INFO", logger="reactive_spark.operators._delay"):
+        report = await ssc.backfill(START + DAY, START + DAY * 5, sources="daily")
+    # days 1 to 4 at noon; day 5's would fall due after the range
+    assert [batch.time for batch in report.batches if batch.source == settled.name] == [
+        (START + DAY * day + Minutes(12 * 60)).toDatetime() for day in range(1, 5)
+    ]
+    assert dropped == []
+    assert "1 delayed events fall past the backfill" in caplog.text

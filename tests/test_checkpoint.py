@@ -431,18 +431,24 @@ async def test_state_survives_a_crash(sc: SparkContext, tmp_path: Path) -> None:
         assert totals[day] == {"a": day + 1, "b": day * (day + 1) // 2}, day
 
 
-async def test_delayed_events_waiting_at_a_stop_still_fire(
+async def test_delayed_events_waiting_at_a_stop_are_reported_and_still_fire(
     sc: SparkContext, tmp_path: Path
 ) -> None:
-    from reactive_spark import Hours
+    from reactive_spark import EventsDropped, Hours, StreamingListener
 
     checkpoint = str(tmp_path / "checkpoint")
     fired: list[Time] = []
+    dropped: list[EventsDropped] = []
+
+    class Drops(StreamingListener):
+        def onEventsDropped(self, eventsDropped: EventsDropped) -> None:
+            dropped.append(eventsDropped)
 
     def build(ssc: StreamingContext) -> None:
         hourly = ssc.timer(T0, None, Hours(1), "hourly")
         later = hourly.delay(Minutes(90))
         ssc.queueStream([]).foreachRDD(lambda t, rdd, e: fired.append(e.time)).bind(later)
+        ssc.addStreamingListener(Drops())
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first)
@@ -450,6 +456,12 @@ async def test_delayed_events_waiting_at_a_stop_still_fire(
     await first.runUntil(T0 + Hours(2) + Minutes(10))  # ticks at 0, 1 and 2 h; 1:30 fired
     await first.stop(stopSparkContext=False, stopGracefully=True)
     assert fired == [T0 + Minutes(90)]
+    # this run dropped 2:30 and 3:30, and says so; the restart fires them again
+    [stop] = dropped
+    assert (stop.reason, [e.time for e in stop.events]) == (
+        "stop",
+        [T0 + Minutes(150), T0 + Minutes(210)],
+    )
 
     second = virtual(sc, start=T0 + Hours(5), checkpoint=checkpoint)
     build(second)

@@ -12,12 +12,16 @@ from reactivex.subject import Subject
 
 from reactive_spark import (
     Event,
+    EventsDropped,
     EventSource,
     ForeignContextError,
+    Hours,
     InvalidArgumentError,
     InvalidCallbackError,
+    Minutes,
     Seconds,
     StreamingContext,
+    StreamingListener,
     Time,
     operators,
 )
@@ -83,6 +87,40 @@ async def test_delay_is_exact_on_virtual_time(sc: SparkContext) -> None:
     await run(ssc, T0 + Seconds(10), tick)
     assert times(seen) == [1250, 2250, 3250]
     assert [e.parent.time.milliseconds for e in seen] == [1000, 2000, 3000]
+
+
+class Drops(StreamingListener):
+    """Keeps what `onEventsDropped` reports."""
+
+    def __init__(self) -> None:
+        self.dropped: list[EventsDropped] = []
+
+    def onEventsDropped(self, dropped: EventsDropped) -> None:
+        self.dropped.append(dropped)
+
+
+@pytest.mark.parametrize("graceful", [False, True])
+async def test_a_stop_reports_the_delayed_events_it_drops(sc: SparkContext, graceful: bool) -> None:
+    """Without a checkpoint nothing fires what a delay still holds: a stop, graceful or not,
+    reports every one of them dropped, once, as the delayed events that would have fired."""
+    ssc = virtual(sc)
+    tick = ssc.timer(T0 + Minutes(10), None, Minutes(10), "tick")
+    late = tick.delay(Hours(1))
+    seen = record(late)
+    ssc.queueStream([]).bind(late)
+    drops = Drops()
+    ssc.addStreamingListener(drops)
+    await ssc.start()
+    await ssc.runUntil(T0 + Minutes(95))  # ticks 10..90 min; those of 10..30 fired an hour on
+    await ssc.stop(stopSparkContext=False, stopGracefully=graceful)
+    assert times(seen) == [Minutes(m).milliseconds for m in (70, 80, 90)]
+    [dropped] = drops.dropped
+    assert (dropped.sourceName, dropped.reason, dropped.count) == (late.name, "stop", 6)
+    assert times(list(dropped.events)) == [Minutes(m).milliseconds for m in range(100, 160, 10)]
+    assert [e.parent.time.milliseconds for e in dropped.events] == [
+        Minutes(m).milliseconds for m in range(40, 100, 10)
+    ]
+    assert {e.source for e in dropped.events} == {late}
 
 
 async def test_merge_fires_once_per_parent_event_in_argument_order(sc: SparkContext) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -13,12 +14,15 @@ from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
+log = logging.getLogger(__name__)
+
 
 class DelayedEventSource(DerivedEventSource):
     """Every parent event, fired and stamped `duration` later (exact on a virtual clock).
 
     A parent event whose delayed time has already passed (one caught up after downtime) fires
-    at once, in time order with the other caught-up events.
+    at once, in time order with the other caught-up events. What a stop finds not fired yet
+    is never silent (see `stop`).
     """
 
     operation = "delay"
@@ -26,7 +30,8 @@ class DelayedEventSource(DerivedEventSource):
     def __init__(self, parent: EventSource, duration: Duration, name: str) -> None:
         super().__init__([parent], name)
         self.duration = duration
-        self._pending: dict[int, rx_abc.DisposableBase] = {}
+        # per parent event waiting: when it falls due, the event, its scheduled firing
+        self._pending: dict[int, tuple[Time, Event, rx_abc.DisposableBase]] = {}
 
     def receive(self, position: int, events: list[Event]) -> None:
         """Schedule the delayed events on the context's clock (fire those already due)."""
@@ -52,13 +57,30 @@ class DelayedEventSource(DerivedEventSource):
             except QueueFullError as refused:  # overflow "reject": a refused event is a failure
                 self._runtime.report_source_error(self, "delay", refused, event)
 
-        self._pending[key] = self.context.clock.scheduleAt(due, fire)
+        self._pending[key] = (due, event, self.context.clock.scheduleAt(due, fire))
 
     def stop(self) -> None:
-        """Cancel the delayed events not fired yet."""
-        for pending in self._pending.values():
-            pending.dispose()
+        """Cancel the delayed events not fired yet, and report them dropped.
+
+        A stop, graceful or not, does not wait for them (they are not due): listeners get
+        `onEventsDropped` with reason `"stop"` and the delayed events that would have fired
+        (stamped with their delayed time, each with its `parent`), as the scheduler reports
+        what a stop dropped. With a checkpoint, a restart fires again what recovery re-creates
+        (docs/checkpoints.md). A backfill's fall past its range: logged only.
+        """
+        pending = sorted(self._pending.values(), key=lambda waiting: waiting[0])
         self._pending.clear()
+        for *_, scheduled in pending:
+            scheduled.dispose()
+        if not pending:
+            return
+        if self._runtime.backfilling:
+            log.info("%s: %d delayed events fall past the backfill", self.name, len(pending))
+            return
+        log.warning("%s: the stop drops %d delayed events not due yet", self.name, len(pending))
+        self._runtime.report_dropped(
+            self, [DerivedEvent.of(self, due, event) for due, event, _ in pending]
+        )
 
     def resume_pending(self) -> None:
         """Re-schedule the parent events whose delayed events had not fired before the stop.
@@ -87,6 +109,9 @@ def delay(
     duration: Duration | timedelta | float, name: str | None = None
 ) -> Callable[[EventSource], EventSource]:
     """A source firing every parent event `duration` later, stamped with the later time.
+
+    What a stop finds not due yet is reported dropped (`onEventsDropped`, reason `"stop"`, the
+    delayed events); with a checkpoint a restart fires it again: see `DelayedEventSource.stop`.
 
     Examples:
         >>> from reactive_spark import Hours, Minutes, operators
