@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from reactive_spark.errors import JobSkippedError
+from reactive_spark.errors import ContextStateError, JobSkippedError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import Batch, BatchInfo, Job, JobInfo
 from reactive_spark.listener import EventsDropped, ListenerBus, OutputOperationInfo
@@ -110,6 +110,11 @@ BatchHook = Callable[[Batch], None]
 
 #: Batches that ran no job forget what they generated at least once per this many.
 EVENTS_PER_CLEAR = 64
+#: Seconds a stop that does not wait gives the running batch to end once its Spark jobs are
+#: cancelled (Spark's job scheduler gives its job threads 2 s, then interrupts them). A batch
+#: still running then (a function of yours stuck in a call that does not return) is left to
+#: end in its thread, and the stop goes on.
+ABANDON_AFTER = 2.0
 
 
 class JobScheduler:
@@ -154,6 +159,7 @@ class JobScheduler:
         self._finished = False  # the worker thread is told to end
         self._job_threads: ThreadPoolExecutor | None = None
         self._dropping = False  # queued events are dropped, running jobs cancelled
+        self._abandoned = False  # a stop left the running batch to end in the worker thread
         #: Whether posted events will be processed (not closed, not crashed).
         self.accepting = True
         # every job's Spark jobs carry this tag (a stop cancels them) and a group of their own
@@ -241,12 +247,14 @@ class JobScheduler:
         A graceful stop that was cancelled or timed out can be escalated by calling
         `stop(graceful=False)`, which drops what is still queued and cancels running jobs.
         Should cancelling fail, the worker thread still ends (after the batch it runs), and
-        then the failure is raised.
+        then the failure is raised. A batch that has not ended `ABANDON_AFTER` seconds after
+        its jobs were cancelled is left to end in its thread, and `ContextStateError` says so.
         """
         if self._worker is None or self._idle is None:
             self._close(dropping=False)
             return
-        cancel_failure: Exception | None = None
+        failure: Exception | None = None
+        abandoned = False
         if graceful and not self._dropping:
             await self.idle(raise_crash=False)
             self._close(dropping=False)
@@ -255,16 +263,28 @@ class JobScheduler:
             try:
                 await self._blocking.run(self._cancel_spark_jobs)
             except Exception as exc:
-                cancel_failure = exc
-            await self._processed()
+                failure = exc
+            try:
+                await asyncio.wait_for(self._processed(), ABANDON_AFTER)
+            except TimeoutError:
+                abandoned = self._abandoned = True
+                self._wake_idle()  # who waits for it (advanceTo) returns: the context stopped
         self._finished = True
         self._work.set()
-        await self._blocking.run(self._worker.join)
+        if not abandoned:
+            await self._blocking.run(self._worker.join)
         if self._job_threads is not None:
-            self._job_threads.shutdown(wait=True)
+            self._job_threads.shutdown(wait=not abandoned)
             self._job_threads = None
-        if cancel_failure is not None:
-            raise cancel_failure
+        if abandoned:
+            raise ContextStateError(
+                f"the running batch did not end {ABANDON_AFTER:g} s after its Spark jobs were "
+                "cancelled (is a function of yours stuck in a call that does not return?): it "
+                "is left to end in its thread, and what it does then is not recorded; the "
+                "context is stopped"
+            ) from failure
+        if failure is not None:
+            raise failure
 
     def _cancel_spark_jobs(self) -> None:
         """Cancel the running Spark jobs of this context's jobs (in a blocking-call thread).
@@ -343,7 +363,7 @@ class JobScheduler:
         # the GIL each thread sees the other's writes in order (free-threaded, it would not)
         self._idle_waiters += 1
         try:
-            while True:
+            while not self._abandoned:
                 completed = self._completed
                 if self._enqueued != completed:
                     self._idle.clear()
@@ -407,6 +427,9 @@ class JobScheduler:
             try:
                 self._process_queued()
             except BaseException as exc:
+                if self._abandoned:  # the stop said so, and what the batch did is not recorded
+                    log.info("the batch a stop left running ended with %r", exc)
+                    return
                 self._on_loop(self._crashed, exc, first, self._taken)
                 return
             self._completed += self._taken  # before looking for waiters: see `_processed`

@@ -328,3 +328,51 @@ async def test_a_part_that_fails_to_stop_keeps_no_other_from_stopping(
     assert our_threads() == []  # the worker, the watchdog, the blocking calls: all ended
     assert gc.get_freeze_count() == 0  # the heap is released
     await asyncio.wait_for(ssc.stop(stopSparkContext=False), 10)  # a no-op, as PySpark's
+
+
+async def test_a_stop_does_not_wait_for_a_batch_stuck_in_a_function_of_yours(
+    sc: SparkContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A foreachRDD stuck in a call that never returns (a webhook that never answers) is left
+    to end in its thread: the stop goes on, says so, and nothing the batch does later counts."""
+    stuck, release = threading.Event(), threading.Event()
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def hangs(rdd: Any) -> None:
+        stuck.set()
+        release.wait(60)
+
+    ssc = virtual(sc, Seconds(1), checkpoint=checkpoint)
+    recorder = Recorder()
+    ssc.addStreamingListener(recorder)
+    ssc.queueStream([], default=[1]).foreachRDD(hangs)
+    await ssc.start()
+    advancing = asyncio.ensure_future(ssc.advanceTo(ssc.zeroTime + Seconds(1)))
+    await asyncio.get_running_loop().run_in_executor(None, stuck.wait, 30)
+    try:
+        stopping = asyncio.ensure_future(ssc.stop(stopSparkContext=False, timeout=0.1))
+        done, _ = await asyncio.wait([stopping], timeout=30)
+        assert done, "the stop waited for the stuck batch"
+        with pytest.raises(StopError, match="did not end 2 s after its Spark jobs") as raised:
+            await stopping
+        assert "stuck in a call that does not return" in str(raised.value)
+        assert ssc.state == "stopped"
+        await asyncio.wait_for(ssc.awaitTermination(), 10)
+        assert await asyncio.wait_for(advancing, 10) == []
+    finally:
+        release.set()
+    with caplog.at_level(logging.WARNING):
+        for _ in range(100):  # the worker ends once the batch returns
+            if "reactive-spark-worker" not in our_threads():
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)  # what the worker handed to the loop, if anything, ran
+    assert "reactive-spark-worker" not in our_threads()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    # the batch was planned and never recorded done: a restart runs it again
+    again: list[int] = []
+    second = virtual(sc, Seconds(1), checkpoint=checkpoint)
+    second.queueStream([], default=[1]).foreachRDD(lambda t, rdd: again.append(1))
+    await second.start()
+    await second.stop(stopSparkContext=False)
+    assert again == [1]
