@@ -221,9 +221,10 @@ class JobScheduler:
         self.order.never_wait(self._worker.ident)  # it makes the room others wait for
 
     def _close(self, *, dropping: bool) -> None:
+        # not accepting first: the producers that `close` lets go find the context stopped
+        self.accepting = False
         self.order.close()
         self._dropping = self._dropping or dropping
-        self.accepting = False
 
     def abort(self) -> None:
         """Accept nothing more and drop every queued event (on the loop).
