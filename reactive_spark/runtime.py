@@ -14,7 +14,6 @@ Examples:
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -218,24 +217,13 @@ class Runtime:
         return self._order.has_room(source)
 
     def when_room(self, source: EventSource, callback: Callable[[], None]) -> None:
-        """Call `callback()` on the loop once `source` has room again.
+        """Call `callback()` on the loop once `source` has room again, or a stop closes it.
 
-        How a producer on the loop waits without blocking it (a timer).
+        Called once (at once if there is room): a producer that must wait more registers
+        again. How a producer on the loop waits without blocking it (a timer, the requests
+        waiting for room in an HTTP source).
         """
         self._order.when_room(source, callback)
-
-    async def room(self, source: EventSource) -> None:
-        """Wait, without blocking the loop, until `source` has room (a coroutine producer)."""
-        if self.has_room(source):
-            return
-        freed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-        def free() -> None:
-            if not freed.done():
-                freed.set_result(None)
-
-        self.when_room(source, free)
-        await freed
 
     def post_from_loop(self, event: Event) -> None:
         """Post `event` on the loop without ever waiting there for room.

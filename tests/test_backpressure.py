@@ -10,11 +10,12 @@ import itertools
 import resource
 import threading
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession
+from aiohttp import ClientResponse, ClientSession
 from pyspark import SparkContext
 from reactivex.subject import Subject
 
@@ -30,8 +31,12 @@ from reactive_spark import (
     Time,
     VirtualClock,
 )
+from reactive_spark.events import Event, RestEvent
 from reactive_spark.ordering import EventOrder
+from reactive_spark.runtime import Runtime
 from reactive_spark.source_queue import SourceQueue
+from reactive_spark.sources import rest as rest_module
+from reactive_spark.sources.http import RETRY_AFTER, offer
 
 from .helpers import ChildProcess
 
@@ -349,9 +354,10 @@ async def test_delayed_events_wait_for_room_in_order_and_never_block_the_loop(
 
 
 async def test_rest_requests_waiting_for_room_never_block_the_loop(sc: SparkContext) -> None:
-    """Room for one wakes every waiting request; the rest wait again, the loop goes on."""
+    """Requests waiting for room wait off the loop: it goes on while jobs hold the worker."""
     ssc = StreamingContext(sc, None, clock=SystemClock())
-    rest = ssc.restServer("127.0.0.1", 0, "jobs").post("/run").overflow(1, "block")
+    # two requests fill the queue, two wait for room (as many as the bound)
+    rest = ssc.restServer("127.0.0.1", 0, "jobs").post("/run").overflow(2, "block")
     ran: list[int] = []
 
     def job(rdd: Any) -> None:
@@ -379,6 +385,207 @@ async def test_rest_requests_waiting_for_room_never_block_the_loop(sc: SparkCont
     await beats
     assert [answer.status for answer in statuses] == [202] * 4 and ran == [1] * 4
     assert longest_gap < 0.5, f"the loop stood still for {longest_gap:.2f} s"
+
+
+class Crash(BaseException):
+    """A simulated driver crash."""
+
+
+class HeldRest:
+    """A REST trigger under "block" with bound `bound`, whose jobs each wait for `gate`.
+
+    `fill` sends as many requests as the bound: the first one's job holds the worker, the
+    others' events wait for it, and the queue is full while the gate stays shut, so later
+    requests wait for room. `arrived` gets each request's event as the request reaches `offer`,
+    where it waits: a test knows a request waits without sleeping (`offer` runs on until it
+    waits).
+    """
+
+    def __init__(self, sc: SparkContext, monkeypatch: pytest.MonkeyPatch, bound: int) -> None:
+        self.ssc = StreamingContext(sc, None, clock=SystemClock())
+        self.rest = self.ssc.restServer("127.0.0.1", 0, "jobs").post("/run")
+        self.rest.overflow(bound, "block")
+        self.gate = threading.Semaphore(0)
+        self.crash = False  # the next job to pass the gate crashes the scheduler
+        self.arrived: asyncio.Queue[Event] = asyncio.Queue()
+
+        def job(rdd: Any) -> None:
+            assert self.gate.acquire(timeout=60)
+            if self.crash:
+                raise Crash("driver died")
+
+        def reaching(source: Any, event: Event) -> Coroutine[Any, Any, None]:
+            self.arrived.put_nowait(event)
+            return offer(source, event)
+
+        monkeypatch.setattr(rest_module, "offer", reaching)
+        self.ssc.queueStream([], default=[1]).foreachRDD(job).bind(self.rest)
+
+    async def start(self) -> None:
+        await self.ssc.start()
+        self.url = f"http://127.0.0.1:{self.rest.port}/run"
+
+    async def fill(self, session: ClientSession) -> list[int]:
+        """Fill the queue with requests accepted at once; their instanceIds."""
+        ids = []
+        for _ in range(self.rest.maxQueued):
+            answer = await session.post(self.url)
+            await self.arrived.get()
+            assert answer.status == 202
+            ids.append((await answer.json())["instanceId"])
+        return ids
+
+    async def waiting(self, session: ClientSession) -> asyncio.Future[ClientResponse]:
+        """Send a request, once it waits for room: its answer to come."""
+        answer = asyncio.ensure_future(session.post(self.url))
+        await self.arrived.get()
+        assert not answer.done()
+        return answer
+
+    def room_made(self) -> None:
+        """Let one held job end and wait, holding the loop, until the worker made room."""
+        self.gate.release()
+        deadline = time.monotonic() + 30
+        while self.rest.queueDepth >= self.rest.maxQueued:  # the worker counts it processed
+            assert time.monotonic() < deadline, "the job did not end"
+            time.sleep(0.001)
+
+
+async def test_rest_requests_waiting_for_room_are_served_in_arrival_order(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under "block" requests waiting for room are served first come, first served: one that
+    arrives just as room frees goes behind those already waiting, not before them."""
+    held = HeldRest(sc, monkeypatch, 3)
+    await held.start()
+    async with ClientSession() as session:
+        ids = await held.fill(session)
+        waiting = [await held.waiting(session) for _ in range(2)]
+        # room frees, and a request comes before the loop has woken anyone
+        held.room_made()
+        late = RestEvent(held.rest, None, held.ssc.clock.now(), "POST", "/run", {}, None)
+        posting = asyncio.ensure_future(offer(held.rest, late))
+        held.gate.release(5)
+        answers = [await asyncio.wait_for(answer, 30) for answer in waiting]
+        await asyncio.wait_for(posting, 30)
+        assert [answer.status for answer in answers] == [202, 202]
+        ids += [(await answer.json())["instanceId"] for answer in answers]
+    await held.ssc.stop(stopSparkContext=False, stopGracefully=True)
+    ids.append(late.instanceId)
+    assert None not in ids and ids == sorted(ids)  # in arrival order
+
+
+async def test_a_freed_slot_wakes_only_the_waiting_request_it_has_room_for(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Room for one event resumes one of the waiting requests, not every one of them."""
+    held = HeldRest(sc, monkeypatch, 3)
+    await held.start()
+    runtime = Runtime.of(held.ssc)
+    register = runtime.when_room
+    wakeups = 0
+
+    def counting(source: Any, callback: Callable[[], None]) -> None:
+        def counted() -> None:
+            nonlocal wakeups
+            wakeups += 1
+            callback()
+
+        register(source, counted)
+
+    monkeypatch.setattr(runtime, "when_room", counting)
+    async with ClientSession() as session:
+        await held.fill(session)
+        waiting = [await held.waiting(session) for _ in range(3)]
+        held.gate.release()  # room for one
+        done, _ = await asyncio.wait(waiting, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        assert done == {waiting[0]} and waiting[0].result().status == 202
+        assert wakeups == 1  # the others were not woken only to wait again
+        held.gate.release(5)
+        assert [(await answer).status for answer in waiting[1:]] == [202, 202]
+    await held.ssc.stop(stopSparkContext=False, stopGracefully=True)
+
+
+async def test_no_more_rest_requests_wait_for_room_than_the_sources_bound(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each waiting request holds its body: past the bound one more is refused, at once."""
+    held = HeldRest(sc, monkeypatch, 2)
+    await held.start()
+    async with ClientSession() as session:
+        await held.fill(session)
+        waiting = [await held.waiting(session) for _ in range(2)]
+        refused = await asyncio.wait_for(session.post(held.url), 30)
+        assert refused.status == 503
+        assert refused.headers["Retry-After"] == str(RETRY_AFTER)
+        error = (await refused.json())["error"]
+        assert "requests already waiting for room in 'jobs': 2" in error
+        assert "retry later" in error and ".overflow(" in error
+        held.gate.release(4)
+        assert [(await answer).status for answer in waiting] == [202, 202]
+    await held.ssc.stop(stopSparkContext=False, stopGracefully=True)
+
+
+async def test_a_request_that_went_away_leaves_the_line_of_those_waiting_for_room(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A waiting request that is cancelled (its client went away) holds no place in the line
+    and its event never runs; the ones behind it move up."""
+    held = HeldRest(sc, monkeypatch, 2)
+    await held.start()
+    events = [RestEvent(held.rest, None, held.ssc.clock.now(), "POST", "/run", {}, None)]
+    events += [RestEvent(held.rest, None, events[0].time, "POST", "/run", {}, None)]
+    async with ClientSession() as session:
+        await held.fill(session)
+        gone, staying = (asyncio.ensure_future(offer(held.rest, event)) for event in events)
+        await asyncio.sleep(0)  # both wait in line
+        assert not gone.done() and not staying.done()
+        gone.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        last = await held.waiting(session)  # the line has room for it: one waits, bound two
+        held.gate.release(4)
+        await asyncio.wait_for(staying, 30)
+        answer = await asyncio.wait_for(last, 30)
+        assert answer.status == 202
+        last_id = (await answer.json())["instanceId"]
+    await held.ssc.stop(stopSparkContext=False, stopGracefully=True)
+    assert events[0].instanceId is None  # it never ran
+    assert events[1].instanceId is not None and events[1].instanceId < last_id
+
+
+@pytest.mark.parametrize("how", ["stop", "graceful stop", "crash"])
+async def test_rest_requests_waiting_for_room_are_refused_when_the_context_stops(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Every request waiting for room is answered 503 once the context stops accepting:
+    a stop (which does not wait for them), or a crash of the scheduler."""
+    held = HeldRest(sc, monkeypatch, 3)
+    await held.start()
+    async with ClientSession() as session:
+        await held.fill(session)
+        waiting = [await held.waiting(session) for _ in range(3)]
+        stopping = None
+        if how == "crash":
+            held.crash = True
+            held.gate.release()
+        else:
+            graceful = how == "graceful stop"
+            stopping = asyncio.ensure_future(
+                held.ssc.stop(stopSparkContext=False, stopGracefully=graceful)
+            )
+            if graceful:  # it lets the accepted job end
+                held.gate.release()
+        answers = [await asyncio.wait_for(answer, 30) for answer in waiting]
+        assert [answer.status for answer in answers] == [503] * 3
+        for answer in answers:
+            assert (await answer.json())["error"] == "the StreamingContext stopped"
+        held.gate.release(6)
+        if stopping is None:
+            with pytest.raises(Crash):
+                await held.ssc.awaitTerminationOrTimeout(30)
+            stopping = asyncio.ensure_future(held.ssc.stop(stopSparkContext=False))
+        await asyncio.wait_for(stopping, 30)
 
 
 @pytest.mark.parametrize("policy", ["block", "reject", "drop-newest", "drop-oldest", "coalesce"])

@@ -1,9 +1,11 @@
 """What every HTTP endpoint of reactive-spark does with a request: REST triggers and the console.
 
-Posting a request's event within its source's bound (`offer`), JSON errors (`{"error": ...}`
-with a 4xx status), bearer tokens (scheme case-insensitive, as RFC 7235 says), strict JSON
-bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH` deep, read within `BODY_TIMEOUT`
-seconds) and the browser's cross-site markers (`Origin`, `Sec-Fetch-Site`).
+Posting a request's event within its source's bound (`offer`; under `"block"` requests wait
+for room in line, first come first served, at most the bound of them: `RoomLine`), JSON errors
+(`{"error": ...}` with a 4xx status), bearer tokens (scheme case-insensitive, as RFC 7235
+says), strict JSON bodies (no NaN or Infinity, nested at most `MAX_JSON_DEPTH` deep, read
+within `BODY_TIMEOUT` seconds) and the browser's cross-site markers (`Origin`,
+`Sec-Fetch-Site`).
 
 Examples:
     >>> parse_json(b'{"day": "2024-01-01"}')
@@ -17,11 +19,14 @@ Examples:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import json
 import math
+import weakref
 import zlib
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -39,6 +44,7 @@ __all__ = [
     "RAW_BODIES_KEY",
     "RETRY_AFTER",
     "SERVER",
+    "RoomLine",
     "bearer_token",
     "cross_site",
     "is_loopback",
@@ -114,24 +120,121 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
 async def offer(source: EventSource, event: Event) -> None:
     """Post a request's `event` to `source` within its bound, as its overflow policy says.
 
-    Under `"block"` the request waits for room (the loop goes on); under `"reject"` a full
-    queue is a 503 with `Retry-After`. A request answered 202 has its event queued, never
-    merged or dropped behind its back, so these are the only two policies an HTTP source has.
+    Under `"block"` the request waits for room in its source's `RoomLine` (the loop goes on);
+    under `"reject"` a full queue is a 503 with `Retry-After`. A request answered 202 has its
+    event queued, never merged or dropped behind its back, so these are the only two policies
+    an HTTP source has.
+
+    Raises:
+        web.HTTPServiceUnavailable: the queue is full under `"reject"`, as many requests as
+            the bound wait already under `"block"` (both with `Retry-After`), or the context
+            stopped before the event could be posted.
     """
-    runtime = Runtime.of(source.context)
     if source.overflowPolicy == "block":
-        # every waiting request wakes when room frees; those the first ones filled it for
-        # wait again, rather than post past the bound (which would block the loop)
-        while runtime.accepting and not runtime.has_room(source):
-            await runtime.room(source)
-        if not runtime.accepting:  # a stop let it go
-            raise json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
+        line = _LINES.get(source)
+        if line is None:
+            line = _LINES[source] = RoomLine()
+        await line.post(source, event)
+        return
     try:
         source.post(event)
     except QueueFullError as full:
-        raise json_error(
-            web.HTTPServiceUnavailable, str(full), headers={"Retry-After": str(RETRY_AFTER)}
-        ) from None
+        raise _retry_later(str(full)) from None
+
+
+def _retry_later(message: str) -> web.HTTPException:
+    return json_error(
+        web.HTTPServiceUnavailable, message, headers={"Retry-After": str(RETRY_AFTER)}
+    )
+
+
+def _stopped() -> web.HTTPException:
+    return json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
+
+
+class RoomLine:
+    """The requests waiting for room in one `"block"` source, served first come, first served.
+
+    A request waits in line with its event. The line registers one wake-up with the runtime
+    (`Runtime.when_room`); when room frees, the wake-up posts the waiting events itself, in
+    arrival order, while the source has room, resolves each request's future, and registers
+    again if some still wait. So a freed slot resumes as many requests as it has room for, not
+    every one, and a request that arrives while others wait goes behind them even when there
+    happens to be room. Requests whose client went away (cancelled) leave the line.
+
+    At most the source's bound (`maxQueued`) requests wait, each holding its parsed body: one
+    more is refused with 503 and `Retry-After`. Once the context stops accepting, the next
+    wake-up (a stop calls it) answers every waiting request 503.
+
+    The line holds no reference to its source (`_LINES` holds the lines weakly by source).
+    """
+
+    def __init__(self) -> None:
+        self._waiting: deque[tuple[Event, asyncio.Future[None]]] = deque()
+        self._wake_registered = False
+
+    async def post(self, source: EventSource, event: Event) -> None:
+        """Post `event` to `source` now if it has room and no request waits, else in turn.
+
+        Returns once the event is posted.
+
+        Raises:
+            web.HTTPServiceUnavailable: the context stopped (before or while it waited), or
+                `source.maxQueued` requests wait already (with `Retry-After`).
+        """
+        runtime = Runtime.of(source.context)
+        if not runtime.accepting:
+            raise _stopped()
+        if not self._waiting and runtime.has_room(source):
+            source.post(event)
+            return
+        if len(self._waiting) >= source.maxQueued:
+            raise _retry_later(
+                f"requests already waiting for room in {source.name!r}: {len(self._waiting)}, "
+                "as many as its bound; retry later, or raise the bound with "
+                ".overflow(maxQueued, 'block')"
+            )
+        entry = (event, asyncio.get_running_loop().create_future())
+        self._waiting.append(entry)
+        if not self._wake_registered:
+            self._wake_when_room(runtime, source)
+        try:
+            await entry[1]
+        except asyncio.CancelledError:  # its client went away, or the server stopped
+            with contextlib.suppress(ValueError):  # unless it was posted already
+                self._waiting.remove(entry)
+            raise
+
+    def _wake_when_room(self, runtime: Runtime, source: EventSource) -> None:
+        self._wake_registered = True  # first: `when_room` calls at once if there is room
+        runtime.when_room(source, lambda: self._wake(runtime, source))
+
+    def _wake(self, runtime: Runtime, source: EventSource) -> None:
+        """Room freed, or the context stopped: post what waits, in order, while there is room."""
+        self._wake_registered = False
+        waiting = self._waiting
+        while waiting:
+            event, answer = waiting[0]
+            if answer.done():  # cancelled: it leaves the line itself
+                waiting.popleft()
+            elif not runtime.accepting:
+                waiting.popleft()
+                answer.set_exception(_stopped())
+            elif runtime.has_room(source):
+                waiting.popleft()
+                try:
+                    source.post(event)
+                except Exception as exc:  # its request says why (not this loop callback)
+                    answer.set_exception(exc)
+                else:
+                    answer.set_result(None)
+            else:
+                self._wake_when_room(runtime, source)
+                return
+
+
+#: The line of requests waiting for room, of each `"block"` source that had one wait.
+_LINES: weakref.WeakKeyDictionary[EventSource, RoomLine] = weakref.WeakKeyDictionary()
 
 
 # -- bearer tokens ---------------------------------------------------------------------------

@@ -117,7 +117,9 @@ class RestEventSource(EventSource):
         """As `EventSource.overflow`; a REST trigger's policy is `"reject"` or `"block"`.
 
         Each request waits for its own event (202 means it runs), so its event is refused
-        (503 with `Retry-After`) or waited for, never merged or dropped behind its back.
+        (503 with `Retry-After`) or waited for, never merged or dropped behind its back. Under
+        `"block"` requests wait for room first come, first served, at most `maxQueued` of
+        them: one more is refused (503 with `Retry-After`).
 
         Examples:
             >>> rest = ssc.restServer(None, name="jobs").post("/run").overflow(100, "block")

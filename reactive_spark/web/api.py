@@ -165,7 +165,7 @@ async def fire(request: web.Request) -> web.Response:
         raise json_error(web.HTTPServiceUnavailable, "the StreamingContext is not running")
     numbered = history.numbered(event)
     try:
-        await offer(source, event)  # 503 with Retry-After past a "reject" bound
+        await offer(source, event)  # 503 with Retry-After past the bound (see `offer`)
         await asyncio.wait_for(numbered, 30)
     except TimeoutError:
         raise json_error(web.HTTPServiceUnavailable, "the event was not accepted") from None
