@@ -41,6 +41,7 @@ from reactive_spark.source_queue import DEFAULT_MAX_QUEUED, SourceQueue
 if TYPE_CHECKING:
     from reactive_spark.events import Event, EventSource
     from reactive_spark.listener import ListenerBus
+    from reactive_spark.time import Time
 
 __all__ = ["EVENTS_PER_FLUSH", "WAIT_SLICE", "EventOrder"]
 
@@ -86,6 +87,10 @@ class EventOrder:
         self._drops_reported = False
         # per catching-up source, its missed events not posted yet (see `catch_up`)
         self._missed: dict[SourceQueue, deque[Event]] = {}
+        # per source whose producer keeps the events it missed itself (see `hold_from`), the
+        # time of the first; and per source that must wait behind one, from when it waits
+        self._holders: dict[SourceQueue, int] = {}
+        self._held_from: dict[Any, int] = {}
         self._caught_up_callbacks: list[Callable[[], None]] = []  # see `when_caught_up`
         # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
         self._pending: dict[OrderKey, _Waiting] = {}
@@ -132,13 +137,18 @@ class EventOrder:
         self._no_waiting.add(thread)
 
     def refuse_posts(self) -> None:
-        """Drop, with a warning, every event posted from now on (the context is stopping)."""
+        """Drop, with a warning, every event posted from now on (the context is stopping).
+
+        What was posted no longer waits for a timer's next tick (`hold_from`): none comes.
+        """
         self._posts_open = False
+        self._release_all()
 
     def close(self) -> None:
         """Accept nothing more: posts are refused, so are runs of derived sources (on the loop)."""
         self._posts_open = False
         self._closed = True
+        self._release_all()
         with self._room:  # producers waiting for room give up
             self._room.notify_all()
         waiting, self._room_callbacks = self._room_callbacks, {}
@@ -162,6 +172,7 @@ class EventOrder:
             if missed:
                 dropped.setdefault(queue.source, []).extend(missed)
         self._missed.clear()
+        self._release_all()
         self._call_caught_up_callbacks()
         for queue in self._queues.values():
             queue.pending = queue.missed = 0
@@ -355,6 +366,44 @@ class EventOrder:
             del self._missed[queue]
             if not self._missed:
                 self._call_caught_up_callbacks()
+
+    def hold_from(self, source: EventSource, time: Time) -> None:
+        """`source`'s next event will be at `time`, not posted yet (on the loop).
+
+        A timer says so: its next tick, or the first it missed while its queue was full
+        (overflow `"block"`: a span of ticks it keeps, not events waiting here). Until it says
+        another time or `release(source)`, the other sources that must wait behind it (those
+        whose bound streams read its bound streams) are not accepted from at or after `time`,
+        so a roll-up never overtakes the ticks it reads. Posts refused or closed end it.
+        """
+        queue = self._queues.get(source)
+        if queue is not None and self._posts_open:
+            self._holders[queue] = time.milliseconds
+            self._hold()
+
+    def release(self, source: EventSource) -> None:
+        """`source` will post nothing the others must wait for (see `hold_from`)."""
+        queue = self._queues.get(source)
+        if queue is not None and self._holders.pop(queue, None) is not None:
+            self._hold()
+
+    def _hold(self) -> None:
+        """Recompute from when each source waits (`hold_from`); look again at what waited."""
+        held_from: dict[Any, int] = {}
+        for queue, time in self._holders.items():
+            for source in queue.holds:
+                if source is not queue.source:
+                    held_from[source] = min(time, held_from.get(source, time))
+        self._held_from = held_from
+        self._stalled = False
+        if self._pending_keys and not self._flush_scheduled and self._loop is not None:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush_some)
+
+    def _release_all(self) -> None:
+        if self._holders:
+            self._holders.clear()
+            self._hold()
 
     def when_caught_up(self, callback: Callable[[], None]) -> None:
         """Call `callback()` on the loop once the events missed during downtime are accepted.
@@ -576,6 +625,7 @@ class EventOrder:
         were accepted.
         """
         pending, keys, bound, queues = self._pending, self._pending_keys, self._bound, self._queues
+        held_from = self._held_from
         budget = sys.maxsize if limit is None else limit
         runs: list[list[Event]] = []
         skipped: list[OrderKey] = []  # keys that cannot be accepted from now, put back after
@@ -589,7 +639,11 @@ class EventOrder:
                     source = waiting.events[waiting.start].source
                     queue = queues.get(source)
                     room = None if queue is None else queue.room()
-                    if room == 0 or source in held:
+                    if (
+                        room == 0
+                        or source in held
+                        or (held_from and key[0] >= held_from.get(source, key[0] + 1))
+                    ):
                         skipped.append(heapq.heappop(keys))
                         held |= queue.holds if queue is not None else {source}
                         continue

@@ -225,6 +225,18 @@ class Runtime:
         """
         self._order.when_room(source, callback)
 
+    def hold_from(self, source: EventSource, time: Time) -> None:
+        """`source`'s producer missed its events from `time` on and keeps them, waiting for room.
+
+        Until `release(source)`, the sources that must follow it wait at or after `time`
+        (`EventOrder.hold_from`). How a timer under `"block"` keeps its lineage's order.
+        """
+        self._order.hold_from(source, time)
+
+    def release(self, source: EventSource) -> None:
+        """`source`'s producer posted what it missed from `hold_from` on, or gave it up."""
+        self._order.release(source)
+
     def post_from_loop(self, event: Event) -> None:
         """Post `event` on the loop without ever waiting there for room.
 

@@ -209,6 +209,49 @@ async def test_a_blocked_timer_catches_up_as_its_policy_says(sc: SparkContext) -
     assert ran == sorted(ran)
 
 
+@pytest.mark.parametrize("policy", ["all", "latest"])
+async def test_a_roll_up_waits_for_the_ticks_its_blocked_timer_missed(
+    sc: SparkContext, policy: str
+) -> None:
+    """A daily timer (every 40 ms) whose 150 ms jobs keep its queue full, bound 1, and a weekly
+    roll-up over the daily outputs (every 280 ms): the ticks the daily timer missed while it
+    waited for room run (as its catch-up policy says) before a roll-up of a later instant, as
+    they would have in an uninterrupted run; the roll-up never overtakes them."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    now = ssc.clock.now().milliseconds
+    start = now - now % 1000 + 1000
+    daily = ssc.timer(Time(start), None, Milliseconds(40), "daily").overflow(maxQueued=1)
+    daily.catchUp = policy
+    weekly = ssc.timer(Time(start + 280), None, Milliseconds(280), "weekly")
+    ran: list[tuple[str, int]] = []  # what the worker ran, in order: (timer, ms after start)
+
+    def day(time: Any, rdd: Any, event: Any) -> Any:
+        if event.source is daily:
+            ran.append(("daily", event.time.milliseconds - start))
+            time_sleep(0.15)
+        return rdd
+
+    days = ssc.queueStream([], default=[0]).transform(day).foreachRDD(lambda rdd: None)
+    days.bind(daily)
+    days.tailWindow(7, 7).foreachRDD(
+        lambda time, rdd, event: ran.append(("weekly", event.time.milliseconds - start))
+    ).bind(weekly)
+    await ssc.start()
+    for _ in range(600):
+        if len([kind for kind, _ in ran if kind == "weekly"]) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    await ssc.stop(stopSparkContext=False)
+    roll_ups = [(position, at) for position, (kind, at) in enumerate(ran) if kind == "weekly"]
+    assert len(roll_ups) >= 2, ran
+    for position, at in roll_ups:
+        later = [tick for kind, tick in ran[position:] if kind == "daily" and tick <= at]
+        assert later == [], f"daily ticks {later} ran after the roll-up at {at}: {ran}"
+        if policy == "all":  # every tick before it ran, each once
+            before = [tick for kind, tick in ran[:position] if kind == "daily"]
+            assert before == list(range(0, at + 1, 40)), ran
+
+
 def test_overflow_arguments_are_checked(sc: SparkContext) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     tick = ssc.timer(T0, None, Seconds(1), "tick")

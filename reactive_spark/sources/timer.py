@@ -93,14 +93,33 @@ class TimerEventSource(EventSource):
         if self._pending is not None:
             self._pending.dispose()
             self._pending = None
+        self._runtime.release(self)
 
     def _schedule(self, k: int) -> None:
         due = self.tickAt(k)
         if self._stopped or (self.endTime is not None and due > self.endTime):
             self._pending = self._next_tick = None
+            self._hold_what_follows()
             return
         self._next_tick = due
         self._pending = self.context.clock.scheduleAt(due, lambda: self._tick(k))
+        self._hold_what_follows()
+
+    def _hold_what_follows(self) -> None:
+        """Have what must follow its ticks wait for the next one: the first missed, else due.
+
+        What must follow is a roll-up reading its batches, say. On the system clock each tick
+        is a timed action of its own, so another source's event of the same instant (a weekly
+        tick) may reach the loop first; on a virtual clock the actions of an instant fire
+        together, and nothing need wait.
+        """
+        if self.context.clock.isVirtual:
+            return
+        first = self.tickAt(self._missed[0]) if self._missed is not None else self._next_tick
+        if first is None:
+            self._runtime.release(self)
+        else:
+            self._runtime.hold_from(self, first)
 
     def _tick(self, k: int) -> None:
         if self._stopped or not self._runtime.accepting:  # a stop began: no more ticks
@@ -120,10 +139,12 @@ class TimerEventSource(EventSource):
         """The queue is full: remember tick `k` as missed, and catch up once there is room.
 
         The producer waits without blocking the loop: the ticks missed meanwhile follow the
-        timer's catch-up policy, as after downtime.
+        timer's catch-up policy, as after downtime. Meanwhile what must follow its ticks (a
+        roll-up reading its batches) waits at or after the first missed one.
         """
         if self._missed is None:
             self._missed = (k, k)
+            self._hold_what_follows()
             self._runtime.when_room(self, self._fire_missed)
         else:
             self._missed = (self._missed[0], k)
@@ -138,20 +159,22 @@ class TimerEventSource(EventSource):
             TimerEvent(self, None, self.tickAt(k)) for k in range(first, last + 1)
         ]
         policy = self.catchUp
-        if policy == "skip":
-            return
         if policy == "latest":
             missed = missed[-1:]
         elif policy == "coalesce":
             stand_in = self.coalesce(missed)
             stand_in.standsFor = len(missed)
             missed = [stand_in]
+        elif policy == "skip":
+            missed = []
         for position, event in enumerate(missed):
             if not self._runtime.has_room(self):  # full again: the rest wait for room
                 self._missed = (first + position, last)
+                self._hold_what_follows()
                 self._runtime.when_room(self, self._fire_missed)
                 return
             self.post(event)
+        self._hold_what_follows()  # what it missed waits in order now: on to the next tick
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[TimerEvent]:  # type: ignore[override]
         """The ticks in `[start, end]` (indexes are assigned when they are posted)."""
