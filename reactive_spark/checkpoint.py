@@ -250,7 +250,13 @@ class Checkpoint:
             self._append({**record, "kind": "done"})
         for record in self._planned.values():  # unfinished until re-run
             self._append({**record, "kind": "planned"})
-        self._append_progress()
+        self._append(
+            {
+                "kind": "progress",
+                "progress": self._progress,
+                "lastInstanceId": self._last_instance_id,
+            }
+        )
         for name, times in list(self._dropped.items()):
             fired = self._progress.get(name, [-1])[0]
             later = sorted(time for time in times if time > fired)
@@ -356,32 +362,14 @@ class Checkpoint:
                 else:
                     self._segment.flush()
 
-    def close(self, settled: tuple[dict[str, list[int]], int] | None = None) -> None:
-        """Make everything written durable and close the log.
-
-        `settled` is what every source fired and the last instance id, from a stop that left
-        no accepted event unprocessed (`EventOrder.settled_progress`): logged last, so a
-        restart resumes every source from there, not from the last batch's progress.
-        """
+    def close(self) -> None:
+        """Make everything written durable and close the log."""
         with self._writing:
             if self._segment is not None:
                 with self._disk("close the write-ahead log"):
-                    if settled is not None:
-                        self._progress = settled[0]
-                        self._last_instance_id = max(self._last_instance_id, settled[1])
-                        self._append_progress()
                     self._sync()
                     self._segment.close()
                 self._segment = None
-
-    def _append_progress(self) -> None:
-        self._append(
-            {
-                "kind": "progress",
-                "progress": self._progress,
-                "lastInstanceId": self._last_instance_id,
-            }
-        )
 
     def _append(self, record: Record) -> None:
         if self._segment is None:

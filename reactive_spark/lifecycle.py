@@ -212,9 +212,8 @@ class Lifecycle:
         # after the last batch: tracing ends the spans still open
         await steps.run(_LISTENERS, self._listeners.stopped)
         checkpoint = self._checkpoint
-        if checkpoint is not None:  # with how far every source fired, if nothing was left
-            settled = scheduler.order.settled_progress()
-            await steps.run(_CHECKPOINT, lambda: self._blocking.run(checkpoint.close, settled))
+        if checkpoint is not None:
+            await steps.run(_CHECKPOINT, lambda: self._blocking.run(checkpoint.close))
         if self._watchdog is not None:
             await steps.run(_WATCHDOG, self._watchdog.stop)
         await steps.run(_HEAP, lambda: release_heap(self._ssc))
