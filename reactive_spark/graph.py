@@ -10,7 +10,7 @@ import asyncio
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.dependencies import EventDependency, LegacyWindowDependency, Retention
+from reactive_spark.dependencies import LegacyWindowDependency, Retention
 from reactive_spark.dstream.inputs import ReceiverInputDStream
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
@@ -283,22 +283,17 @@ class DStreamGraph:
     ) -> dict[EventSource, list[tuple[EventSource, bool]]]:
         """Per source, the sources whose events at an instant go after its own.
 
-        With each, whether that is because their bound streams read its bound streams, or
-        window what its events generate (else: they derive from it).
+        With each, whether that is because their bound streams read its bound streams (else:
+        they derive from it).
         """
         bound = {source: {s.id for s in self._bindings.get(source, [])} for source in sources}
         upstream = {source: _above(self._bindings.get(source, [])) for source in sources}
-        windowed = {source: _windowed(self._bindings.get(source, [])) for source in sources}
         edges: dict[EventSource, list[tuple[EventSource, bool]]] = {s: [] for s in sources}
         for first in sources:
             for second in sources:
                 if first is second:
                     continue
-                # a window over a stream its bound streams read (say, an output bound to it)
-                # holds the RDDs that stream generated for its events
-                reads = bool(bound[first] & upstream[second]) or bool(
-                    (bound[first] | upstream[first]) & windowed[second]
-                )
+                reads = bool(bound[first] & upstream[second])
                 if reads or first in second.parents:
                     edges[first].append((second, reads))
         return edges
@@ -411,23 +406,6 @@ class DStreamGraph:
         for rdd in {id(rdd): rdd for rdd in cached}.values():
             if id(rdd) not in remembered:
                 rdd.unpersist(blocking=False)
-
-
-def _windowed(streams: list[DStream[Any]]) -> set[int]:
-    """The ids of the streams a window among `streams` (or above them) reads across events."""
-    found: set[int] = set()
-    seen: set[int] = set()
-    waiting = list(streams)
-    while waiting:
-        stream = waiting.pop()
-        if stream.id in seen:
-            continue
-        seen.add(stream.id)
-        for dependency in stream.dependencies:
-            if type(dependency) is not EventDependency:
-                found.add(dependency.parent.id)
-            waiting.append(dependency.parent)
-    return found
 
 
 def _above(streams: list[DStream[Any]]) -> set[int]:

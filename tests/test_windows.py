@@ -136,30 +136,6 @@ async def test_daily_weekly_cascade(sc: SparkContext, weekly_first: bool) -> Non
         assert sorted(items) == sorted(expected)
 
 
-async def test_a_roll_up_over_the_stream_an_output_bound_to_daily_reads(sc: SparkContext) -> None:
-    """The daily output is bound, not the stream the weekly window reads: the weekly timer,
-    created first, still goes after the daily tick of its instant, so the roll-up holds it."""
-    ssc = virtual(sc)
-    weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
-    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
-
-    def day(time, rdd, event):  # type: ignore[no-untyped-def]
-        sc_ = rdd.context
-        if event.source is daily:
-            return sc_.parallelize([(event.time - T0).milliseconds // Days(1).milliseconds])
-        return sc_.parallelize([])
-
-    days = ssc.queueStream([], default=[0]).transform(day)
-    days.foreachRDD(lambda rdd: None).bind(daily)
-    roll_ups, seen = gather(days.tailWindow(7, 7))
-    roll_ups.bind(weekly)
-    await ssc.start()
-    await ssc.runUntil(T0 + Days(14))
-    await ssc.stop(stopSparkContext=False)
-    assert [e.time for e, _ in seen] == [T0 + Days(7), T0 + Days(14)]
-    assert [max(items) for _, items in seen] == [7, 14]  # the day of its instant included
-
-
 async def test_daily_weekly_example(sc: SparkContext, tmp_path) -> None:  # type: ignore[no-untyped-def]
     import sys
     from pathlib import Path
