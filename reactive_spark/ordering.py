@@ -129,7 +129,9 @@ class EventOrder:
             self._queues[source] = SourceQueue(source, source.maxQueued, source.overflowPolicy)
         for source, queue in self._queues.items():
             queue.feeds = tuple(self._queues[fed] for fed in feeds(source))
-            queue.holds = frozenset(holds.get(source, {source}))
+            # not the sources it feeds: their room is its room, so holding them would hold it
+            fed = {feed.source for feed in queue.feeds if feed is not queue}
+            queue.holds = frozenset(holds.get(source, {source})) - fed
         self._posts_open = True
 
     def never_wait(self, thread: int) -> None:
@@ -374,7 +376,8 @@ class EventOrder:
         (overflow `"block"`: a span of ticks it keeps, not events waiting here). Until it says
         another time or `release(source)`, the other sources that must wait behind it (those
         whose bound streams read its bound streams) are not accepted from at or after `time`,
-        so a roll-up never overtakes the ticks it reads. Posts refused or closed end it.
+        so a roll-up never overtakes the ticks it reads. Refusing posts, closing and dropping
+        end it.
         """
         queue = self._queues.get(source)
         if queue is not None and self._posts_open:

@@ -226,15 +226,16 @@ class Runtime:
         self._order.when_room(source, callback)
 
     def hold_from(self, source: EventSource, time: Time) -> None:
-        """`source`'s producer missed its events from `time` on and keeps them, waiting for room.
+        """`source`'s next event will be at `time`, not posted yet.
 
-        Until `release(source)`, the sources that must follow it wait at or after `time`
-        (`EventOrder.hold_from`). How a timer under `"block"` keeps its lineage's order.
+        Until it says another time or `release(source)`, the sources that must follow it wait
+        at or after `time` (`EventOrder.hold_from`). How a timer on the system clock keeps its
+        lineage's order: it says when its next tick is, or the first it missed under `"block"`.
         """
         self._order.hold_from(source, time)
 
     def release(self, source: EventSource) -> None:
-        """`source`'s producer posted what it missed from `hold_from` on, or gave it up."""
+        """`source` will post nothing the others must wait for (see `hold_from`)."""
         self._order.release(source)
 
     def post_from_loop(self, event: Event) -> None:

@@ -252,6 +252,34 @@ async def test_a_roll_up_waits_for_the_ticks_its_blocked_timer_missed(
             assert before == list(range(0, at + 1, 40)), ran
 
 
+async def test_a_timer_never_holds_back_the_sources_it_feeds(sc: SparkContext) -> None:
+    """A delay of a blocked daily timer windows the daily outputs (so it must follow the timer)
+    and is bound with a bound of 1 (so the timer's room is its room too): waiting behind the
+    timer's next tick would fill it and stop the timer for good; batches keep coming."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    now = ssc.clock.now().milliseconds
+    start = now - now % 1000 + 2000
+    daily = ssc.timer(Time(start), None, Milliseconds(100), "daily").overflow(maxQueued=1)
+    later = daily.delay(Milliseconds(250)).overflow(maxQueued=1)
+    ran: list[str] = []
+
+    def day(time: Any, rdd: Any, event: Any) -> Any:
+        if event.source is daily:
+            time_sleep(0.2)
+        return rdd
+
+    days = ssc.queueStream([], default=[0]).transform(day).foreachRDD(lambda rdd: None)
+    days.bind(daily)
+    days.tailWindow(3, 1).foreachRDD(lambda rdd: ran.append("later")).bind(later)
+    await ssc.start()
+    for _ in range(600):
+        if len(ran) >= 4:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.wait_for(ssc.stop(stopSparkContext=False), 30)
+    assert len(ran) >= 4, ran
+
+
 def test_overflow_arguments_are_checked(sc: SparkContext) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     tick = ssc.timer(T0, None, Seconds(1), "tick")
