@@ -219,7 +219,7 @@ async def test_a_roll_up_waits_for_the_ticks_its_blocked_timer_missed(
     they would have in an uninterrupted run; the roll-up never overtakes them."""
     ssc = StreamingContext(sc, None, clock=SystemClock())
     now = ssc.clock.now().milliseconds
-    start = now - now % 1000 + 1000
+    start = now - now % 1000 + 2000  # after start() however slow: every tick fires
     daily = ssc.timer(Time(start), None, Milliseconds(40), "daily").overflow(maxQueued=1)
     daily.catchUp = policy
     weekly = ssc.timer(Time(start + 280), None, Milliseconds(280), "weekly")
