@@ -281,7 +281,8 @@ class JobScheduler:
             raise ContextStateError(
                 f"the running batch did not end {ABANDON_AFTER:g} s after its Spark jobs were "
                 "cancelled (is a function of yours stuck in a call that does not return?): it "
-                "is left to end in its thread, and what it does then is not recorded; the "
+                "is left to end in its thread, its later jobs never start, and its end is "
+                "neither told nor recorded (a restart from a checkpoint runs it again); the "
                 "context is stopped"
             ) from failure
         if failure is not None:
@@ -563,6 +564,8 @@ class JobScheduler:
             self._listeners.report(failure)
         if batch.jobs:
             self._run_jobs(batch, info)
+        if self._abandoned:  # the stop went on without it: nothing more is told or recorded
+            return
         info.completedTime = now_ms()
         for hook in self._after_jobs:
             hook(batch)
@@ -605,6 +608,8 @@ class JobScheduler:
                 crash = future.exception()
                 if crash is not None:
                     raise crash
+        if self._abandoned:  # the stop went on without it: nothing more is told or recorded
+            return
         for job_info in infos:
             info.jobs.append(job_info)
             if job_info.failed:
@@ -627,6 +632,10 @@ class JobScheduler:
         self._execute(job, info)
 
     def _execute(self, job: Job, info: JobInfo) -> None:
+        if self._dropping:  # a stop that does not wait came first: it never starts
+            info.startTime = info.endTime = now_ms()
+            info.cancelled = True
+            return
         info.startTime = now_ms()
         if self._listeners.active:
             self._listeners.tell("onJobStarted", info)

@@ -342,10 +342,13 @@ async def test_a_stop_does_not_wait_for_a_batch_stuck_in_a_function_of_yours(
         stuck.set()
         release.wait(60)
 
+    counted: list[int] = []
     ssc = virtual(sc, Seconds(1), checkpoint=checkpoint)
     recorder = Recorder()
     ssc.addStreamingListener(recorder)
-    ssc.queueStream([], default=[1]).foreachRDD(hangs)
+    inputs = ssc.queueStream([], default=[1])
+    inputs.foreachRDD(hangs)
+    inputs.foreachRDD(lambda rdd: counted.append(rdd.count()))  # the batch's next job
     await ssc.start()
     advancing = asyncio.ensure_future(ssc.advanceTo(ssc.zeroTime + Seconds(1)))
     await asyncio.get_running_loop().run_in_executor(None, stuck.wait, 30)
@@ -369,6 +372,8 @@ async def test_a_stop_does_not_wait_for_a_batch_stuck_in_a_function_of_yours(
         await asyncio.sleep(0.1)  # what the worker handed to the loop, if anything, ran
     assert "reactive-spark-worker" not in our_threads()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    assert counted == []  # its next job never started
+    assert recorder.jobs == [] and recorder.batches == []  # nor were listeners told of it
     # the batch was planned and never recorded done: a restart runs it again
     again: list[int] = []
     second = virtual(sc, Seconds(1), checkpoint=checkpoint)
