@@ -141,10 +141,12 @@ class EventOrder:
     def refuse_posts(self) -> None:
         """Drop, with a warning, every event posted from now on (the context is stopping).
 
-        What was posted no longer waits for a timer's next tick (`hold_from`): none comes.
+        What was posted no longer waits for a timer's next tick (`hold_from`): none comes. The
+        producers waiting for room on the loop (`when_room`) are called: they find it stopping.
         """
         self._posts_open = False
         self._release_all()
+        self._call_all_room_callbacks()  # producers waiting for room on the loop give up
 
     def close(self) -> None:
         """Accept nothing more: posts are refused, so are runs of derived sources (on the loop)."""
@@ -153,8 +155,11 @@ class EventOrder:
         self._release_all()
         with self._room:  # producers waiting for room give up
             self._room.notify_all()
+        self._call_all_room_callbacks()  # so do those on the loop (they find it closed)
+
+    def _call_all_room_callbacks(self) -> None:
         waiting, self._room_callbacks = self._room_callbacks, {}
-        for callbacks in waiting.values():  # so do those on the loop (they find it closed)
+        for callbacks in waiting.values():
             for callback in callbacks:
                 callback()
 

@@ -629,8 +629,8 @@ async def test_a_request_that_went_away_leaves_the_line_of_those_waiting_for_roo
 async def test_rest_requests_waiting_for_room_are_refused_when_the_context_stops(
     sc: SparkContext, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    """Every request waiting for room is answered 503 once the context stops accepting:
-    a stop (which does not wait for them), or a crash of the scheduler."""
+    """Every request waiting for room is answered 503 as soon as the context stops accepting:
+    a stop (graceful or not: neither waits for them), or a crash of the scheduler."""
     held = HeldRest(sc, monkeypatch, 3)
     await held.start()
     async with ClientSession() as session:
@@ -645,8 +645,8 @@ async def test_rest_requests_waiting_for_room_are_refused_when_the_context_stops
             stopping = asyncio.ensure_future(
                 held.ssc.stop(stopSparkContext=False, stopGracefully=graceful)
             )
-            if graceful:  # it lets the accepted job end
-                held.gate.release()
+        # answered while the accepted jobs still hold the worker: a graceful stop runs what was
+        # accepted, and what waits for room is refused at once, not once room frees
         answers = [await asyncio.wait_for(answer, 30) for answer in waiting]
         assert [answer.status for answer in answers] == [503] * 3
         for answer in answers:
