@@ -24,7 +24,6 @@ import hmac
 import ipaddress
 import json
 import math
-import weakref
 import zlib
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -131,9 +130,10 @@ async def offer(source: EventSource, event: Event) -> None:
             stopped before the event could be posted.
     """
     if source.overflowPolicy == "block":
-        line = _LINES.get(source)
+        lines = Runtime.of(source.context).room_lines
+        line = lines.get(source)
         if line is None:
-            line = _LINES[source] = RoomLine()
+            line = lines[source] = RoomLine()
         await line.post(source, event)
         return
     try:
@@ -166,7 +166,7 @@ class RoomLine:
     more is refused with 503 and `Retry-After`. Once the context stops accepting, the next
     wake-up (a stop calls it) answers every waiting request 503.
 
-    The line holds no reference to its source (`_LINES` holds the lines weakly by source).
+    Each context keeps its sources' lines (`Runtime.room_lines`).
     """
 
     def __init__(self) -> None:
@@ -231,10 +231,6 @@ class RoomLine:
             else:
                 self._wake_when_room(runtime, source)
                 return
-
-
-#: The line of requests waiting for room, of each `"block"` source that had one wait.
-_LINES: weakref.WeakKeyDictionary[EventSource, RoomLine] = weakref.WeakKeyDictionary()
 
 
 # -- bearer tokens ---------------------------------------------------------------------------
