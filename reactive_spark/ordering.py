@@ -6,7 +6,8 @@ source, tiebreak)`. A slice at a time (`EVENTS_PER_FLUSH`, so the loop stays res
 them (`index` per source, `instanceId` per context), records the checkpoint's progress, tells
 `onEventFired`, and hands the run to listeners and derived sources, which post their own runs
 in turn. Runs of sources some stream is bound to go on to the scheduler's worker
-(docs/architecture.md).
+(docs/architecture.md). A timer on the system clock says when its next tick is (`hold_from`):
+what must follow it waits at or after that time until it has fired.
 
 Nothing waiting grows without bound: every source has a `SourceQueue` (`source_queue.py`)
 bounding its events that wait (posted and not accepted, or accepted and not processed), and an
