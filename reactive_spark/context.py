@@ -436,8 +436,11 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         get 503. Otherwise queued events are dropped (their REST requests get 503), reported
         to listeners (`onEventsDropped`), and running Spark jobs cancelled. A graceful stop
         with a `timeout` (seconds) that has not finished by then goes on as one that is not:
-        what still waits is dropped and reported. A graceful stop that was cancelled is
-        finished by calling `stop(stopGracefully=False)`, which cancels what still runs.
+        what still waits is dropped and reported. A stop that does not wait gives the running
+        batch 2 s once its Spark jobs are cancelled; a batch still running then (a function of
+        yours stuck in a call) is left to end in its thread, and `StopError` says so. A
+        graceful stop that was cancelled is finished by calling `stop(stopGracefully=False)`,
+        which cancels what still runs.
 
         Raises:
             StopError: a step failed (say, the host stopped Spark first and cancelling its jobs
