@@ -88,8 +88,8 @@ class EventOrder:
         self._drops_reported = False
         # per catching-up source, its missed events not posted yet (see `catch_up`)
         self._missed: dict[SourceQueue, deque[Event]] = {}
-        # per source whose producer keeps the events it missed itself (see `hold_from`), the
-        # time of the first; and per source that must wait behind one, from when it waits
+        # per timer that said when its next event is (see `hold_from`), that time; and per
+        # source that must wait behind one, from when it waits
         self._holders: dict[SourceQueue, int] = {}
         self._held_from: dict[Any, int] = {}
         self._caught_up_callbacks: list[Callable[[], None]] = []  # see `when_caught_up`
