@@ -11,7 +11,7 @@ Examples:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -153,6 +153,26 @@ class EventsDropped:
     reason: str
     count: int
     events: tuple[Event, ...] = ()
+
+    @classmethod
+    def of(cls, sourceName: str, reason: str, events: Sequence[Event]) -> EventsDropped:
+        """The report of `events` dropped for `reason`, counted as every report counts them.
+
+        A dropped event takes what it stood for with it (`standsFor`: a coalesced event); an
+        event merged away (`"coalesce"`) counts once, as what it stood for goes on in the event
+        that replaced it.
+
+        Examples:
+            >>> from reactive_spark.events import Event
+            >>> from reactive_spark.time import Time
+            >>> stand_in = Event(None, None, Time(5))
+            >>> stand_in.standsFor = 4
+            >>> EventsDropped.of("uploads", "stop", [stand_in]).count
+            4
+        """
+        merged = reason == "coalesce"
+        count = len(events) if merged else sum(event.standsFor for event in events)
+        return cls(sourceName, reason, count, tuple(events))
 
 
 @dataclass(frozen=True)

@@ -601,12 +601,7 @@ class EventOrder:
         for (source, reason), events in drops.items():
             if reason != "coalesce":  # what stands for coalesced events covers their times
                 self._record_dropped(source.name, [e.time.milliseconds for e in events])
-            # a dropped event takes what it stood for with it; a coalesced one is counted once,
-            # when it is merged away (what it stood for goes on in the event that replaced it)
-            count = len(events) if reason == "coalesce" else sum(e.standsFor for e in events)
-            self._listeners.tell(
-                "onEventsDropped", EventsDropped(source.name, reason, count, tuple(events))
-            )
+            self._listeners.tell("onEventsDropped", EventsDropped.of(source.name, reason, events))
 
     def _flush_some(self) -> None:
         """Accept a slice of the pending events; the rest after the loop's other callbacks.

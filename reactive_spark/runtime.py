@@ -200,9 +200,7 @@ class Runtime:
         events fell due): counted in the console and its metrics as the engine's own drops.
         """
         if events:
-            self.tell_listeners(
-                "onEventsDropped", EventsDropped(source.name, reason, len(events), tuple(events))
-            )
+            self.tell_listeners("onEventsDropped", EventsDropped.of(source.name, reason, events))
 
     # -- backpressure ----------------------------------------------------------------------
     @property

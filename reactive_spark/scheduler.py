@@ -238,9 +238,7 @@ class JobScheduler:
         for run in runs:
             dropped.setdefault(run[0].source, []).extend(run)
         for source, events in dropped.items():
-            self._listeners.tell(
-                "onEventsDropped", EventsDropped(source.name, "stop", len(events), tuple(events))
-            )
+            self._listeners.tell("onEventsDropped", EventsDropped.of(source.name, "stop", events))
 
     async def stop(self, graceful: bool) -> None:
         """Stop processing: after the queued events (`graceful`), or after the running batch.
@@ -401,8 +399,7 @@ class JobScheduler:
         """Report accepted events a stop dropped before their batch ran (worker thread)."""
         if events:
             self._listeners.tell(
-                "onEventsDropped",
-                EventsDropped(events[0].source.name, "stop", len(events), tuple(events)),
+                "onEventsDropped", EventsDropped.of(events[0].source.name, "stop", events)
             )
 
     def _note_dropped(self, source: str, times: list[int]) -> None:

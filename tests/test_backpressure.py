@@ -280,6 +280,22 @@ async def test_a_timer_never_holds_back_the_sources_it_feeds(sc: SparkContext) -
     assert len(ran) >= 4, ran
 
 
+async def test_a_coalesced_event_a_stop_drops_counts_what_it_stood_for(sc: SparkContext) -> None:
+    """Three triggers coalesced into one event (bound 1) that a stop drops before it runs:
+    the stop's report counts the three, as a drop past the bound counts a stand-in."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m").overflow(1, "coalesce")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(manual)
+    drops = Drops()
+    ssc.addStreamingListener(drops)
+    await ssc.start()
+    for value in range(3):
+        manual.trigger(value)
+    await ssc.stop(stopSparkContext=False)  # nothing was accepted: all of it is dropped
+    # the first two merged away, once each; the one standing for all three dropped by the stop
+    assert drops.counts == {"coalesce": 2, "stop": 3}
+
+
 def test_overflow_arguments_are_checked(sc: SparkContext) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     tick = ssc.timer(T0, None, Seconds(1), "tick")
