@@ -177,16 +177,25 @@ async def test_a_receiver_without_a_server_reports_errors_and_retries(sc: SparkC
     assert listener.calls[:2] == [("error", True), ("error", True)]
 
 
-async def test_a_graceful_stop_processes_what_was_received(
-    sc: SparkContext, server: LineServer
-) -> None:
-    ssc = StreamingContext(sc, 0.5, clock=SystemClock())
+async def received_not_read(
+    sc: SparkContext, server: LineServer, batch_seconds: float
+) -> tuple[StreamingContext, list[str]]:
+    """A running context whose receiver holds "x" and "y", which no batch has read yet; and
+    what its batches will read."""
+    ssc = StreamingContext(sc, batch_seconds, clock=SystemClock())
     lines = ssc.socketTextStream("127.0.0.1", server.port)
     received: list[str] = []
     lines.foreachRDD(lambda rdd: received.extend(rdd.collect()))
     await ssc.start()
     await server.send("x", "y")
-    await until(lambda: lines.pending == 2)  # arrived; no batch has read them yet
+    await until(lambda: lines.pending == 2)
+    return ssc, received
+
+
+async def test_a_graceful_stop_processes_what_was_received(
+    sc: SparkContext, server: LineServer
+) -> None:
+    ssc, received = await received_not_read(sc, server, 0.5)
     await ssc.stop(stopSparkContext=False, stopGracefully=True)
     assert received == ["x", "y"]
 
@@ -195,13 +204,7 @@ async def test_a_graceful_stops_timeout_covers_reading_what_was_received(
     sc: SparkContext, server: LineServer
 ) -> None:
     # the next batch is 60 s away: without the timeout, the stop would wait for it to read
-    ssc = StreamingContext(sc, 60, clock=SystemClock())
-    lines = ssc.socketTextStream("127.0.0.1", server.port)
-    received: list[str] = []
-    lines.foreachRDD(lambda rdd: received.extend(rdd.collect()))
-    await ssc.start()
-    await server.send("x", "y")
-    await until(lambda: lines.pending == 2)
+    ssc, received = await received_not_read(sc, server, 60)
     stopping = asyncio.create_task(
         ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=0.2)
     )
