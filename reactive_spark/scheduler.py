@@ -306,7 +306,7 @@ class JobScheduler:
         try:
             await asyncio.wait_for(self.idle(raise_crash=False), timeout)
         except TimeoutError:
-            log.warning("the graceful stop took over %s s: dropping what still waits", timeout)
+            log.warning("the graceful stop's timeout passed: dropping what still waits")
             return False
         return True
 
