@@ -10,11 +10,11 @@ import asyncio
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.dependencies import LegacyWindowDependency, Retention
+from reactive_spark.dependencies import EventDependency, LegacyWindowDependency, Retention
 from reactive_spark.dstream.inputs import ReceiverInputDStream
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.planning import Plan
+from reactive_spark.planning import Plan, reached
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Duration, Time
 
@@ -283,12 +283,20 @@ class DStreamGraph:
     ) -> dict[EventSource, list[tuple[EventSource, bool]]]:
         """Per source, the sources whose events at an instant go after its own.
 
-        With each, whether that is because their bound streams read its bound streams (else:
-        they derive from it).
+        With each, whether that is because their bound streams read its bound streams, or a
+        window their events compute reads what its events compute (say, `days.tailWindow(7,
+        7)` bound to a weekly timer, `days.foreachRDD(f)` to a daily one); else they derive
+        from it. Windows that read each other's sources' batches cannot both go after: those
+        edges are left out, and creation order decides, as between unrelated sources.
         """
-        bound = {source: {s.id for s in self._bindings.get(source, [])} for source in sources}
-        upstream = {source: _above(self._bindings.get(source, [])) for source in sources}
+        bindings = {source: self._bindings.get(source, []) for source in sources}
+        bound = {source: {s.id for s in bindings[source]} for source in sources}
+        upstream = {source: _above(bindings[source]) for source in sources}
+        plans = {source: reached(source, bindings[source]) for source in sources}
+        computed = {source: {s.id for s in plans[source]} for source in sources}
+        windowed = {source: _windowed(plans[source]) for source in sources}
         edges: dict[EventSource, list[tuple[EventSource, bool]]] = {s: [] for s in sources}
+        windows: list[tuple[EventSource, EventSource]] = []
         for first in sources:
             for second in sources:
                 if first is second:
@@ -296,6 +304,14 @@ class DStreamGraph:
                 reads = bool(bound[first] & upstream[second])
                 if reads or first in second.parents:
                     edges[first].append((second, reads))
+                elif computed[first] & windowed[second]:
+                    windows.append((first, second))
+        successors = {s: {after for after, _ in edges[s]} for s in sources}
+        for first, second in windows:
+            successors[first].add(second)
+        for first, second in windows:
+            if not _reaches(successors, second, first):
+                edges[first].append((second, True))
         return edges
 
     def lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
@@ -406,6 +422,32 @@ class DStreamGraph:
         for rdd in {id(rdd): rdd for rdd in cached}.values():
             if id(rdd) not in remembered:
                 rdd.unpersist(blocking=False)
+
+
+def _windowed(streams: list[DStream[Any]]) -> set[int]:
+    """The ids of the streams whose earlier RDDs windows among `streams` read."""
+    return {
+        dependency.parent.id
+        for stream in streams
+        for dependency in stream.dependencies
+        if not isinstance(dependency, EventDependency)
+    }
+
+
+def _reaches(
+    successors: dict[EventSource, set[EventSource]], start: EventSource, end: EventSource
+) -> bool:
+    """Whether `end` follows `start` through `successors` (no recursion)."""
+    seen: set[EventSource] = set()
+    waiting = [start]
+    while waiting:
+        current = waiting.pop()
+        if current is end:
+            return True
+        if current not in seen:
+            seen.add(current)
+            waiting.extend(successors[current])
+    return False
 
 
 def _above(streams: list[DStream[Any]]) -> set[int]:

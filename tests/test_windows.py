@@ -10,8 +10,10 @@ from pyspark import SparkContext
 
 from reactive_spark import (
     Days,
+    EventSource,
     InvalidArgumentError,
     Seconds,
+    StreamingContext,
     Time,
 )
 from reactive_spark.testing import run_batches
@@ -106,17 +108,21 @@ async def test_sliding_time_window_with_origin(sc: SparkContext) -> None:
     ]
 
 
+def daily_and_weekly(ssc: StreamingContext, weekly_first: bool) -> tuple[EventSource, EventSource]:
+    """A daily and a weekly timer, created in the order given."""
+    if weekly_first:
+        weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
+        return ssc.timer(T0 + Days(1), None, Days(1), "daily"), weekly
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    return daily, ssc.timer(T0 + Days(7), None, Days(7), "weekly")
+
+
 @pytest.mark.parametrize("weekly_first", [True, False])
 async def test_daily_weekly_cascade(sc: SparkContext, weekly_first: bool) -> None:
     days = 21
     logs = [[f"day{d} INFO a", f"day{d} ERROR b", f"day{d} WARN c"] for d in range(1, days + 1)]
     ssc = virtual(sc)
-    if weekly_first:
-        weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
-        daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
-    else:
-        daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
-        weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
+    daily, weekly = daily_and_weekly(ssc, weekly_first)
     daily_out, daily_seen = gather(
         ssc.queueStream(logs).filter(lambda line: "WARN" in line or "ERROR" in line)
     )
@@ -134,6 +140,44 @@ async def test_daily_weekly_cascade(sc: SparkContext, weekly_first: bool) -> Non
         first = 7 * week + 1
         expected = [f"day{d} ERROR b" for d in range(first, first + 7)]
         assert sorted(items) == sorted(expected)
+
+
+@pytest.mark.parametrize("weekly_first", [True, False])
+async def test_a_roll_up_over_the_stream_an_output_bound_to_daily_reads(
+    sc: SparkContext, weekly_first: bool
+) -> None:
+    """The daily output is bound, not the stream the weekly window reads: the weekly tick still
+    goes after the daily tick of its instant, so the roll-up holds that day."""
+    ssc = virtual(sc)
+    daily, weekly = daily_and_weekly(ssc, weekly_first)
+
+    def day(time, rdd, event):  # type: ignore[no-untyped-def]
+        if event.source is daily:
+            return rdd.context.parallelize([(event.time - T0).milliseconds // Days(1).milliseconds])
+        return rdd.context.parallelize([])
+
+    days = ssc.queueStream([], default=[0]).transform(day)
+    days.foreachRDD(lambda rdd: None).bind(daily)
+    roll_ups, seen = gather(days.tailWindow(7, 7))
+    roll_ups.bind(weekly)
+    await ssc.start()
+    await ssc.runUntil(T0 + Days(14))
+    await ssc.stop(stopSparkContext=False)
+    assert [e.time for e, _ in seen] == [T0 + Days(7), T0 + Days(14)]
+    assert [max(items) for _, items in seen] == [7, 14]  # the day of its instant included
+
+
+def test_windows_reading_each_others_batches_keep_creation_order(sc: SparkContext) -> None:
+    """Each timer's window reads what the other's ticks generate: neither can go first, so
+    neither waits for the other, as when nothing relates them."""
+    ssc = virtual(sc)
+    second = ssc.timer(T0 + Days(3), None, Days(3), "every third day")
+    first = ssc.timer(T0 + Days(2), None, Days(2), "every other day")
+    shared = ssc.queueStream([], default=[0]).map(lambda n: n)
+    shared.tailWindow(2, 2).foreachRDD(lambda rdd: None).bind(first)
+    shared.tailWindow(3, 3).foreachRDD(lambda rdd: None).bind(second)
+    assert ssc.graph.lineage_ranks([first, second]) == {second: 0, first: 1}
+    assert ssc.graph.accepted_after([first, second]) == {first: {first}, second: {second}}
 
 
 async def test_daily_weekly_example(sc: SparkContext, tmp_path) -> None:  # type: ignore[no-untyped-def]
