@@ -76,6 +76,10 @@ class Dependency(ABC):
     #: remember what they emitted); such state is recorded with every batch.
     stateful = False
 
+    #: Whether it reads what its parent generated for other events at the event's own instant
+    #: (a window ending with the event): the sources of those events go first at the instant.
+    reads_its_instant = False
+
     def save_state(self) -> Any:
         """The state before computing the current event, as JSON (see `stateful`)."""
         return None
@@ -111,6 +115,8 @@ class TailDependency(Dependency):
     window; it unites the last `windowLength` of the parent's generated RDDs after dropping the
     latest `skipLength`.
     """
+
+    reads_its_instant = True
 
     def __init__(
         self,

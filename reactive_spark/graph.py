@@ -10,7 +10,7 @@ import asyncio
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.dependencies import EventDependency, LegacyWindowDependency, Retention
+from reactive_spark.dependencies import LegacyWindowDependency, Retention
 from reactive_spark.dstream.inputs import ReceiverInputDStream
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
@@ -87,9 +87,10 @@ class DStreamGraph:
     def accepted_after(self, sources: list[EventSource]) -> dict[EventSource, set[EventSource]]:
         """Per source, the sources none of whose events may be accepted before its waiting ones.
 
-        Itself, and the sources reached through a source whose bound streams read another's
-        (a weekly roll-up waits for the daily batch of its instant); the sources derived from
-        it without such a step may go on with what it already fired.
+        Itself, and the sources reached through a source whose batches read another's (its
+        bound streams read the other's, or its windows what the other's batches compute: a
+        weekly roll-up waits for the daily batch of its instant); the sources derived from it
+        without such a step may go on with what it already fired.
         """
         edges = self._lineage_edges(sources)
         held: dict[EventSource, set[EventSource]] = {}
@@ -286,8 +287,8 @@ class DStreamGraph:
         With each, whether that is because their bound streams read its bound streams, or a
         window their events compute reads what its events compute (say, `days.tailWindow(7,
         7)` bound to a weekly timer, `days.foreachRDD(f)` to a daily one); else they derive
-        from it. Windows that read each other's sources' batches cannot both go after: those
-        edges are left out, and creation order decides, as between unrelated sources.
+        from it. A window edge that would close a cycle (windows reading each other's sources'
+        batches, say) is left out: creation order decides, as between unrelated sources.
         """
         bindings = {source: self._bindings.get(source, []) for source in sources}
         bound = {source: {s.id for s in bindings[source]} for source in sources}
@@ -309,8 +310,9 @@ class DStreamGraph:
         successors = {s: {after for after, _ in edges[s]} for s in sources}
         for first, second in windows:
             successors[first].add(second)
+        following = _following(successors)
         for first, second in windows:
-            if not _reaches(successors, second, first):
+            if first not in following[second]:  # else the edge closes a cycle
                 edges[first].append((second, True))
         return edges
 
@@ -319,7 +321,7 @@ class DStreamGraph:
         return self._lineage_ranks(sources)
 
     def _lineage_ranks(self, sources: list[EventSource]) -> dict[EventSource, int]:
-        """Rank sources so that a source whose bound streams feed another's goes first."""
+        """Rank sources so that a source goes before those its batches feed (`_lineage_edges`)."""
         edges = self._lineage_edges(sources)
         successors = {source: [after for after, _ in edges[source]] for source in sources}
         waiting = dict.fromkeys(sources, 0)
@@ -425,29 +427,30 @@ class DStreamGraph:
 
 
 def _windowed(streams: list[DStream[Any]]) -> set[int]:
-    """The ids of the streams whose earlier RDDs windows among `streams` read."""
+    """The ids of the streams that windows among `streams` read at their own instant."""
     return {
         dependency.parent.id
         for stream in streams
         for dependency in stream.dependencies
-        if not isinstance(dependency, EventDependency)
+        if dependency.reads_its_instant
     }
 
 
-def _reaches(
-    successors: dict[EventSource, set[EventSource]], start: EventSource, end: EventSource
-) -> bool:
-    """Whether `end` follows `start` through `successors` (no recursion)."""
-    seen: set[EventSource] = set()
-    waiting = [start]
-    while waiting:
-        current = waiting.pop()
-        if current is end:
-            return True
-        if current not in seen:
-            seen.add(current)
-            waiting.extend(successors[current])
-    return False
+def _following(
+    successors: dict[EventSource, set[EventSource]],
+) -> dict[EventSource, set[EventSource]]:
+    """Per source, every source that follows it through `successors` (no recursion)."""
+    following: dict[EventSource, set[EventSource]] = {}
+    for source in successors:
+        found: set[EventSource] = set()
+        waiting = list(successors[source])
+        while waiting:
+            current = waiting.pop()
+            if current not in found:
+                found.add(current)
+                waiting.extend(successors[current])
+        following[source] = found
+    return following
 
 
 def _above(streams: list[DStream[Any]]) -> set[int]:

@@ -381,9 +381,9 @@ class EventOrder:
         A timer says so: its next tick, or the first it missed while its queue was full
         (overflow `"block"`: a span of ticks it keeps, not events waiting here). Until it says
         another time or `release(source)`, the other sources that must wait behind it (those
-        whose bound streams read its bound streams) are not accepted from at or after `time`,
-        so a roll-up never overtakes the ticks it reads. Refusing posts, closing and dropping
-        end it.
+        whose batches read its batches: `DStreamGraph.accepted_after`) are not accepted from at
+        or after `time`, so a roll-up never overtakes the ticks it reads. Refusing posts,
+        closing and dropping end it.
         """
         queue = self._queues.get(source)
         if queue is not None and self._posts_open:
@@ -463,7 +463,7 @@ class EventOrder:
         """Queue `event` for ordering; must run on the loop.
 
         Events are accepted in order of time, then the source's lineage rank (fixed at start:
-        a source whose streams feed another's goes first); events still tied keep the order
+        a source whose batches feed another's goes first); events still tied keep the order
         they were posted in.
         """
         if self._closed:

@@ -142,12 +142,15 @@ async def test_daily_weekly_cascade(sc: SparkContext, weekly_first: bool) -> Non
         assert sorted(items) == sorted(expected)
 
 
+@pytest.mark.parametrize("with_time_window", [False, True])
 @pytest.mark.parametrize("weekly_first", [True, False])
 async def test_a_roll_up_over_the_stream_an_output_bound_to_daily_reads(
-    sc: SparkContext, weekly_first: bool
+    sc: SparkContext, weekly_first: bool, with_time_window: bool
 ) -> None:
     """The daily output is bound, not the stream the weekly window reads: the weekly tick still
-    goes after the daily tick of its instant, so the roll-up holds that day."""
+    goes after the daily tick of its instant, so the roll-up holds that day. A time window
+    bound to the daily timer over what the weekly one computes reads only the days before
+    its own: it asks for no order, so it cannot undo that one."""
     ssc = virtual(sc)
     daily, weekly = daily_and_weekly(ssc, weekly_first)
 
@@ -160,6 +163,12 @@ async def test_a_roll_up_over_the_stream_an_output_bound_to_daily_reads(
     days.foreachRDD(lambda rdd: None).bind(daily)
     roll_ups, seen = gather(days.tailWindow(7, 7))
     roll_ups.bind(weekly)
+    if with_time_window:  # the daily report shows the weekly marks of the days before it
+        marks = ssc.queueStream([], default=[1])
+        marks.foreachRDD(lambda rdd: None).bind(weekly)
+        marks.timeWindow(Days(14), Days(1)).foreachRDD(lambda rdd: None).bind(daily)
+    # under backpressure, and on the system clock, the weekly tick waits for the daily one
+    assert ssc.graph.accepted_after([daily, weekly]) == {daily: {daily, weekly}, weekly: {weekly}}
     await ssc.start()
     await ssc.runUntil(T0 + Days(14))
     await ssc.stop(stopSparkContext=False)
@@ -176,8 +185,21 @@ def test_windows_reading_each_others_batches_keep_creation_order(sc: SparkContex
     shared = ssc.queueStream([], default=[0]).map(lambda n: n)
     shared.tailWindow(2, 2).foreachRDD(lambda rdd: None).bind(first)
     shared.tailWindow(3, 3).foreachRDD(lambda rdd: None).bind(second)
-    assert ssc.graph.lineage_ranks([first, second]) == {second: 0, first: 1}
     assert ssc.graph.accepted_after([first, second]) == {first: {first}, second: {second}}
+
+
+def test_a_window_edge_against_the_lineage_is_left_out(sc: SparkContext) -> None:
+    """A map of the daily timer goes after it; a window in the daily batches over what the
+    map's batches compute would put the daily timer after the map: a cycle, so that edge is
+    left out and the lineage's order holds."""
+    ssc = virtual(sc)
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    mapped = daily.map(lambda e: e.index)
+    shared = ssc.queueStream([], default=[0]).map(lambda n: n)
+    shared.foreachRDD(lambda rdd: None).bind(mapped)
+    shared.tailWindow(2, 2).foreachRDD(lambda rdd: None).bind(daily)
+    assert ssc.graph.lineage_ranks([mapped, daily]) == {daily: 0, mapped: 1}
+    assert ssc.graph.accepted_after([daily, mapped]) == {daily: {daily}, mapped: {mapped}}
 
 
 async def test_daily_weekly_example(sc: SparkContext, tmp_path) -> None:  # type: ignore[no-untyped-def]
