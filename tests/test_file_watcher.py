@@ -341,3 +341,26 @@ async def test_files_arriving_while_the_queue_is_full_never_block_the_loop(
     await ssc.stop(stopSparkContext=False, stopGracefully=True)
     assert sorted(line for lines in read for line in lines) == list("abcde")  # each once
     assert longest_gap < 0.5, f"the loop stood still for {longest_gap:.2f} s"
+
+
+async def test_a_file_moved_in_as_soon_as_start_returns_fires(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """`start()` returns once the watcher watches: a program that moves a file in right
+    after it (the documented recipe) never loses it, however slow the watching thread."""
+    for attempt in range(5):
+        ssc = StreamingContext(sc, None, clock=SystemClock())
+        incoming = tmp_path / f"incoming-{attempt}"
+        uploads = ssc.fileWatcher(str(incoming), "uploads")
+        fired: list[Event] = []
+        uploads.addListener(fired.append)
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(uploads)
+        await ssc.start()
+        staged = tmp_path / f"upload-{attempt}.txt"
+        staged.write_text("words\n")
+        staged.replace(incoming / staged.name)
+        try:
+            await next_events(fired, 1, timeout=10)
+        finally:
+            await ssc.stop(stopSparkContext=False)
+        assert [event.paths for event in fired] == [(str(incoming / staged.name),)]

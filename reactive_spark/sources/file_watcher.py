@@ -8,7 +8,7 @@ import fnmatch
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +98,8 @@ class FileWatcherEventSource(EventSource):
         self._stopping: threading.Event | None = None
         self._thread: threading.Thread | None = None
         self._ready = asyncio.Event()
+        #: Set once watching began or failed (and was reported): what `start` waits for.
+        self._tried = asyncio.Event()
 
     def accepts(self, path: str) -> bool:
         """Whether a change of `path` is reported (not partial, matching `pattern`).
@@ -112,8 +114,12 @@ class FileWatcherEventSource(EventSource):
             return False
         return self.pattern is None or fnmatch.fnmatch(os.path.basename(path), self.pattern)
 
-    def start(self) -> None:
-        """Start watching (the directory is created if missing), in a thread of its own."""
+    def start(self) -> Awaitable[None]:
+        """Start watching (the directory is created if missing), in a thread of its own.
+
+        Returns once the thread watches (or reported why it cannot): a file moved in after
+        `ssc.start()` returned is seen, however long the thread took to start.
+        """
         try:
             os.makedirs(self.path, exist_ok=True)
         except OSError as error:  # a file where the directory should be, or no permission
@@ -129,6 +135,11 @@ class FileWatcherEventSource(EventSource):
             daemon=True,
         )
         self._thread.start()
+        return self._started()
+
+    async def _started(self) -> None:
+        """Until the watching thread watches, or reported why it cannot."""
+        await self._tried.wait()
 
     def _watch(self, loop: asyncio.AbstractEventLoop, stopping: threading.Event) -> None:
         """Watch until stopped (the watching thread); changes fire on the loop.
@@ -147,6 +158,7 @@ class FileWatcherEventSource(EventSource):
                         "is created again",
                     ),
                 )
+                _on_loop(loop, self._tried.set)
                 while not os.path.isdir(self.path):
                     if stopping.wait(READY_POLL_MS / 1000):
                         return
@@ -157,6 +169,7 @@ class FileWatcherEventSource(EventSource):
                 self._watch_once(loop, stopping, evidence)
             except Exception as exc:
                 self._runtime.report_source_error(self, "watch", exc)
+                _on_loop(loop, self._tried.set)
                 stopping.wait(RETRY_SECONDS)
             finally:
                 if evidence is not None:
@@ -189,6 +202,7 @@ class FileWatcherEventSource(EventSource):
             if not ready:
                 ready = True
                 _on_loop(loop, self._ready.set)
+                _on_loop(loop, self._tried.set)
             arrivals.hear(*evidence.drain())
             arrivals.evidence_available = evidence.available  # reopened after an overflow
             now = time.monotonic()
