@@ -59,6 +59,10 @@ class CheckpointError(ReactiveSparkError):
     """The checkpoint directory cannot be read or written."""
 
 
+#: What a clean stop logs last: how far every source fired, and the last instance id.
+StopRecord = tuple[dict[str, list[int]], int]
+
+
 @dataclass
 class Recovered:
     """What a checkpoint directory says about the run that wrote it.
@@ -80,6 +84,9 @@ class Recovered:
     #: Per expectation (`source:name`, `output:name`), the state of its deadlines.
     deadlines: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_instance_id: int = -1
+    #: Whether the run's stop left no accepted event without its batch (nothing underived;
+    #: a batch it did not complete still runs again).
+    stopped: bool = False
     completed: list[Record] = field(default_factory=list)
     unfinished: list[Record] = field(default_factory=list)
 
@@ -111,6 +118,7 @@ class Checkpoint:
         # the worker thread logs batches, the loop dropped events: one writes at a time
         self._writing = threading.Lock()
         self._last_instance_id = -1
+        self._stopped = False  # see `Recovered.stopped`; until the next batch is planned
 
     # -- reading -----------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -144,6 +152,7 @@ class Checkpoint:
                 if kind == "planned":
                     planned[record["id"]] = record
                     recovered.progress = record["progress"]
+                    recovered.stopped = False
                     recovered.last_instance_id = max(recovered.last_instance_id, record["id"])
                 elif kind == "completed" and record["id"] in planned:
                     completed[record["id"]] = planned.pop(record["id"])
@@ -156,6 +165,7 @@ class Checkpoint:
                     recovered.deadlines[record["name"]] = record["state"]
                 elif kind == "progress":
                     recovered.progress = record["progress"]
+                    recovered.stopped = record.get("stopped", False)
                     recovered.last_instance_id = max(
                         recovered.last_instance_id, record["lastInstanceId"]
                     )
@@ -231,6 +241,7 @@ class Checkpoint:
             # the deadline states are those this run logged before the log opened: it logs
             # every expectation it watches, so those of expectations gone are dropped
             self._last_instance_id = recovered.last_instance_id
+            self._stopped = recovered.stopped
         self._roll()
 
     def _roll(self) -> None:
@@ -250,13 +261,7 @@ class Checkpoint:
             self._append({**record, "kind": "done"})
         for record in self._planned.values():  # unfinished until re-run
             self._append({**record, "kind": "planned"})
-        self._append(
-            {
-                "kind": "progress",
-                "progress": self._progress,
-                "lastInstanceId": self._last_instance_id,
-            }
-        )
+        self._append_progress()
         for name, times in list(self._dropped.items()):
             fired = self._progress.get(name, [-1])[0]
             later = sorted(time for time in times if time > fired)
@@ -313,6 +318,7 @@ class Checkpoint:
         }
         self._planned[event.instanceId] = record
         self._last_instance_id = max(self._last_instance_id, event.instanceId)
+        self._stopped = False
         self._append(record)
         self._sync()
 
@@ -362,14 +368,34 @@ class Checkpoint:
                 else:
                     self._segment.flush()
 
-    def close(self) -> None:
-        """Make everything written durable and close the log."""
+    def close(self, stopped: StopRecord | None = None) -> None:
+        """Make everything written durable and close the log.
+
+        `stopped` comes from a stop that left no accepted event without its batch
+        (`stop_record`): logged last, it says so, with how far every source fired (a restart
+        resumes every source from there, not from the last batch's progress).
+        """
         with self._writing:
             if self._segment is not None:
                 with self._disk("close the write-ahead log"):
+                    if stopped is not None:
+                        self._progress, last_instance_id = stopped
+                        self._last_instance_id = max(self._last_instance_id, last_instance_id)
+                        self._stopped = True
+                        self._append_progress()
                     self._sync()
                     self._segment.close()
                 self._segment = None
+
+    def _append_progress(self) -> None:
+        self._append(
+            {
+                "kind": "progress",
+                "progress": self._progress,
+                "lastInstanceId": self._last_instance_id,
+                "stopped": self._stopped,
+            }
+        )
 
     def _append(self, record: Record) -> None:
         if self._segment is None:
@@ -489,6 +515,26 @@ def all_missed_events(
     ]
     missed.sort(key=lambda event: (event.time.milliseconds, event.source.rank))
     return missed
+
+
+def stop_record(settled: StopRecord | None, sources: list[EventSource]) -> StopRecord | None:
+    """What a stop logs last (`Checkpoint.close`), from `EventOrder.settled_progress`.
+
+    How far every source fired, and the last instance id. Nothing after a stop that left
+    accepted events without their batch, nor while an operator may hold parent events it has
+    not fired (a `pipe` buffering them: its parent fired since it last did), whose events no
+    record shows: the restart goes as after a crash, from the last batch's progress, and
+    fires the unbound sources' later events again.
+    """
+    if settled is None:
+        return None
+    progress = settled[0]
+    for source in sources:
+        if isinstance(source, DerivedEventSource) and source.holds_parent_events:
+            own = progress.get(source.name, [-1])[0]
+            if any(progress.get(parent.name, [-1])[0] > own for parent in source.parents):
+                return None
+    return settled
 
 
 async def use_rdd_directory(ssc: StreamingContext) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from reactive_spark._collector import hold_heap, release_heap
-from reactive_spark.checkpoint import Checkpoint, resume, use_rdd_directory
+from reactive_spark.checkpoint import Checkpoint, resume, stop_record, use_rdd_directory
 from reactive_spark.deadlines import DeadlineWatch, watch_expectations
 from reactive_spark.errors import StopError
 from reactive_spark.listener import StreamingStarted
@@ -87,6 +87,7 @@ class Lifecycle:
         #: Whether `stop` has stopped every part (a stop before start included).
         self.stop_complete = False
         self._checkpoint: Checkpoint | None = None
+        self._resumed = False  # the checkpoint brought the graph back: a stop may say so
         self._watchdog: LoopWatchdog | None = None
         self._deadlines: DeadlineWatch | None = None
         self._sources_stopped = False
@@ -143,6 +144,7 @@ class Lifecycle:
         resumed: set[str] = set()
         if self._checkpoint is not None:
             resumed = await resume(ssc, self._checkpoint, recovered, self._scheduler)
+            self._resumed = True
         self._graph.start_receivers(loop)
         for source in self._runtime.sources if start_sources else ():
             self._starting_source = source
@@ -212,8 +214,15 @@ class Lifecycle:
         # after the last batch: tracing ends the spans still open
         await steps.run(_LISTENERS, self._listeners.stopped)
         checkpoint = self._checkpoint
-        if checkpoint is not None:
-            await steps.run(_CHECKPOINT, lambda: self._blocking.run(checkpoint.close))
+        if checkpoint is not None:  # with how far every source fired, if nothing was left
+
+            def close() -> Awaitable[None]:
+                stopped = None  # a start that failed before the graph was back stopped nothing
+                if self._resumed:
+                    stopped = stop_record(scheduler.order.settled_progress(), self._ssc.sources)
+                return self._blocking.run(checkpoint.close, stopped)
+
+            await steps.run(_CHECKPOINT, close)
         if self._watchdog is not None:
             await steps.run(_WATCHDOG, self._watchdog.stop)
         await steps.run(_HEAP, lambda: release_heap(self._ssc))

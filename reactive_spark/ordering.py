@@ -106,6 +106,7 @@ class EventOrder:
         # with a checkpoint: what every source fired so far, and its state at each bound event
         self._progress: dict[str, list[int]] | None = None
         self._progress_at: dict[int, dict[str, list[int]]] = {}
+        self._dropped_posted = False  # a stop dropped events posted and not accepted yet
         #: Events accepted that no stream is bound to (they have no batch).
         self.announced = 0
 
@@ -181,6 +182,7 @@ class EventOrder:
                 dropped.setdefault(queue.source, []).extend(missed)
         self._missed.clear()
         self._release_all()
+        self._dropped_posted = self._dropped_posted or bool(dropped)
         self._call_caught_up_callbacks()
         for queue in self._queues.values():
             queue.pending = queue.missed = 0
@@ -255,6 +257,20 @@ class EventOrder:
     def progress_at(self, instance_id: int) -> dict[str, list[int]] | None:
         """What every source had fired when event `instance_id` was accepted (once)."""
         return self._progress_at.pop(instance_id, None) if self._progress_at else None
+
+    def settled_progress(self) -> tuple[dict[str, list[int]], int] | None:
+        """What every source fired, and the last instance id, for a stop to record (on the loop).
+
+        A batch records the progress as its event was accepted: what sources derive from that
+        event at its instant (an unbound `map` of a bound timer), and what unbound sources fire
+        after the last batch, is not in it. Once every accepted event of a bound source got its
+        batch and a stop dropped nothing posted, the progress as it stands is what a restart
+        resumes from; None otherwise (a stop or a crash left events without their batch): the
+        last batch's progress stands, and a restart fires again what came after it.
+        """
+        if self._progress is None or self._progress_at or self._dropped_posted:
+            return None
+        return dict(self._progress), self._next_instance_id - 1
 
     # -- accepting events --------------------------------------------------------------------
     def post(self, event: Event) -> None:

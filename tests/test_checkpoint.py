@@ -472,6 +472,133 @@ async def test_delayed_events_waiting_at_a_stop_are_reported_and_still_fire(
     assert fired == [T0 + Minutes(90) + Hours(h) for h in range(5)]
 
 
+@pytest.mark.parametrize(
+    ("timer_bound", "operator", "policy", "graceful"),
+    [
+        (True, "map", "all", True),  # the map's 2:00 event came after the timer's last batch
+        (True, "filter", "all", False),
+        (True, "map", "skip", True),
+        (False, None, "skip", False),  # the 2:00 tick came after the last batch (1:30's)
+        (False, "map", "all", True),  # the restart fired the 2:00 tick again
+    ],
+)
+async def test_a_stop_records_how_far_every_source_fired(
+    sc: SparkContext,
+    tmp_path: Path,
+    timer_bound: bool,
+    operator: str | None,
+    policy: str,
+    graceful: bool,
+) -> None:
+    from reactive_spark import EventSource, Hours
+
+    checkpoint = str(tmp_path / "checkpoint")
+    fired: list[Time] = []
+    ticks: list[Time] = []
+
+    def build(ssc: StreamingContext) -> None:
+        hourly = ssc.timer(T0, None, Hours(1), "hourly")
+        hourly.catchUp = policy
+        hourly.addListener(lambda event: ticks.append(event.time))
+        parent: EventSource = hourly
+        if operator == "map":
+            parent = hourly.map(lambda event: event.index)
+        elif operator == "filter":
+            parent = hourly.filter(lambda event: True)
+        later = parent.delay(Minutes(90))
+        ssc.queueStream([]).foreachRDD(lambda t, rdd, e: fired.append(e.time)).bind(later)
+        if timer_bound:
+            ssc.queueStream([]).foreachRDD(lambda rdd: None).bind(hourly)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Hours(2) + Minutes(10))  # ticks at 0, 1 and 2 h; 1:30 fired
+    await first.stop(stopSparkContext=False, stopGracefully=graceful)
+    second = virtual(sc, start=T0 + Hours(5), checkpoint=checkpoint)
+    build(second)
+    await second.start()
+    await second.runUntil(T0 + Hours(6))
+    await second.stop(stopSparkContext=False)
+    # 2:30 and 3:30 were waiting at the stop; under "all" the missed 3 h and 4 h ticks add more
+    hours = range(5) if policy == "all" else range(3)
+    assert fired == [T0 + Minutes(90) + Hours(h) for h in hours]
+    assert ticks == sorted(set(ticks))  # no tick fired twice
+
+
+async def test_what_a_pipe_buffers_at_a_stop_is_fired_again_after_the_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    import reactivex.operators as ops
+
+    from reactive_spark import Hours
+
+    checkpoint = str(tmp_path / "checkpoint")
+    buffers: list[list[Time]] = []
+
+    def build(ssc: StreamingContext) -> None:
+        hourly = ssc.timer(T0, None, Hours(1), "hourly")  # unbound: only the pipe is
+        threes = hourly.pipe(ops.buffer_with_count(3), name="threes")
+        ssc.queueStream([]).foreachRDD(
+            lambda t, rdd, e: buffers.append([tick.time for tick in e.value])
+        ).bind(threes)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Hours(4) + Minutes(10))  # 0-2 h fired together; 3 and 4 h held
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    second = virtual(sc, start=T0 + Hours(4) + Minutes(10), checkpoint=checkpoint)
+    build(second)
+    await second.start()
+    await second.runUntil(T0 + Hours(5) + Minutes(10))
+    await second.stop(stopSparkContext=False)
+    assert buffers == [[T0 + Hours(h) for h in range(3)], [T0 + Hours(h) for h in (3, 4, 5)]]
+
+
+async def test_ticks_a_stop_drops_before_their_batch_fire_after_the_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    import threading
+
+    from reactive_spark import Hours
+
+    checkpoint = str(tmp_path / "checkpoint")
+    ran: list[Time] = []
+    running, gate = threading.Event(), threading.Event()
+
+    def build(ssc: StreamingContext) -> None:
+        def run(time: datetime, rdd: Any, event: Event) -> None:
+            ran.append(event.time)
+            if event.time == T0 + Hours(1):
+                running.set()
+                gate.wait(30)  # the 2 h to 4 h ticks wait behind it, accepted
+
+        hourly = ssc.timer(T0, None, Hours(1), "hourly")
+        ssc.queueStream([]).foreachRDD(run).bind(hourly)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first)
+    await first.start()
+    await first.runUntil(T0 + Minutes(10))
+    await first.stop(stopSparkContext=False, stopGracefully=True)
+    second = virtual(sc, start=T0 + Hours(4) + Minutes(10), checkpoint=checkpoint)
+    build(second)
+    await second.start()  # catches up 1 h to 4 h
+    assert await asyncio.to_thread(running.wait, 30)
+    stopping = asyncio.create_task(second.stop(stopSparkContext=False, stopGracefully=False))
+    await asyncio.sleep(0.2)
+    gate.set()
+    await stopping
+    assert ran == [T0, T0 + Hours(1)]  # the stop dropped the 2 h to 4 h ticks
+    third = virtual(sc, start=T0 + Hours(4) + Minutes(10), checkpoint=checkpoint)
+    build(third)
+    await third.start()
+    await third.runUntil(T0 + Hours(4) + Minutes(10))
+    await third.stop(stopSparkContext=False)
+    assert ran == [T0 + Hours(h) for h in (0, 1, 2, 3, 4)]
+
+
 async def test_a_join_pairs_across_a_restart(sc: SparkContext, tmp_path: Path) -> None:
     from reactive_spark import Hours
 

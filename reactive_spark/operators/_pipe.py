@@ -30,6 +30,7 @@ class PipedEventSource(DerivedEventSource):
 
     operation = "pipe"
     takes_runs = False  # its events are stamped when the RxPY operators emit them
+    holds_parent_events = True
 
     def __init__(self, parent: EventSource, operators: tuple[RxOperator, ...], name: str):
         super().__init__([parent], name)

@@ -154,6 +154,9 @@ class DerivedEventSource(EventSource):
     #: the whole run at once (`EventSource.add_receiver`). `pipe` stamps its events with the
     #: clock instead, so it takes its parents' events one at a time.
     takes_runs = True
+    #: Whether the operator may hold parent events it has not fired, in state a restart cannot
+    #: rebuild (`pipe`'s RxPY operators: a buffer). A `delay` rebuilds what it holds.
+    holds_parent_events = False
 
     def __init__(self, parents: list[EventSource], name: str) -> None:
         if not parents:
