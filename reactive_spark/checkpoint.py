@@ -35,9 +35,10 @@ from reactive_spark.dependencies import Retention
 from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import Batch
+from reactive_spark.rederive import unseen_by_source
 from reactive_spark.runtime import Runtime
 from reactive_spark.scheduler import JobScheduler
-from reactive_spark.sources.derived import DerivedEventSource
+from reactive_spark.sources.derived import DerivedEventSource, report_rebuild_failure
 from reactive_spark.time import Time
 
 if TYPE_CHECKING:
@@ -608,12 +609,20 @@ async def resume(
     missed = await runtime.run_blocking(  # may walk files
         all_missed_events, primaries, since, now, recovered.dropped
     )
+    derived = [source for source in known.values() if isinstance(source, DerivedEventSource)]
+    unseen: dict[DerivedEventSource, dict[int, list[Event]]] = {}
+    if not recovered.stopped:  # a clean stop left nothing underived: its log says so
+        unseen, failed = await runtime.run_blocking(unseen_by_source, derived, progress)
+        for parent, error in failed:  # an operator's function raised on what it rebuilt
+            report_rebuild_failure(runtime, parent, error)
     # from here on nothing awaits: every missed event is handed over before the first is
     # accepted; each source's are posted as room frees, in order with the others' (and with
     # what derived sources still hold), so no bound is passed and the loop never waits
-    for source in known.values():
-        if isinstance(source, DerivedEventSource):
-            source.resume_pending()
+    for source in derived:
+        try:
+            source.resume_pending(unseen.get(source, {}))
+        except Exception as exc:
+            runtime.report_source_error(source, source.operation, exc, None, source.function)
     scheduler.order.catch_up(missed)
     if missed:
         log.info("checkpoint: catching up %d events missed during the downtime", len(missed))

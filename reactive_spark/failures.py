@@ -202,7 +202,8 @@ class SourceErrorInfo(Failure):
     `operation` says what failed: `"map"`, `"filter"`, `"pipe"`, `"listener"` (a function
     handed an event), `"observable"` (the observable errored), `"watch"` (a file watcher),
     `"start"` (the source could not start), `"tick"` or `"delay"` (a timer's tick or a delayed
-    event its full queue refused). `event` is the event being handled, if any.
+    event its full queue refused), `"restart"` (rebuilding what the source fired before a
+    restart: its `between` raised). `event` is the event being handled, if any.
     """
 
     sourceName: str

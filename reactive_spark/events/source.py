@@ -131,6 +131,8 @@ class EventSource(ABC):
         self._overflow = self.defaultOverflow
         #: The time of the last event this source fired before a restart (from the checkpoint).
         self.resumedFrom: Time | None = None
+        #: The index of that event.
+        self.resumedIndex: int | None = None
         self._expectation: Expectation | None = None
 
     @property
@@ -366,6 +368,7 @@ class EventSource(ABC):
         """Continue numbering after `lastIndex`, fired at `lastTime` before a restart."""
         self.index_sequence = itertools.count(lastIndex + 1)
         self.resumedFrom = lastTime
+        self.resumedIndex = lastIndex
 
     def notify(self, event: Event) -> None:
         """Hand an accepted event to the listeners and derived sources (scheduler, on the loop).
@@ -531,3 +534,29 @@ def _listener_callable(listener: ListenerLike) -> Callable[[Event], Any]:
     raise InvalidCallbackError(
         f"listener must be callable or have an onEvent(event) method, got {listener!r}",
     )
+
+
+def fired_between(source: EventSource, start: Time, end: Time) -> list[Event]:
+    """`source.between(start, end)`, its event at `resumedFrom` numbered as it was fired.
+
+    After a restart the checkpoint knows the index of the last event a source fired before it
+    (`resumedIndex`): when `between` gives one event at that instant, it gets that index, so
+    what an operator derives from it again sees the same `index`. Several events there are
+    left as they are (which of them had fired is not recorded), as are the others (None for
+    events not fired yet: indexes are assigned as events are accepted).
+
+    Examples:
+        >>> from reactive_spark import Hours, Time
+        >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
+        >>> two = Time.fromDatetime(t0) + Hours(2)
+        >>> hourly.resume_indexes(2, two)
+        >>> [tick.index for tick in fired_between(hourly, two - Hours(1), two)]
+        [None, 2]
+    """
+    events = source.between(start, end)
+    index, at = source.resumedIndex, source.resumedFrom
+    if index is not None and at is not None:
+        last = [event for event in events if event.time == at]
+        if len(last) == 1 and last[0].index is None:
+            last[0].index = index
+    return events

@@ -10,6 +10,7 @@ from reactivex import abc as rx_abc
 
 from reactive_spark.errors import QueueFullError
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.events.source import fired_between
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
@@ -26,6 +27,7 @@ class DelayedEventSource(DerivedEventSource):
     """
 
     operation = "delay"
+    retakes_last_instant = False
 
     def __init__(self, parent: EventSource, duration: Duration, name: str) -> None:
         super().__init__([parent], name)
@@ -82,18 +84,19 @@ class DelayedEventSource(DerivedEventSource):
             self, [DerivedEvent.of(self, due, event) for due, event, _ in pending]
         )
 
-    def resume_pending(self) -> None:
+    def resume_pending(self, unseen: dict[int, list[Event]]) -> None:
         """Re-schedule the parent events whose delayed events had not fired before the stop.
 
         Those are the parent's events up to its `resumedFrom` that fall due after this
-        source's own last event (or after the zero time if it never fired).
+        source's own last event (or after the zero time if it never fired); `unseen` is empty
+        (a delay fires later than its parent).
         """
         parent = self._parents[0]
         if parent.resumedFrom is None:
             return
         fired = self.resumedFrom
         first = self.context.zeroTime - self.duration if fired is None else fired - self.duration
-        for event in parent.between(first + Milliseconds(1), parent.resumedFrom):
+        for event in self._rebuilt(parent, first + Milliseconds(1), parent.resumedFrom):
             self.receive(0, [event])
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
@@ -101,7 +104,7 @@ class DelayedEventSource(DerivedEventSource):
         start, end = to_time(start, "start"), to_time(end, "end")
         return [
             DerivedEvent.of(self, event.time + self.duration, event)
-            for event in self._parents[0].between(start - self.duration, end - self.duration)
+            for event in fired_between(self._parents[0], start - self.duration, end - self.duration)
         ]
 
 

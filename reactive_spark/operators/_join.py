@@ -8,9 +8,10 @@ from datetime import datetime, timedelta
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event, EventSource, register_operator, require_source
+from reactive_spark.events.source import fired_between
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEventSource, JoinEvent
-from reactive_spark.time import Duration, Time, to_duration, to_time
+from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
 
 class _Pairing:
@@ -54,26 +55,31 @@ class JoinedEventSource(DerivedEventSource):
             for left, right in self._pairing.add(position, event):
                 self._emit([self._event(left, right)])
 
-    def resume_pending(self) -> None:
+    def resume_pending(self, unseen: dict[int, list[Event]]) -> None:
         """Remember the parents' last events within `within` again, as before the stop.
 
         Their pairs with each other fired before the stop; events fired from now on (missed
-        ones included) pair with them as they would have.
+        ones included) pair with them as they would have. The `unseen` ones had not paired
+        when the record was written: they pair now, as live events.
         """
         tagged = []
         for position, parent in enumerate(self._parents):
             if parent.resumedFrom is not None:
                 since = parent.resumedFrom - self.within
-                tagged += [(e.time, position, e) for e in parent.between(since, parent.resumedFrom)]
+                until = parent.resumedFrom
+                if unseen.get(position):  # up to, not at, the instant they fired at
+                    until = until - Milliseconds(1)
+                tagged += [(e.time, position, e) for e in self._rebuilt(parent, since, until)]
         for _, position, event in sorted(tagged, key=lambda item: (item[0], item[1])):
             self._pairing.add(position, event)
+        super().resume_pending(unseen)
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The pairs whose later event lies in the range, as they would have fired."""
         start, end = to_time(start, "start"), to_time(end, "end")
         left, right = self._parents
-        tagged = [(e.time, 0, e) for e in left.between(start - self.within, end)]
-        tagged += [(e.time, 1, e) for e in right.between(start - self.within, end)]
+        tagged = [(e.time, 0, e) for e in fired_between(left, start - self.within, end)]
+        tagged += [(e.time, 1, e) for e in fired_between(right, start - self.within, end)]
         replay = _Pairing(self.within)
         pairs: list[Event] = []
         for _, position, event in sorted(tagged, key=lambda item: (item[0], item[1])):

@@ -8,6 +8,7 @@ from typing import Any
 
 from reactive_spark._callbacks import callable_name, require_callable
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.events.source import fired_between
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time
@@ -30,7 +31,7 @@ class MappedEventSource(DerivedEventSource):
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events in the range, mapped."""
         start, end = to_time(start, "start"), to_time(end, "end")
-        parents = self._parents[0].between(start, end)
+        parents = fired_between(self._parents[0], start, end)
         return list(DerivedEvent.run(self, parents, [self._f(event) for event in parents]))
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from reactive_spark.events import Event, EventSource, register_operator, require_source
+from reactive_spark.events.source import fired_between
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time
@@ -26,7 +27,7 @@ class MergedEventSource(DerivedEventSource):
         merged = [
             (derived.time.milliseconds, position, derived)
             for position, parent in enumerate(self._parents)
-            for derived in DerivedEvent.run(self, parent.between(start, end))
+            for derived in DerivedEvent.run(self, fired_between(parent, start, end))
         ]
         merged.sort(key=lambda entry: entry[:2])  # stable: a parent's events keep their order
         return [derived for *_, derived in merged]

@@ -14,6 +14,7 @@ from reactivex.subject import Subject
 from reactive_spark._callbacks import require_callable
 from reactive_spark.clock import VirtualClock
 from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.events.source import fired_between
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time
@@ -37,6 +38,7 @@ class PipedEventSource(DerivedEventSource):
         self._operators = operators
         self._subject: Subject[Event] | None = None
         self._subscription: rx_abc.DisposableBase | None = None
+        self._unseen: list[Event] = []  # what a restart hands it, fed once it subscribes
 
     def _derive(self, time: Time, value: Any) -> DerivedEvent:
         if isinstance(value, Event):
@@ -53,6 +55,8 @@ class PipedEventSource(DerivedEventSource):
             on_error=self._failed,
             scheduler=clock.scheduler,
         )
+        unseen, self._unseen = self._unseen, []
+        self.receive(0, unseen)
 
     def _failed(self, error: Exception) -> None:
         """The pipeline errored: report it; this source fires no more events until restarted."""
@@ -70,6 +74,10 @@ class PipedEventSource(DerivedEventSource):
             for event in events:
                 self._subject.on_next(event)
 
+    def resume_pending(self, unseen: dict[int, list[Event]]) -> None:
+        """Keep what the restart hands it for `start`: the pipeline subscribes only then."""
+        self._unseen = unseen.get(0, [])
+
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """Replay the parent's events of the range through the pipeline on virtual time."""
         start, end = to_time(start, "start"), to_time(end, "end")
@@ -80,7 +88,7 @@ class PipedEventSource(DerivedEventSource):
             on_next=lambda value: outputs.append((clock.now(), value)),
             scheduler=clock.scheduler,
         )
-        for event in self._parents[0].between(start, end):
+        for event in fired_between(self._parents[0], start, end):
             clock.scheduleAt(event.time, functools.partial(subject.on_next, event))
         clock.advanceTo(end)
         return [self._derive(time, value) for time, value in outputs if start <= time <= end]

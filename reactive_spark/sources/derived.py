@@ -14,6 +14,8 @@ from typing import Any
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event, EventSource, json_friendly, require_source
+from reactive_spark.events.source import fired_between
+from reactive_spark.runtime import Runtime
 from reactive_spark.time import Time
 
 __all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent"]
@@ -157,6 +159,10 @@ class DerivedEventSource(EventSource):
     #: Whether the operator may hold parent events it has not fired, in state a restart cannot
     #: rebuild (`pipe`'s RxPY operators: a buffer). A `delay` rebuilds what it holds.
     holds_parent_events = False
+    #: Whether a restart hands the operator its parents' events of the last recorded instant
+    #: when it had fired nothing at that instant (`resume_pending`). A `delay` fires later
+    #: than its parents and re-schedules what it held itself.
+    retakes_last_instant = True
 
     def __init__(self, parents: list[EventSource], name: str) -> None:
         if not parents:
@@ -195,6 +201,18 @@ class DerivedEventSource(EventSource):
     def receive(self, position: int, events: list[Event]) -> None:
         """Handle a run of accepted events of parent number `position` (one instant, in order)."""
 
+    def _rebuilt(self, parent: EventSource, start: Time, end: Time) -> list[Event]:
+        """`parent`'s past events in `[start, end]` (`fired_between`), to resume from.
+
+        None when rebuilding them raised: that is reported as the parent's failure
+        (`report_rebuild_failure`), and this source resumes without them.
+        """
+        try:
+            return fired_between(parent, start, end)
+        except Exception as exc:
+            report_rebuild_failure(self._runtime, parent, exc)
+            return []
+
     def _apply(
         self, function: Callable[[Event], Any], events: list[Event]
     ) -> tuple[list[Event], list[Any]]:
@@ -213,12 +231,18 @@ class DerivedEventSource(EventSource):
                 results.append(result)
         return applied, results
 
-    def resume_pending(self) -> None:
+    def resume_pending(self, unseen: dict[int, list[Event]]) -> None:
         """After a restart, re-create what the operator held when the driver stopped.
 
-        Called once sources have their `resumedFrom`, before missed events are fired
-        (default: nothing; `delay` re-schedules the events that were still waiting).
+        Called once sources have their `resumedFrom`, before missed events are fired.
+        `unseen` holds, per parent position, the parent's events of the last recorded instant
+        this source had not derived from when the record was written (see `rederive.py`):
+        by default they are received as live ones, in the parents' lineage order. `delay`
+        re-schedules the events that were still waiting instead.
         """
+        parents = self._parents
+        for position in sorted(unseen, key=lambda position: (parents[position].rank, position)):
+            self.receive(position, unseen[position])
 
     def start(self) -> None:
         """Nothing to start: the parents drive a derived source."""
@@ -251,3 +275,15 @@ class DerivedEventSource(EventSource):
     def toProduct(self) -> tuple[Any, ...]:
         """The operator's name and its parents' products."""
         return (type(self).__name__, self.name, *(p.toProduct() for p in self._parents))
+
+
+def report_rebuild_failure(runtime: Runtime, parent: EventSource, error: Exception) -> None:
+    """Report that rebuilding `parent`'s past events after a restart raised `error`.
+
+    As a failure of `parent`: of its operator's function if it is derived (a `map` raising on
+    a rebuilt event), else of the source itself (operation `"restart"`).
+    """
+    if isinstance(parent, DerivedEventSource):
+        runtime.report_source_error(parent, parent.operation, error, None, parent.function)
+    else:
+        runtime.report_source_error(parent, "restart", error)
