@@ -115,6 +115,9 @@ EVENTS_PER_CLEAR = 64
 #: still running then (a function of yours stuck in a call that does not return) is left to
 #: end in its thread, and the stop goes on.
 ABANDON_AFTER = 2.0
+#: Seconds between the stop's cancels of the running batch's Spark jobs: a job the batch
+#: submits after one (its first call to Spark still on its way) is cancelled by the next.
+CANCEL_EVERY = 0.1
 
 
 class JobScheduler:
@@ -259,13 +262,8 @@ class JobScheduler:
             self._close(dropping=False)
         else:
             self.abort()
-            try:
-                await self._blocking.run(self._cancel_spark_jobs)
-            except Exception as exc:
-                failure = exc
-            try:
-                await asyncio.wait_for(self._processed(), ABANDON_AFTER)
-            except TimeoutError:
+            ended, failure = await self._cancel_until_processed()
+            if not ended:
                 abandoned = self._abandoned = True
                 self._wake_idle()  # who waits for it (advanceTo) returns: the context stopped
         self._finished = True
@@ -286,10 +284,37 @@ class JobScheduler:
         if failure is not None:
             raise failure
 
-    def _cancel_spark_jobs(self) -> None:
+    async def _cancel_until_processed(self) -> tuple[bool, Exception | None]:
+        """Cancel the running batch's Spark jobs until it ends, for up to `ABANDON_AFTER` s.
+
+        Spark cancels only the jobs it already runs, so the cancel is repeated: a job submitted
+        just after one (a first job, slow to reach a cold JVM) ran whole and held the stop.
+        Returns whether the batch ended, and what cancelling raised (it is not tried again).
+        """
+        processed = asyncio.ensure_future(self._processed())
+        deadline = asyncio.get_running_loop().time() + ABANDON_AFTER
+        failure: Exception | None = None
+        cancelling = True
+        try:
+            while not processed.done():
+                if cancelling:
+                    try:
+                        cancelling = await self._blocking.run(self._cancel_spark_jobs)
+                    except Exception as exc:
+                        failure, cancelling = exc, False
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                await asyncio.wait({processed}, timeout=min(CANCEL_EVERY, left))
+        finally:
+            processed.cancel()
+        return processed.done() and not processed.cancelled(), failure
+
+    def _cancel_spark_jobs(self) -> bool:
         """Cancel the running Spark jobs of this context's jobs (in a blocking-call thread).
 
-        A SparkContext the host stopped first has cancelled them itself: nothing is left to do.
+        A SparkContext the host stopped first has cancelled them itself: nothing is left to do,
+        now or later (returns False; True when Spark may still run jobs to cancel).
         """
         try:
             self._sc.cancelJobsWithTag(self._job_group)
@@ -297,6 +322,8 @@ class JobScheduler:
             if not _spark_stopped(exc):
                 raise
             log.info("reactive-spark: the SparkContext was stopped first: no Spark job to cancel")
+            return False
+        return True
 
     async def finish(self, timeout: float | None) -> bool:
         """Let what was posted run, within `timeout` seconds if given; whether it all did.

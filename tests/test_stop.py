@@ -147,6 +147,41 @@ async def test_a_graceful_stop_that_timed_out_is_escalated(
     await ssc.awaitTermination()  # stopped, nothing to raise
 
 
+async def test_a_job_reaching_spark_after_the_stops_first_cancel_is_cancelled_too(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark cancels only the jobs it runs: one submitted just after the stop's cancel (a
+    first job on a cold JVM takes a while to get there) is cancelled by the next one."""
+    import reactive_spark.scheduler as scheduler_module
+
+    cancelled = threading.Event()
+    cancel = scheduler_module.JobScheduler._cancel_spark_jobs
+
+    def cancel_and_tell(self: Any) -> bool:
+        cancelling = cancel(self)
+        cancelled.set()
+        return cancelling
+
+    monkeypatch.setattr(scheduler_module.JobScheduler, "_cancel_spark_jobs", cancel_and_tell)
+    started = threading.Event()
+
+    def late_job(rdd: Any) -> None:
+        started.set()
+        cancelled.wait(30)  # the stop cancelled what ran: nothing yet
+        rdd.map(lambda x: time.sleep(60)).count()
+
+    ssc = virtual(sc, Seconds(1))
+    recorder = Recorder()
+    ssc.addStreamingListener(recorder)
+    ssc.queueStream([], default=[1]).foreachRDD(late_job)
+    await ssc.start()
+    advancing = asyncio.ensure_future(ssc.advanceTo(ssc.clock.now() + Seconds(1)))
+    await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
+    await ssc.stop(stopSparkContext=False, stopGracefully=False)  # no StopError: it ended
+    assert await asyncio.wait_for(advancing, 10) == []
+    assert [job.status for job in recorder.jobs] == ["cancelled"]
+
+
 async def test_stop_accepts_pysparks_spelling(sc: SparkContext) -> None:
     ssc = virtual(sc, Seconds(1))
     seen: list[int] = []
