@@ -331,6 +331,8 @@ class Checkpoint:
     def _log_completed(self, batch: Batch) -> None:
         instance_id = batch.event.instanceId
         assert instance_id is not None
+        if batch.cancelled:  # not completed: it stays planned, and a restart runs it again
+            return
         record = self._planned.pop(instance_id)
         record["kind"] = "done"
         self._recent[instance_id] = record

@@ -146,6 +146,9 @@ class Batch:
     failures: list[JobInfo] = field(default_factory=list)
     progress: dict[str, list[int]] = field(default_factory=dict)
     inputInfos: dict[int, StreamInputInfo] = field(default_factory=dict)
+    #: Whether a stop cancelled some of its jobs (or kept them from starting): it did not
+    #: complete, and a restart from a checkpoint runs it again.
+    cancelled: bool = False
 
 
 @dataclass

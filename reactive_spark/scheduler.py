@@ -634,6 +634,7 @@ class JobScheduler:
                     raise crash
         if self._abandoned:  # the stop went on without it: nothing more is told or recorded
             return
+        batch.cancelled = any(job_info.cancelled for job_info in infos)
         for job_info in infos:
             info.jobs.append(job_info)
             if job_info.failed:

@@ -631,3 +631,42 @@ def test_a_checkpoint_behind_a_url_the_driver_cannot_fsync_is_refused(sc: SparkC
     with pytest.raises(InvalidArgumentError, match=r"checkpointPath .* s3a://"):
         StreamingContext.getOrCreate("s3a://bucket/checkpoint", lambda: StreamingContext(sc, 1))
     assert StreamingContext(sc, 1, checkpoint="file:///tmp/ck").checkpointDirectory == "/tmp/ck"
+
+
+async def test_a_batch_whose_jobs_a_stop_cancelled_runs_again_after_a_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    import threading
+    import time
+
+    from reactive_spark import Hours
+
+    checkpoint = str(tmp_path / "checkpoint")
+    ran: list[tuple[str, Time]] = []
+    started = threading.Event()
+
+    def build(ssc: StreamingContext, slow: bool) -> None:
+        def run(time_: datetime, rdd: Any, event: Event) -> None:
+            if slow:
+                started.set()
+                rdd.map(lambda x: time.sleep(60)).count()  # cancelled by the stop
+            ran.append(("slow" if slow else "fast", event.time))
+
+        hourly = ssc.timer(T0, None, Hours(1), "hourly")
+        ssc.queueStream([], default=[1]).foreachRDD(run).bind(hourly)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, slow=True)
+    await first.start()
+    advancing = asyncio.ensure_future(first.advanceTo(T0))
+    while not (started.is_set() and sc.statusTracker().getActiveJobsIds()):
+        await asyncio.sleep(0.01)  # the job runs in Spark: the stop's first cancel reaches it
+    await first.stop(stopSparkContext=False, stopGracefully=False)
+    await asyncio.wait_for(advancing, 10)
+    assert ran == []  # its job was cancelled: the batch did not complete
+    second = virtual(sc, start=T0 + Minutes(10), checkpoint=checkpoint)
+    build(second, slow=False)
+    await second.start()
+    await second.advanceTo(T0 + Minutes(10))
+    await second.stop(stopSparkContext=False)
+    assert ran == [("fast", T0)]
