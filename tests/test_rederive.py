@@ -24,6 +24,21 @@ class Crash(BaseException):
     """Stands for the driver dying in the middle of a batch."""
 
 
+async def ran(ssc: StreamingContext, until: Time, *, graceful: bool = False) -> None:
+    """Start `ssc`, run it until `until` (raising any failure: `runUntil`), stop it."""
+    await ssc.start()
+    await ssc.runUntil(until)
+    await ssc.stop(stopSparkContext=False, stopGracefully=graceful)
+
+
+async def crashed(ssc: StreamingContext, until: Time) -> None:
+    """Start `ssc` and run it until a batch raises `Crash` before `until`, then stop it."""
+    await ssc.start()
+    with pytest.raises(Crash):
+        await ssc.advanceTo(until)
+    await ssc.stop(stopSparkContext=False)
+
+
 def derive(operator: str, hourly: EventSource, halves: EventSource) -> EventSource:
     """The derived source of `operator` over an hourly and a half-hourly timer."""
     if operator == "map":
@@ -74,9 +89,7 @@ async def uninterrupted(sc: SparkContext, operator: str) -> tuple[list[Any], lis
     heard: list[Any] = []
     ssc = virtual(sc, start=T0)
     build(ssc, operator, False, batches, heard)
-    await ssc.start()
-    await ssc.runUntil(END)
-    await ssc.stop(stopSparkContext=False)
+    await ran(ssc, END)
     return batches, heard
 
 
@@ -89,18 +102,13 @@ async def test_a_crash_in_a_parents_batch_loses_no_derived_batch(
     batches: list[Any] = []
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, operator, True, batches, [])
-    await first.start()
-    with pytest.raises(Crash):
-        await first.runUntil(END)
-    await first.stop(stopSparkContext=False)
+    await crashed(first, END)
     # the derived source's 2:00 event waited behind the crashed batch: no record has it
     assert ("derived", CRASH) not in [(kind, seen[0]) for kind, seen in batches if kind != "hourly"]
 
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, operator, False, batches, [])
-    await second.start()
-    await second.runUntil(END)
-    await second.stop(stopSparkContext=False)
+    await ran(second, END)
     if operator == "pipe":  # it stamps its events when it emits them: the 2:00 one at 2:10
         assert batches[5] == ("derived", (CRASH + Minutes(10), 2, None, [("hourly", 2)]))
         batches[5] = expected[5]
@@ -128,15 +136,10 @@ async def test_a_delay_behind_an_unbound_map_fires_the_crashed_instants_event(
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, crash=True)
-    await first.start()
-    with pytest.raises(Crash):
-        await first.runUntil(END)
-    await first.stop(stopSparkContext=False)
+    await crashed(first, END)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, crash=False)
-    await second.start()
-    await second.runUntil(END)
-    await second.stop(stopSparkContext=False)
+    await ran(second, END)
     assert fired == [T0 + Minutes(90) + Hours(hour) for hour in range(3)]  # as uninterrupted
 
 
@@ -165,10 +168,7 @@ async def test_a_function_raising_again_on_what_is_derived_again_is_reported(
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, crash=True)
-    await first.start()
-    with pytest.raises(Crash):
-        await first.advanceTo(END)
-    await first.stop(stopSparkContext=False)
+    await crashed(first, END)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, crash=False)
     await second.start()  # the map raises on hour 2 again: reported, not a failed start
@@ -202,14 +202,10 @@ async def test_a_graceful_restart_loses_nothing_and_tells_listeners_once_without
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first)
-    await first.start()
-    await first.runUntil(CRASH + Minutes(10))
-    await first.stop(stopSparkContext=False, stopGracefully=True)
+    await ran(first, CRASH + Minutes(10), graceful=True)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second)
-    await second.start()
-    await second.runUntil(END)
-    await second.stop(stopSparkContext=False)
+    await ran(second, END)
     assert delayed == [T0 + Minutes(30) + Hours(hour) for hour in range(4)]
     # as after a crash, the listeners may hear the last instant's event again
     assert heard == ([0, 1, 2, 2, 3, 4] if pipe else [0, 1, 2, 3, 4])
@@ -265,10 +261,7 @@ async def test_what_a_chain_of_maps_derives_again_sees_the_indexes_it_saw(
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, crash=True)
-    await first.start()
-    with pytest.raises(Crash):
-        await first.runUntil(END)
-    await first.stop(stopSparkContext=False)
+    await crashed(first, END)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, crash=False)
     await second.start()
@@ -296,22 +289,15 @@ async def test_a_join_takes_its_parents_events_again_in_their_lineage_order(
     expected: list[Any] = []
     once = virtual(sc, start=T0)
     build(once, crash=False, pairs=expected)
-    await once.start()
-    await once.runUntil(END)
-    await once.stop(stopSparkContext=False)
+    await ran(once, END)
     checkpoint = str(tmp_path / "checkpoint")
     pairs: list[Any] = []
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, crash=True, pairs=pairs)
-    await first.start()
-    with pytest.raises(Crash):
-        await first.runUntil(END)
-    await first.stop(stopSparkContext=False)
+    await crashed(first, END)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, crash=False, pairs=pairs)
-    await second.start()
-    await second.runUntil(END)
-    await second.stop(stopSparkContext=False)
+    await ran(second, END)
     assert pairs == expected
 
 
@@ -340,10 +326,7 @@ async def test_a_parent_whose_function_raises_as_it_is_rebuilt_is_reported_as_fa
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, restarted=False)
-    await first.start()
-    with pytest.raises(Crash):
-        await first.runUntil(END)
-    await first.stop(stopSparkContext=False)
+    await crashed(first, END)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, restarted=True)
     await second.start()
@@ -375,19 +358,14 @@ async def test_a_start_that_fails_before_the_graph_is_back_records_no_clean_stop
         dying.setattr("reactive_spark.lifecycle.stop_record", lambda *args: None)
         first = virtual(sc, start=T0, checkpoint=checkpoint)
         build(first, crash=True)
-        await first.start()
-        with pytest.raises(Crash):
-            await first.runUntil(END)
-        await first.stop(stopSparkContext=False)
+        await crashed(first, END)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, crash=True)
     with pytest.raises(Crash):  # the re-run of the 2:00 batch dies again: the start fails
         await second.start()
     third = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(third, crash=False)
-    await third.start()
-    await third.runUntil(END)
-    await third.stop(stopSparkContext=False)
+    await ran(third, END)
     assert tens == [0, 10, 20, 30, 40]
 
 
@@ -414,23 +392,16 @@ async def test_a_parent_that_fired_several_events_at_the_instant_gives_none_agai
     expected: list[Any] = []
     once = virtual(sc, start=T0)
     build(once, crash=False, seen=expected)
-    await once.start()
-    await once.runUntil(END)
-    await once.stop(stopSparkContext=False)
+    await ran(once, END)
     monkeypatch.setattr("reactive_spark.lifecycle.stop_record", lambda *args: None)  # it dies
     checkpoint = str(tmp_path / "checkpoint")
     seen: list[Any] = []
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, crash=True, seen=seen)
-    await first.start()
-    with pytest.raises(Crash):
-        await first.runUntil(END)
-    await first.stop(stopSparkContext=False)
+    await crashed(first, END)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, crash=False, seen=seen)
-    await second.start()
-    await second.runUntil(END)
-    await second.stop(stopSparkContext=False)
+    await ran(second, END)
     # the merge lost its second 2:00 event (a limit): its later indexes are one less
     assert [time for time, _ in seen] == [time for time, _ in expected if time != CRASH]
 
@@ -457,9 +428,7 @@ async def test_a_join_whose_parent_cannot_be_rebuilt_keeps_the_other_side(
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, restarted=False)
-    await first.start()
-    await first.runUntil(CRASH + Minutes(10))
-    await first.stop(stopSparkContext=False, stopGracefully=True)
+    await ran(first, CRASH + Minutes(10), graceful=True)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, restarted=True)
     await second.start()  # rebuilding tens' 1:00 and 2:00 events raises: it gives none
@@ -493,15 +462,10 @@ async def test_a_pipe_gives_nothing_again_to_what_derives_from_it(
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, crash=True)
-    await first.start()
-    with pytest.raises(Crash):
-        await first.runUntil(END)
-    await first.stop(stopSparkContext=False)
+    await crashed(first, END)
     second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
     build(second, crash=False)
-    await second.start()
-    await second.runUntil(T0 + Hours(3))
-    await second.stop(stopSparkContext=False)
+    await ran(second, T0 + Hours(3))
     # 2:00's count (3) is lost, not replaced by one from a fresh pipeline (1); the pipeline
     # itself restarts, its count with it (a documented limit): 3:00 counts 1
     assert counts == [1, 2, 1]
