@@ -6,7 +6,8 @@ file watcher's files by modification time), posts each on the clock at its own t
 moves the clock instant by instant, so the streams bound to the sources, to the sources derived
 from them and to windows over them run exactly as a live run would have (a weekly roll-up over
 backfilled days included; a direct log stream reads, per batch, the records stamped in the
-batch's span). Its sources are never started, so nothing else fires. File outputs
+batch's span). Its primary sources are never started, so nothing else fires; the sources
+derived from the chosen ones start at `start`, so a `pipe`'s operators run. File outputs
 of the same batch times are replaced atomically; the live checkpoint is never written (a
 backfill keeps its own, or none); outputs with exactly-once state (`aggregateExactlyOnce`)
 that committed one of the batches refuse the backfill unless it may overwrite.
@@ -17,6 +18,7 @@ runs the plan for `StreamingContext.backfill`. See docs/operations.md.
 
 from __future__ import annotations
 
+import functools
 import time as _time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ from reactive_spark.errors import ContextStateError, InvalidArgumentError, React
 from reactive_spark.events import Event, EventSource
 from reactive_spark.planning import reached
 from reactive_spark.runtime import INITIALIZED, Runtime
+from reactive_spark.sources.derived import DerivedEventSource
 from reactive_spark.sources.timer import TimerEventSource
 from reactive_spark.time import Time, to_time
 
@@ -309,6 +312,9 @@ class Backfill:
         runtime = Runtime.of(ssc)
         runtime.backfilling = True  # direct log streams read each batch's span by time
         runtime.ticks_before_backfill = self.ticks_before()
+        # first at `start`: the derived sources of the chosen ones start (the others, as the
+        # primary sources, do not), so a `pipe` subscribes where its `between` planned it from
+        clock.scheduleAt(self.start, functools.partial(self._start_derived, runtime))
         for instant, events in groupby(
             (event for event in self._events if event.source in picked), lambda e: e.time
         ):
@@ -322,6 +328,16 @@ class Backfill:
                 progress(done, total, instant.toDatetime())
         failures.extend(await ssc.advanceTo(max(self.end, clock.now())))
         return BackfillReport(self.batches, failures, _time.perf_counter() - began)
+
+    def _start_derived(self, runtime: Runtime) -> None:
+        """Start the sources derived from the chosen ones only; a failure is theirs to report."""
+        picked = set(self.sources)
+        for source in self._ssc.sources:
+            if isinstance(source, DerivedEventSource) and _roots(source) <= picked:
+                try:
+                    source.start()
+                except Exception as exc:
+                    runtime.report_source_error(source, "start", exc)
 
 
 def backfillable(source: EventSource) -> bool:

@@ -398,13 +398,14 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         chosen primary source (default: all) fires the events it would have fired in the range
         (`between`: a timer's ticks, a file watcher's files by modification time), each at its
         time, instant by instant, as fast as Spark runs; the streams bound to them and to what
-        derives from them run as they would have live. Nothing else fires: the sources are not
-        started. File outputs of those batch times are replaced atomically; the context's own
-        checkpoint directory (the live run's) is not touched: the backfill writes `checkpoint`
-        (a directory of its own, new) or none. An output with exactly-once state that committed
-        one of the batches refuses (`BackfillConflictError`, before anything runs) unless
-        `overwrite`. `progress(done, total, time)` hears each instant. Job failures are in the
-        report; the later batches still ran. See docs/operations.md.
+        derives from them run as they would have live. Nothing else fires: the primary sources
+        are not started (the sources derived from the chosen ones start at `start`, so a
+        `pipe`'s operators run). File outputs of those batch times are replaced atomically; the
+        context's own checkpoint directory (the live run's) is not touched: the backfill writes
+        `checkpoint` (a directory of its own, new) or none. An output with exactly-once state
+        that committed one of the batches refuses (`BackfillConflictError`, before anything
+        runs) unless `overwrite`. `progress(done, total, time)` hears each instant. Job failures
+        are in the report; the later batches still ran. See docs/operations.md.
 
         Examples:
             >>> import asyncio, tempfile

@@ -286,3 +286,50 @@ async def test_what_a_delay_holds_at_a_backfills_end_falls_past_its_range(
     ]
     assert dropped == []
     assert "1 delayed events fall past the backfill" in caplog.text
+
+
+async def test_the_pipes_of_the_chosen_sources_run_in_a_backfill_as_planned(
+    sc: SparkContext,
+) -> None:
+    """Sources derived from the chosen ones start at the backfill's start (its primary sources
+    never): a `pipe`'s RxPY operators get the backfilled events on the clock, from where its
+    `between` planned them (a time buffer lines up), so what runs is what was planned; a pipe
+    of a source not chosen never subscribes, so it fires nothing."""
+    from datetime import timedelta
+
+    import reactivex.operators as ops
+
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    daily = ssc.timer(START, None, DAY, "daily")
+    hourly = ssc.timer(START, None, Minutes(60), "hourly")
+    later = daily.pipe(
+        ops.map(lambda event: event.time.milliseconds), ops.delay(timedelta(hours=1)), name="later"
+    )
+    buffered = daily.pipe(ops.buffer_with_time(timedelta(days=2)), ops.filter(len), name="two")
+    greeted = hourly.pipe(ops.start_with("hello"), name="greeted")
+    ran: list[tuple[str, int, Any]] = []
+    for piped in (later, buffered, greeted):
+        ssc.queueStream([], default=[1]).transform(
+            lambda time, rdd, event: (
+                ran.append((event.source.name, event.time.milliseconds, event.value)) or rdd
+            )
+        ).foreachRDD(lambda rdd: None).bind(piped)
+    first, last = START + DAY * 3, START + DAY * 6
+    planned = [
+        (batch.source, Time.fromDatetime(batch.time).milliseconds)
+        for batch in Backfill(ssc, first, last, "daily").batches
+        if batch.streams  # daily's own events run no stream
+    ]
+    report = await ssc.backfill(first, last, sources="daily")
+    assert report.failures == []
+    assert [(source, at) for source, at, _ in ran] == planned
+    hour = Minutes(60)
+    # the ticks of days 3 to 5, an hour late (day 6's falls past the range)
+    assert [(at, value) for source, at, value in ran if source == "later"] == [
+        ((START + DAY * day + hour).milliseconds, (START + DAY * day).milliseconds)
+        for day in (3, 4, 5)
+    ]
+    # two-day buffers from day 3: days 3 and 4 at day 5, then day 5 and 6 at day 7 (past it)
+    assert [(at, [e.time for e in value]) for source, at, value in ran if source == "two"] == [
+        ((START + DAY * 5).milliseconds, [START + DAY * 3, START + DAY * 4])
+    ]
