@@ -17,6 +17,7 @@ from reactive_spark._validation import (
     require_timeout,
 )
 from reactive_spark.backfill import Backfill, BackfillReport, Progress
+from reactive_spark.blocking import BlockingCalls
 from reactive_spark.checkpoint import Checkpoint
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.dstream.definitions import InputStreamDefinitions
@@ -27,7 +28,7 @@ from reactive_spark.graph import DStreamGraph
 from reactive_spark.lifecycle import Lifecycle
 from reactive_spark.listener import ListenerBus, StreamingListener
 from reactive_spark.runtime import INITIALIZED, Runtime
-from reactive_spark.scheduler import BlockingCalls, JobScheduler
+from reactive_spark.scheduler import JobScheduler
 from reactive_spark.source_queue import DEFAULT_MAX_QUEUED
 from reactive_spark.sources.definitions import EventSourceDefinitions
 from reactive_spark.sources.timer import TimerEventSource

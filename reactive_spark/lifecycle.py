@@ -18,13 +18,14 @@ from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED
 from reactive_spark.time import Time, now_ms
 
 if TYPE_CHECKING:
+    from reactive_spark.blocking import BlockingCalls
     from reactive_spark.context import StreamingContext
     from reactive_spark.events import EventSource
     from reactive_spark.failures import FailureLedger
     from reactive_spark.graph import DStreamGraph
     from reactive_spark.listener import ListenerBus
     from reactive_spark.runtime import Runtime
-    from reactive_spark.scheduler import BlockingCalls, JobScheduler
+    from reactive_spark.scheduler import JobScheduler
     from reactive_spark.sources.timer import TimerEventSource
 
 __all__ = ["GRACEFUL_DRAIN_PERIODS", "Lifecycle"]

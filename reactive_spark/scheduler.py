@@ -6,8 +6,8 @@ batch is planned by its source's plan (`DStreamGraph.plan_of(source).batch`, whi
 Spark), handed to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
 `maxConcurrentJobs` at once. The worker thread lives as long as the scheduler and takes queued
 events itself until none is left, so the loop is never blocked and a steady stream of events
-pays no thread hand-off per event. This module is the one place that runs blocking work in
-threads.
+pays no thread hand-off per event. The other blocking calls a context makes run in its
+`BlockingCalls` (`blocking.py`).
 
 Every failure (a job, a plan, an event source) goes through the `ListenerBus`'s `report`, which
 logs it once and tells the listeners and the context (`advanceTo`, `awaitTermination`).
@@ -20,14 +20,13 @@ import contextlib
 import contextvars
 import copy
 import dataclasses
-import functools
 import logging
 import threading
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from reactive_spark.errors import ContextStateError, JobSkippedError
 from reactive_spark.events import Event, EventSource
@@ -40,70 +39,12 @@ from reactive_spark.time import now_ms
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
+    from reactive_spark.blocking import BlockingCalls
     from reactive_spark.graph import DStreamGraph
 
-__all__ = ["BlockingCalls", "JobScheduler"]
+__all__ = ["JobScheduler"]
 
 log = logging.getLogger(__name__)
-
-R = TypeVar("R")
-
-
-class BlockingCalls:
-    """The threads a context runs blocking calls in, off the event loop; they end with it.
-
-    Threads are made when first needed (at most `threads` at once) and joined by `close()`,
-    so a stopped context leaves none behind in the host's process.
-
-    Examples:
-        >>> import asyncio
-        >>> calls = BlockingCalls()
-        >>> async def main():
-        ...     try:
-        ...         return await calls.run(sum, [1, 2, 3])
-        ...     finally:
-        ...         await calls.close()
-        >>> asyncio.run(main())
-        6
-    """
-
-    def __init__(self, threads: int = 4) -> None:
-        self._threads = threads
-        self._executor: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
-
-    async def run(self, func: Callable[..., R], *args: Any) -> R:
-        """`func(*args)` in one of the threads, in the caller's context variables."""
-        with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(
-                    self._threads, thread_name_prefix="reactive-spark-blocking"
-                )
-            executor = self._executor
-        call = functools.partial(contextvars.copy_context().run, func, *args)
-        return await asyncio.get_running_loop().run_in_executor(executor, call)
-
-    async def close(self) -> None:
-        """Wait for the calls that run, and end the threads (a later `run` makes new ones).
-
-        The loop goes on meanwhile: a thread of its own waits for them, and has ended too.
-        """
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is None:
-            return
-        loop = asyncio.get_running_loop()
-        ended = loop.create_future()
-
-        def shut_down() -> None:
-            executor.shutdown(wait=True)
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-                loop.call_soon_threadsafe(ended.set_result, None)
-
-        closer = threading.Thread(target=shut_down, name="reactive-spark-blocking-close")
-        closer.start()
-        await ended
-        closer.join()  # it has only to return
 
 
 BatchHook = Callable[[Batch], None]

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "reactive_spark"
 #: From the bottom up; a module may import its own layer and the layers below it.
 LAYERS: list[set[str]] = [
     {"errors", "_validation", "_callbacks", "_collector", "_libc"},
-    {"time", "clock", "offsets", "failures"},
+    {"time", "clock", "offsets", "failures", "blocking"},
     {"events", "listener", "runtime", "deadlines"},
     {"sources", "operators"},
     {"dependencies", "dstream", "log"},
