@@ -156,7 +156,7 @@ def Milliseconds(n: int) -> Duration:
         >>> Milliseconds(250).milliseconds
         250
     """
-    return Duration(_whole(n * 1, "milliseconds"))
+    return Duration(_whole(n, 1, "milliseconds"))
 
 
 def Seconds(n: float) -> Duration:
@@ -166,7 +166,7 @@ def Seconds(n: float) -> Duration:
         >>> Seconds(0.5).milliseconds
         500
     """
-    return Duration(_whole(n * 1000, "seconds"))
+    return Duration(_whole(n, 1000, "seconds"))
 
 
 def Minutes(n: float) -> Duration:
@@ -176,7 +176,7 @@ def Minutes(n: float) -> Duration:
         >>> Minutes(2) == Seconds(120)
         True
     """
-    return Duration(_whole(n * 60_000, "minutes"))
+    return Duration(_whole(n, 60_000, "minutes"))
 
 
 def Hours(n: float) -> Duration:
@@ -186,7 +186,7 @@ def Hours(n: float) -> Duration:
         >>> Hours(1) == Minutes(60)
         True
     """
-    return Duration(_whole(n * 3_600_000, "hours"))
+    return Duration(_whole(n, 3_600_000, "hours"))
 
 
 def Days(n: float) -> Duration:
@@ -196,18 +196,22 @@ def Days(n: float) -> Duration:
         >>> Days(7) == Hours(168)
         True
     """
-    return Duration(_whole(n * 86_400_000, "days"))
+    return Duration(_whole(n, 86_400_000, "days"))
 
 
-def _whole(ms: float, unit: str) -> int:
-    if isinstance(ms, bool) or not isinstance(ms, int | float):
-        raise InvalidArgumentError(f"{unit} must be a number, got {ms!r}")
-    if not math.isfinite(ms):
-        raise InvalidArgumentError(f"{unit} must be a finite number, got {ms!r}")
+def _whole(n: float, per_unit: int, unit: str) -> int:
+    """`n` units of `per_unit` milliseconds each, as whole milliseconds; `unit` names `n`."""
+    if isinstance(n, bool) or not isinstance(n, int | float):
+        raise InvalidArgumentError(f"{unit} must be a number, got {n!r}")
+    if isinstance(n, float) and not math.isfinite(n):
+        raise InvalidArgumentError(f"{unit} must be a finite number, got {n!r}")
+    ms = n * per_unit
+    if isinstance(ms, float) and not math.isfinite(ms):
+        raise InvalidArgumentError(f"{unit} must be a finite number, got {n!r} ({ms!r} ms)")
     rounded = round(ms)
     if abs(rounded - ms) > 1e-6:
         raise InvalidArgumentError(
-            f"{unit} must be a whole number of milliseconds, got {ms!r} ms",
+            f"{unit} must come to a whole number of milliseconds, got {n!r} ({ms!r} ms)",
         )
     return int(rounded)
 

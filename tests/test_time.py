@@ -79,6 +79,36 @@ def test_conversions_name_the_argument() -> None:
         to_duration(True, "period")
 
 
+def test_duration_units_check_the_number_they_are_given() -> None:
+    """What the message shows is what was passed: not a string repeated a thousand times."""
+    units = (
+        (Milliseconds, "milliseconds"),
+        (Seconds, "seconds"),
+        (Minutes, "minutes"),
+        (Hours, "hours"),
+        (Days, "days"),
+    )
+    for unit, name in units:
+        for bad in ("5", None, True, [1]):
+            with pytest.raises(InvalidArgumentError) as raised:
+                unit(bad)  # type: ignore[arg-type]
+            assert str(raised.value) == f"{name} must be a number, got {bad!r}"
+    with pytest.raises(InvalidArgumentError, match=r"seconds must be a finite number, got nan"):
+        Seconds(float("nan"))
+    with pytest.raises(InvalidArgumentError, match=r"days must be a finite number, got 1e\+304"):
+        Days(1e304)  # finite, but not in milliseconds
+    with pytest.raises(InvalidArgumentError, match="batchDuration"):
+        to_duration(1e306, "batchDuration")
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"seconds must come to a whole number of milliseconds, got 0\.0005 \(0\.5 ms\)",
+    ):
+        Seconds(0.0005)
+    assert Seconds(2.5) == Milliseconds(2500)
+    assert Days(10**400).milliseconds == 10**400 * 86_400_000  # an int has no overflow
+    assert Days(0.5) == Hours(12)
+
+
 def test_virtual_clock_runs_actions_in_order_including_now() -> None:
     clock = VirtualClock(Time(1000))
     fired: list[int] = []
