@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from reactive_spark.dependencies import Retention
 from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import Event, EventSource
+from reactive_spark.events.source import coalesced
 from reactive_spark.jobs import Batch
 from reactive_spark.rederive import unseen_by_source
 from reactive_spark.runtime import Runtime
@@ -494,7 +495,7 @@ def missed_events(
     if source.catchUp == "latest":
         return [missed[-1]]
     if source.catchUp == "coalesce":
-        return [source.coalesce(missed)]
+        return [coalesced(source, missed)]
     return missed
 
 

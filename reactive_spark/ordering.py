@@ -36,6 +36,7 @@ from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.errors import QueueFullError
+from reactive_spark.events.source import coalesced
 from reactive_spark.listener import EventsDropped
 from reactive_spark.source_queue import DEFAULT_MAX_QUEUED, SourceQueue
 
@@ -562,8 +563,7 @@ class EventOrder:
             self._queue_again(queue, event)
             return
         merged = self._take_waiting(queue, queue.pending)  # coalesce
-        stand_in = event.source.coalesce([*merged, event]) if merged else event
-        stand_in.standsFor = sum(e.standsFor for e in merged) + event.standsFor
+        stand_in = coalesced(event.source, [*merged, event]) if merged else event
         if merged:
             self._dropped(queue, "coalesce", merged)
         self._queue_again(queue, stand_in)

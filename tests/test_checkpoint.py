@@ -104,12 +104,18 @@ async def test_catch_up_policies(
     sc: SparkContext, tmp_path: Path, policy: str, expected: int
 ) -> None:
     checkpoint = str(tmp_path / "checkpoint")
+    stood_for: list[int] = []
 
     def build(ssc: StreamingContext) -> tuple[TimerEventSource, list[Time]]:
         quarterly = ssc.timer(T0, None, Minutes(15), "quarterly")
         quarterly.catchUp = policy
         times: list[Time] = []
-        ssc.queueStream([]).foreachRDD(lambda t, rdd, e: times.append(e.time)).bind(quarterly)
+
+        def ran(time: Any, rdd: Any, event: Any) -> None:
+            times.append(event.time)
+            stood_for.append(event.standsFor)
+
+        ssc.queueStream([]).foreachRDD(ran).bind(quarterly)
         return quarterly, times
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
@@ -126,6 +132,8 @@ async def test_catch_up_policies(
     assert len(times) == expected
     if expected == 1:
         assert times == [T0 + Days(1) + Minutes(30)]
+    # the first run's three ticks, then what the restart fired; a coalesced one stands for all
+    assert stood_for == [1, 1, 1] + ([96] if policy == "coalesce" else [1] * expected)
     if expected == 96:
         assert times[0] == T0 + Minutes(45)
         assert times[-1] == T0 + Days(1) + Minutes(30)

@@ -536,6 +536,18 @@ def _listener_callable(listener: ListenerLike) -> Callable[[Event], Any]:
     )
 
 
+def coalesced(source: EventSource, events: list[Event]) -> Event:
+    """`source.coalesce(events)`, standing for as many events as `events` stood for.
+
+    How every coalescing stand-in is made: a catch-up live or after a restart, and the
+    overflow policy `"coalesce"`.
+    """
+    stands_for = sum(event.standsFor for event in events)
+    stand_in = source.coalesce(events)
+    stand_in.standsFor = stands_for
+    return stand_in
+
+
 def fired_between(source: EventSource, start: Time, end: Time) -> list[Event]:
     """`source.between(start, end)`, its event at `resumedFrom` numbered as it was fired.
 

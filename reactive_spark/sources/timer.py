@@ -9,6 +9,7 @@ from reactivex import abc as rx_abc
 
 from reactive_spark.errors import InvalidArgumentError, QueueFullError
 from reactive_spark.events import Event, EventSource, TimerEvent
+from reactive_spark.events.source import coalesced
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
 if TYPE_CHECKING:
@@ -162,9 +163,7 @@ class TimerEventSource(EventSource):
         if policy == "latest":
             missed = missed[-1:]
         elif policy == "coalesce":
-            stand_in = self.coalesce(missed)
-            stand_in.standsFor = len(missed)
-            missed = [stand_in]
+            missed = [coalesced(self, missed)]
         elif policy == "skip":
             missed = []
         for position, event in enumerate(missed):
