@@ -445,6 +445,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         which cancels what still runs.
 
         Raises:
+            InvalidArgumentError: an argument is not what it should be (a flag not a bool, a
+                negative `timeout`); nothing was stopped.
             StopError: a step failed (say, the host stopped Spark first and cancelling its jobs
                 failed); every other step still ran, and the context is stopped.
 
@@ -460,6 +462,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             >>> asyncio.run(main())
             stopped
         """
+        require_bool(stopSparkContext, "stopSparkContext")
         require_bool(stopGraceFully, "stopGraceFully")
         if stopGracefully is not None:
             require_bool(stopGracefully, "stopGracefully")

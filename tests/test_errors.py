@@ -208,6 +208,15 @@ async def test_await_termination(sc: SparkContext) -> None:
     assert ssc.state == "stopped"
 
 
+async def test_stop_names_a_bad_stop_spark_context(sc: SparkContext) -> None:
+    """`stop("no")` stopped the SparkContext: a string is truthy."""
+    ssc = virtual(sc, Seconds(1))
+    with pytest.raises(InvalidArgumentError, match="stopSparkContext must be a bool, got 'no'"):
+        await ssc.stop("no")  # type: ignore[arg-type]
+    await ssc.stop(stopSparkContext=False)
+    assert sc.parallelize([1]).count() == 1  # still running
+
+
 async def test_async_with_stops_context_not_spark(sc: SparkContext) -> None:
     async with virtual(sc, Seconds(1)) as ssc:
         _, seen = gather(ssc.queueStream([[5]]))
