@@ -15,6 +15,8 @@ from typing import Any
 
 from pyspark import RDD, SparkContext
 
+from reactive_spark._callbacks import require_callable
+from reactive_spark._validation import require_bool, require_int
 from reactive_spark.clock import VirtualClock
 from reactive_spark.context import StreamingContext
 from reactive_spark.dstream.base import DStream
@@ -80,14 +82,35 @@ async def run_batches(
         >>> asyncio.run(run_batches(sc, lambda a, b: a.union(b), [[1], [2]], [[3], [4]]))
         [[1, 3], [2, 4]]
     """
+    require_callable(build, "build", "run_batches")
     if not inputs:
         raise InvalidArgumentError("run_batches needs at least one input (a list of batches)")
+    for position, batches in enumerate(inputs):
+        if isinstance(batches, str | bytes) or not isinstance(batches, Sequence):
+            raise InvalidArgumentError(
+                f"inputs[{position}] must be a list of batches (lists of elements, or RDDs), "
+                f"got {batches!r}"
+            )
+        for number, batch in enumerate(batches):
+            if not isinstance(batch, RDD) and (
+                isinstance(batch, str | bytes) or not isinstance(batch, Iterable)
+            ):
+                raise InvalidArgumentError(
+                    f"inputs[{position}][{number}] must be a batch: a list of elements or an "
+                    f"RDD, got {batch!r}"
+                )
+    if numBatches is not None:
+        require_int(numBatches, "numBatches")
+    require_bool(sort, "sort")
     period = to_duration(batchDuration, "batchDuration")
     origin = to_time(start, "start")
     ticks = numBatches if numBatches is not None else max(len(batches) for batches in inputs)
     ssc = StreamingContext(sc, period, clock=VirtualClock(origin))
     streams = [ssc.queueStream(_batches(batches)) for batches in inputs]
-    results = collect(build(*streams), sort=sort)
+    built = build(*streams)
+    if not isinstance(built, DStream):
+        raise InvalidArgumentError(f"run_batches: build must return a DStream, got {built!r}")
+    results = collect(built, sort=sort)
     await ssc.start()
     try:
         await ssc.runUntil(origin + period * ticks)

@@ -217,6 +217,26 @@ async def test_stop_names_a_bad_stop_spark_context(sc: SparkContext) -> None:
     assert sc.parallelize([1]).count() == 1  # still running
 
 
+async def test_run_batches_names_a_bad_argument(sc: SparkContext) -> None:
+    """It raised whatever its bad argument made Python raise, or returned nothing for zero
+    batches."""
+    from reactive_spark.errors import InvalidCallbackError
+    from reactive_spark.testing import run_batches
+
+    with pytest.raises(InvalidCallbackError, match="run_batches: build must be callable, got None"):
+        await run_batches(sc, None, [[1]])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"inputs\[0\] must be a list of batches.*got 5"):
+        await run_batches(sc, lambda s: s, 5)  # type: ignore[arg-type]
+    for one_batch in ([1, 2], ["ab", "cd"]):  # the inner list forgotten
+        with pytest.raises(InvalidArgumentError, match=r"inputs\[0\]\[0\] must be a batch"):
+            await run_batches(sc, lambda s: s, one_batch)
+    with pytest.raises(InvalidArgumentError, match="numBatches must be a positive int, got 0"):
+        await run_batches(sc, lambda s: s, [[1]], numBatches=0)
+    with pytest.raises(InvalidArgumentError, match="build must return a DStream, got None"):
+        await run_batches(sc, lambda s: None, [[1]])  # type: ignore[arg-type,return-value]
+    assert await run_batches(sc, lambda s: s.map(str), [[1], [2]]) == [["1"], ["2"]]
+
+
 async def test_async_with_stops_context_not_spark(sc: SparkContext) -> None:
     async with virtual(sc, Seconds(1)) as ssc:
         _, seen = gather(ssc.queueStream([[5]]))
