@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
-from reactive_spark import Days, Hours, StreamingContext, Time, VirtualClock
+from reactive_spark import Days, Hours, InvalidArgumentError, StreamingContext, Time, VirtualClock
 from reactive_spark.web import create_app, setup
 
 T0 = Time.fromDatetime(datetime(2026, 2, 2, tzinfo=UTC))
@@ -205,6 +205,9 @@ async def test_the_console_embeds_in_a_host_application(sc: SparkContext) -> Non
         rest = await ok(await fire(client, "/reactive/api/sources/triggers/fire"), 202)
         assert rest["status"] == f"/reactive/api/batches/{rest['instanceId']}"
     assert ssc.state == "stopped" and calls == ["host up", "host down"]
+    for bad in ("", "/", "reactive", "//elsewhere"):  # aiohttp mounts nothing at the root
+        with pytest.raises(InvalidArgumentError, match=f"prefix must be a path under .*{bad!r}"):
+            setup(web.Application(), StreamingContext(sc, None), prefix=bad)
 
 
 async def test_a_context_started_elsewhere_is_left_running_until_the_host_stops(

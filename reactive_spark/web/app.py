@@ -61,8 +61,14 @@ def _refuse_any_host_without_auth(
 
 
 def _prefix(prefix: str) -> str:
-    if not isinstance(prefix, str) or (prefix and not prefix.startswith("/")):
-        raise InvalidArgumentError(f"prefix must be '' or start with '/', got {prefix!r}")
+    if (
+        not isinstance(prefix, str)
+        or (prefix and not prefix.startswith("/"))
+        or prefix.startswith("//")
+    ):
+        raise InvalidArgumentError(
+            f"prefix must be '' or a path such as '/reactive', got {prefix!r}"
+        )
     return prefix.rstrip("/")
 
 
@@ -137,6 +143,10 @@ def setup(
     `auth`, `allowedHosts`, `history` and `insecure` are `create_app`'s: without `auth` the
     console answers clients on this machine only, unless `insecure=True`.
 
+    Raises:
+        InvalidArgumentError: `prefix` is not a path under the host's root (`''` and `'/'`
+            included: aiohttp mounts no sub-application there), or as `create_app`.
+
     Examples:
         >>> from aiohttp import web
         >>> service = web.Application()
@@ -144,6 +154,16 @@ def setup(
     """
     if not isinstance(app, web.Application):
         raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
+    if (
+        not isinstance(prefix, str)
+        or not prefix.startswith("/")
+        or prefix.startswith("//")
+        or not prefix.strip("/")
+    ):
+        raise InvalidArgumentError(
+            f"prefix must be a path under the host's root, such as '/reactive', got {prefix!r} "
+            "(to serve the console at the root, serve create_app(ssc) itself)"
+        )
     console = create_app(
         ssc,
         prefix=prefix,
