@@ -19,6 +19,7 @@ from reactive_spark.time import Time, now_ms
 
 if TYPE_CHECKING:
     from reactive_spark.blocking import BlockingCalls
+    from reactive_spark.checkpoint import Recovered
     from reactive_spark.context import StreamingContext
     from reactive_spark.events import EventSource
     from reactive_spark.failures import FailureLedger
@@ -121,6 +122,8 @@ class Lifecycle:
             recovered = await self._blocking.run(self._checkpoint.load)
         self.started_at = clock.now()
         self.zero_time = self.started_at if recovered is None else recovered.zero_time
+        if recovered is not None and recovered.progress and clock.isVirtual:
+            _warn_if_behind(self.started_at, recovered, ssc.checkpointDirectory)
         if backfill_from is not None:
             self.zero_time = backfill_from
         self.default_timer = self._graph.bind_default_timer(self.zero_time, ssc.batchDuration)
@@ -275,6 +278,24 @@ class Lifecycle:
                 await _settle(source.stop())
             except Exception as exc:
                 self._runtime.report_source_error(source, "stop", exc)
+
+
+def _warn_if_behind(now: Time, recovered: Recovered, directory: str | None) -> None:
+    """Say so when a virtual clock restarts before where the checkpoint's sources got to.
+
+    Then every source carries on from the checkpoint, so nothing fires until the clock passes
+    there: a program run again as it was first run does nothing, silently but for this.
+    """
+    last = max(time for time, _ in recovered.progress.values())
+    if now.milliseconds < last:
+        log.warning(
+            "recovered from the checkpoint in %s: its sources fired up to %s, and every source "
+            "carries on from there, so nothing fires until the virtual clock (at %s) passes it; "
+            "to run from the start again, use a new checkpoint directory",
+            directory,
+            Time(last).isoformat(),
+            now.isoformat(),
+        )
 
 
 #: What each step of a stop is, and what to do when it fails: `(step, fix)` (see `StopError`).

@@ -678,3 +678,32 @@ async def test_a_batch_whose_jobs_a_stop_cancelled_runs_again_after_a_restart(
     await second.advanceTo(T0 + Minutes(10))
     await second.stop(stopSparkContext=False)
     assert ran == [("fast", T0)]
+
+
+async def test_a_virtual_clock_restarted_behind_the_checkpoint_is_warned_about(
+    sc: SparkContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same program run again from the same start fires nothing (every source carries on
+    from the checkpoint): it says why, once, and does not when the clock is past it."""
+    checkpoint = str(tmp_path / "checkpoint")
+
+    async def run(start: Time, until: Time) -> list[Time]:
+        ssc = virtual(sc, start=start, checkpoint=checkpoint)
+        daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+        times: list[Time] = []
+        ssc.queueStream([]).foreachRDD(lambda t, rdd, e: times.append(e.time)).bind(daily)
+        await ssc.start()
+        await ssc.advanceTo(until)
+        await ssc.stop(stopSparkContext=False)
+        return times
+
+    behind = "nothing fires until the virtual clock"
+    with caplog.at_level("WARNING", logger="reactive_spark.lifecycle"):
+        assert await run(T0, T0 + Days(3)) == [T0 + Days(day) for day in (1, 2, 3)]
+        assert behind not in caplog.text  # nothing recovered
+        assert await run(T0, T0 + Days(3)) == []  # the same program again
+        assert caplog.text.count(behind) == 1
+        assert T0.isoformat() in caplog.text and (T0 + Days(3)).isoformat() in caplog.text
+        caplog.clear()
+        assert await run(T0 + Days(3), T0 + Days(4)) == [T0 + Days(4)]  # carries on
+        assert behind not in caplog.text
