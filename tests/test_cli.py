@@ -40,6 +40,33 @@ def test_a_bad_command_line_is_an_error() -> None:
     assert done.returncode == 2 and "MODULE[:FUNC]" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["run", "app.py", "--ui", "--port", "99999"],
+            "--port: must be an int from 0 to 65535, got '99999'",
+        ),
+        (["demo", "--days", "0"], "--days: must be a positive int, got '0'"),
+        (["cluster", "--cores", "none"], "--cores: must be a positive int, got 'none'"),
+    ],
+)
+def test_a_bad_number_is_refused_as_the_command_line_is_read(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    """Not once Spark has started (the port), or after a progress bar was drawn (the days)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "reactive_spark", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SPARK_HOME": str(tmp_path / "no-spark")},  # Spark would fail
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines()[-1].endswith(f"error: argument {message}"), done.stderr
+
+
 MISTAKES = {
     "no such file": (["run", "nosuch.py"], "MODULE 'nosuch.py' is not a file"),
     "no such module": (["run", "nosuch"], "no module named 'nosuch'"),

@@ -3,6 +3,7 @@ context keeps running."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import builtins
 import importlib
@@ -283,7 +284,7 @@ async def test_stop_without_grace_cancels_running_jobs_and_drops_queued_events(
 # -- every error is a ReactiveSparkError -------------------------------------------------------
 PACKAGE = Path(reactive_spark.__file__).parent
 #: Raising these is part of a protocol, not an error of reactive-spark's own.
-PROTOCOL = (NotImplementedError, AttributeError, SystemExit)
+PROTOCOL = (NotImplementedError, AttributeError, SystemExit, argparse.ArgumentTypeError)
 #: Functions that build aiohttp's HTTP answers (raised to answer a request, never to a caller).
 HTTP_ANSWERS = {"_error", "_retry_later", "_stopped", "_too_large", "json_error"}
 

@@ -28,7 +28,7 @@ def parser() -> argparse.ArgumentParser:
     def console_options(command: argparse.ArgumentParser) -> None:
         command.add_argument("--ui", action="store_true", help="serve the web console meanwhile")
         command.add_argument("--host", default="127.0.0.1", help="console host (127.0.0.1)")
-        command.add_argument("--port", type=int, default=4040, help="console port (4040)")
+        command.add_argument("--port", type=port, default=4040, help="console port (4040)")
         command.add_argument(
             "--insecure",
             action="store_true",
@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     demo_command = commands.add_parser(
         "demo", help="the daily/weekly logs job on generated files, on simulated days"
     )
-    demo_command.add_argument("--days", type=int, default=28, help="simulated days (28)")
+    demo_command.add_argument("--days", type=positive_int, default=28, help="simulated days (28)")
     demo_command.add_argument(
         "--real-time", action="store_true", help="a simulated day per second of the system clock"
     )
@@ -114,13 +114,47 @@ def parser() -> argparse.ArgumentParser:
     cluster_command.add_argument(
         "--workdir", default="reactive-spark-cluster", help="where logs and executors' files go"
     )
-    cluster_command.add_argument("--cores", type=int, default=2, help="the worker's cores (2)")
+    cluster_command.add_argument(
+        "--cores", type=positive_int, default=2, help="the worker's cores (2)"
+    )
     cluster_command.add_argument("--memory", default="1g", help="the worker's memory (1g)")
 
     graph_command = commands.add_parser("graph", help="print the lineage MODULE[:FUNC] builds")
     graph_command.add_argument("target", metavar="MODULE[:FUNC]")
     graph_command.add_argument("--format", choices=sorted(FORMATS), default="text")
     return top
+
+
+def port(text: str) -> int:
+    """`--port`: a TCP port, checked as the command line is read (before Spark starts).
+
+    Examples:
+        >>> port("4041")
+        4041
+    """
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"must be an int from 0 to 65535, got {text!r}")
+    return number
+
+
+def positive_int(text: str) -> int:
+    """`--days`, `--cores`: a positive int, checked as the command line is read.
+
+    Examples:
+        >>> positive_int("7")
+        7
+    """
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive int, got {text!r}")
+    return number
 
 
 def until(text: str) -> Time | Duration:
