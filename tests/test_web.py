@@ -174,6 +174,29 @@ async def test_metrics_in_prometheus_text(console: Any) -> None:
     assert "reactive_spark_scheduling_lag_seconds" in text
 
 
+async def test_a_login_link_to_the_bare_prefix_reaches_the_page(sc: SparkContext) -> None:
+    """`/reactive?token=...` goes to `/reactive/?token=...` without the token being checked
+    on the way (the page is public, as the redirect); the data still needs it."""
+    from reactive_spark.web import BearerToken
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    host = web.Application()
+    setup(host, ssc, auth=BearerToken("s3cret"))
+    async with TestClient(TestServer(host)) as client:
+        sent = await client.get("/reactive?token=s3cret", allow_redirects=False)
+        assert sent.status == 307 and sent.headers["Location"] == "reactive/?token=s3cret"
+        assert (await client.get("/reactive/api/sources")).status == 401
+    # mounted by hand, the console told no prefix: the redirect still goes to where it is
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    host = web.Application()
+    host.add_subapp("/ops", create_app(ssc))
+    async with TestClient(TestServer(host)) as client:
+        sent = await client.get("/ops", allow_redirects=False)
+        assert sent.status == 307 and sent.headers["Location"] == "ops/"
+
+
 async def test_the_console_embeds_in_a_host_application(sc: SparkContext) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     build(ssc)
@@ -195,6 +218,14 @@ async def test_the_console_embeds_in_a_host_application(sc: SparkContext) -> Non
         assert (await ok(await client.get("/health"))) == {"ok": True, "state": "active"}
         page = await client.get("/reactive/")
         assert page.status == 200 and "reactive-spark" in await page.text()
+        # the prefix alone goes to the page, its query as it was sent (a token may hold %23)
+        bare = await client.get("/reactive?token=a%23b&v=1", allow_redirects=False)
+        assert bare.status == 307 and bare.headers["Location"] == "reactive/?token=a%23b&v=1"
+        assert bare.headers["Cache-Control"] == "no-store"  # not kept: it may carry a token
+        assert bare.headers["Referrer-Policy"] == "no-referrer"  # the console's own headers
+        assert (await client.get("/reactive")).url.path == "/reactive/"
+        foreign = await client.get("/reactive", headers={"Host": "elsewhere.example"})
+        assert foreign.status == 421  # the console's guard answers, as for its pages
         script = await client.get("/reactive/static/console.js")
         assert script.status == 200
         fired = await ok(await fire(client, "/reactive/api/sources/rerun/fire"), 202)

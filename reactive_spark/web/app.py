@@ -121,6 +121,8 @@ def create_app(
     api.add_routes(app)
     app.router.add_get("/api/openapi.json", _openapi, name="openapi")
     app.router.add_get("/", _index, name="index")
+    # mounted, the prefix alone ("/reactive"): aiohttp hands it to the console, which sends it on
+    app.router.add_get("", _to_index, name="prefix")
     app.router.add_get("/static/{name}", _static, name="static")
     app.on_response_prepare.append(security_headers)
     app.on_shutdown.append(_end_live_streams)
@@ -197,6 +199,18 @@ async def _end_live_streams(app: web.Application) -> None:
 async def _index(request: web.Request) -> web.StreamResponse:
     page = (STATIC / "index.html").read_text(encoding="utf-8")
     return web.Response(text=page, content_type="text/html")
+
+
+async def _to_index(request: web.Request) -> web.StreamResponse:
+    """`GET /reactive`, the mount point without its slash: the page is `/reactive/`, query kept.
+
+    Relative (`reactive/`), so it holds behind a proxy or in a host mounted under a path; from
+    the path asked, so it holds whatever `prefix` the console was told.
+    """
+    page = request.rel_url.raw_path.rsplit("/", 1)[-1] + "/"
+    query = request.rel_url.raw_query_string
+    location = f"{page}?{query}" if query else page
+    raise web.HTTPTemporaryRedirect(location, headers={"Cache-Control": "no-store"})  # a token
 
 
 async def _static(request: web.Request) -> web.StreamResponse:

@@ -57,7 +57,7 @@ Authenticator = Callable[[web.Request], Collection[str] | Awaitable[Collection[s
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 #: Routes anyone may get (they hold no data), and routes that change state.
-PUBLIC_ROUTES = frozenset({"index", "static", "openapi"})
+PUBLIC_ROUTES = frozenset({"index", "prefix", "static", "openapi"})
 CONTROL_ROUTES = frozenset({"fire"})
 
 
