@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from reactive_spark.dependencies import Retention
 from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.events.source import coalesced
+from reactive_spark.events.source import caught_up
 from reactive_spark.jobs import Batch
 from reactive_spark.rederive import unseen_by_source
 from reactive_spark.runtime import Runtime
@@ -485,18 +485,12 @@ def missed_events(
 
     Events at `dropped` times were dropped past the source's bound: they are not missed.
     """
-    if source.catchUp == "skip" or since >= now:
+    if source.catchUp == "skip" or since >= now:  # `caught_up` would keep none: no need to ask
         return []
     missed = source.between(since, Time(now.milliseconds - 1))
     if dropped:
         missed = [event for event in missed if event.time.milliseconds not in dropped]
-    if not missed:
-        return []
-    if source.catchUp == "latest":
-        return [missed[-1]]
-    if source.catchUp == "coalesce":
-        return [coalesced(source, missed)]
-    return missed
+    return caught_up(source, missed)
 
 
 def all_missed_events(

@@ -548,6 +548,22 @@ def coalesced(source: EventSource, events: list[Event]) -> Event:
     return stand_in
 
 
+def caught_up(source: EventSource, missed: list[Event]) -> list[Event]:
+    """What `source` fires of the events it `missed`, in order, as its `catchUp` says.
+
+    The one place the policy is applied: a timer catching up live, and any source after a
+    restart.
+    """
+    policy = source.catchUp
+    if policy == "skip" or not missed:
+        return []
+    if policy == "latest":
+        return missed[-1:]
+    if policy == "coalesce":
+        return [coalesced(source, missed)]
+    return missed
+
+
 def fired_between(source: EventSource, start: Time, end: Time) -> list[Event]:
     """`source.between(start, end)`, its event at `resumedFrom` numbered as it was fired.
 

@@ -9,7 +9,7 @@ from reactivex import abc as rx_abc
 
 from reactive_spark.errors import InvalidArgumentError, QueueFullError
 from reactive_spark.events import Event, EventSource, TimerEvent
-from reactive_spark.events.source import coalesced
+from reactive_spark.events.source import caught_up
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
 if TYPE_CHECKING:
@@ -159,13 +159,7 @@ class TimerEventSource(EventSource):
         missed: list[Event] = [
             TimerEvent(self, None, self.tickAt(k)) for k in range(first, last + 1)
         ]
-        policy = self.catchUp
-        if policy == "latest":
-            missed = missed[-1:]
-        elif policy == "coalesce":
-            missed = [coalesced(self, missed)]
-        elif policy == "skip":
-            missed = []
+        missed = caught_up(self, missed)
         for position, event in enumerate(missed):
             if not self._runtime.has_room(self):  # full again: the rest wait for room
                 self._missed = (first + position, last)
