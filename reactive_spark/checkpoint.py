@@ -475,7 +475,10 @@ def recreate(record: Record, sources: dict[str, EventSource], rerun: bool) -> Ev
             "re-run" if rerun else "rebuilt",
         )
         return None
-    return source.eventFromRecord(record["event"])
+    fields = record["event"]
+    event = source.eventFromRecord(fields)
+    event.standsFor = fields.get("standsFor", 1)  # a coalesced event's, for every source
+    return event
 
 
 def missed_events(

@@ -101,13 +101,19 @@ class Event:
         return id(self)
 
     def describe(self) -> dict[str, Any]:
-        """The event as JSON-friendly fields (subclasses add theirs)."""
-        return {
+        """The event as JSON-friendly fields (subclasses add theirs).
+
+        `standsFor` is there only when the event stands for more than itself.
+        """
+        fields = {
             "source": getattr(self.source, "name", None),
             "index": self.index,
             "time": self.time.milliseconds,
             "instanceId": self.instanceId,
         }
+        if self.standsFor != 1:
+            fields["standsFor"] = self.standsFor
+        return fields
 
     def __repr__(self) -> str:
         name = getattr(self.source, "name", None)

@@ -40,7 +40,7 @@ Record = dict[str, Any]
 HIDDEN = "(hidden: sign in to the console to see it)"
 #: The fields of a protected event, and of each event it derives from, that every viewer sees:
 #: which event it is and, for a request, its method and route (no query string).
-PUBLIC_FIELDS = frozenset({"source", "index", "time", "instanceId", "method", "path"})
+PUBLIC_FIELDS = frozenset({"source", "index", "time", "instanceId", "method", "path", "standsFor"})
 #: The fields that hold the events an event derives from (`DerivedEvent`, `JoinEvent`).
 DERIVED_FROM = frozenset({"parent", "left", "right"})
 
