@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.failures import Failure, SourceErrorInfo, UserError
-from reactive_spark.time import now_ms
+from reactive_spark.time import Time, now_ms
 
 if TYPE_CHECKING:
     from reactive_spark.events import Event
@@ -192,6 +192,8 @@ class DeadlineMissed:
         >>> day = datetime(2024, 1, 2, tzinfo=UTC)
         >>> print(DeadlineMissed("source", "daily", day, day.replace(hour=2)).describe())
         source daily missed its deadline 2024-01-02T02:00:00Z (period from 2024-01-02T00:00:00Z)
+        >>> print(DeadlineMissed("source", "m", day, day.replace(microsecond=500_000)).describe())
+        source m missed its deadline 2024-01-02T00:00:00.500Z (period from 2024-01-02T00:00:00Z)
     """
 
     kind: str
@@ -203,8 +205,8 @@ class DeadlineMissed:
 
     def describe(self) -> str:
         """The miss in one line."""
-        start = self.periodStart.strftime("%Y-%m-%dT%H:%M:%SZ")
-        deadline = self.deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+        start = Time.fromDatetime(self.periodStart).isoformat()  # milliseconds, if any
+        deadline = Time.fromDatetime(self.deadline).isoformat()
         downtime = ", while the process was down" if self.duringDowntime else ""
         if self.periodsMissed > 1:
             return (
