@@ -94,6 +94,7 @@ class Lifecycle:
         self._deadlines: DeadlineWatch | None = None
         self._sources_stopped = False
         self._starting_source: EventSource | None = None
+        self._stops: set[asyncio.Future[None]] = set()  # the stops under way
 
     async def launch(self, backfill_from: Time | None = None) -> None:
         """Start; a backfill gives its zero time, and fires the events: no source is started."""
@@ -175,16 +176,34 @@ class Lifecycle:
 
         Every step runs even when one before it failed: the threads end, the context is
         stopped and `awaitTermination` returns; then `StopError` names each step that failed.
-        A stop cancelled while it waits (a graceful one) is finished by the next.
+        A stop cancelled while it waits (a graceful one) is finished by the next. A graceful stop
+        called while another runs waits for it, within its own `timeout` (then it stops as a
+        non-graceful one does, beside it); the failures of the stop it waited for are that
+        stop's to raise. A non-graceful stop runs beside the other: it escalates it.
         """
         steps = _StopSteps()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         if self._runtime.state == INITIALIZED:
             self._runtime.state = STOPPED
             self.stop_complete = True
-        if not self.stop_complete:
-            await self._stop_parts(steps, graceful=graceful, timeout=timeout)
-            self.stop_complete = True
-            log.info("StreamingContext stopped")
+        while not self.stop_complete:
+            if graceful and self._stops:  # another stop runs: this one waits for it
+                left = None if deadline is None else max(0.0, deadline - loop.time())
+                done, _ = await asyncio.wait(set(self._stops), timeout=left)
+                graceful = bool(done)  # its own time is up: it escalates
+                continue
+            stopping = loop.create_future()
+            self._stops.add(stopping)  # a stop that does not wait runs beside it (escalates)
+            try:
+                left = None if deadline is None else max(0.0, deadline - loop.time())
+                await self._stop_parts(steps, graceful=graceful, timeout=left)
+            finally:
+                self._stops.discard(stopping)
+                stopping.set_result(None)
+            if not self.stop_complete:
+                self.stop_complete = True
+                log.info("StreamingContext stopped")
         if stop_spark_context:
             await steps.run(_SPARK_CONTEXT, lambda: self._blocking.run(self._ssc.sparkContext.stop))
         await steps.run(_BLOCKING_CALLS, self._blocking.close)

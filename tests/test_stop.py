@@ -147,6 +147,62 @@ async def test_a_graceful_stop_that_timed_out_is_escalated(
     await ssc.awaitTermination()  # stopped, nothing to raise
 
 
+async def test_stops_called_together_stop_once_and_a_hard_one_escalates(
+    sc: SparkContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two graceful stops at once: the second waits for the first (it ran every step again,
+    beside it). A stop that does not wait, called meanwhile, still cuts the first short."""
+    ssc = virtual(sc, Seconds(1))
+    ran: list[int] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda t, rdd: ran.append(t.second))
+    await ssc.start()
+    for second in (1, 2, 3):
+        ssc.clock.advanceTo(Time(second * 1000))  # three batches queued, none run yet
+    with caplog.at_level(logging.INFO, logger="reactive_spark.lifecycle"):
+        await asyncio.gather(
+            ssc.stop(stopSparkContext=False, stopGracefully=True),
+            ssc.stop(stopSparkContext=False, stopGracefully=True),
+        )
+    stopped = [r for r in caplog.records if r.getMessage() == "StreamingContext stopped"]
+    assert len(stopped) == 1 and ran == [1, 2, 3]
+
+    ssc = virtual(sc, Seconds(1))
+    started = threading.Event()
+    ssc.queueStream([], default=[1]).foreachRDD(slow_job(started))
+    await ssc.start()
+    advancing = asyncio.ensure_future(ssc.advanceTo(ssc.clock.now() + Seconds(5)))
+    await wait_until_running(sc, started)
+    graceful = asyncio.ensure_future(ssc.stop(stopSparkContext=False, stopGracefully=True))
+    await asyncio.sleep(0.2)
+    began = time.perf_counter()
+    await ssc.stop(stopSparkContext=False, stopGracefully=False)
+    await graceful
+    assert time.perf_counter() - began < 20 and await advancing == []
+
+    # a graceful stop within a timeout does not wait past it for one that has none
+    ssc = virtual(sc, Seconds(1))
+    gate, ran = threading.Event(), []
+
+    def held(rdd: Any) -> None:
+        ran.append(1)
+        gate.wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(held)
+    await ssc.start()
+    for second in (1, 2):
+        ssc.clock.advanceTo(Time(second * 1000))  # the first runs (held), the second waits
+    while not ran:
+        await asyncio.sleep(0.01)
+    unbounded = asyncio.ensure_future(ssc.stop(stopSparkContext=False, stopGracefully=True))
+    await asyncio.sleep(0.1)
+    threading.Timer(1.0, gate.set).start()  # the running batch ends once it is cancelled
+    began = time.perf_counter()
+    await ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=0.5)
+    assert time.perf_counter() - began < 5
+    await unbounded
+    assert ran == [1]  # the queued batch was dropped by the escalation
+
+
 async def test_a_job_reaching_spark_after_the_stops_first_cancel_is_cancelled_too(
     sc: SparkContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
