@@ -250,3 +250,43 @@ async def test_a_context_started_elsewhere_is_left_running_until_the_host_stops(
     async with TestClient(TestServer(create_app(ssc))) as client:
         assert (await client.get("/api/sources")).status == 200
     assert ssc.state == "stopped"
+
+
+async def test_a_console_fire_is_either_accepted_or_refused_never_both(sc: SparkContext) -> None:
+    """Fired while the sources downstream are full, the event waits for room as a REST
+    request does, and the answer is 202 once it is accepted: after 30 s the console answered
+    503 and the event ran all the same. A stop before it is accepted answers 503, and then
+    it never runs."""
+    import threading
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m")
+    passed = manual.filter(lambda event: True).overflow(maxQueued=1)
+    gates = {"first": threading.Event(), "second": threading.Event()}  # each batch waits
+    ran: list[Any] = []
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        ran.append(event.value)
+        gates[event.value].wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(passed)
+    app = create_app(ssc)
+    async with TestClient(TestServer(app)) as client:
+        await ok(await fire(client, "/api/sources/m/fire", "first"), 202)
+        while not ran:  # the first batch runs: the filter's queue is full until it ends
+            await asyncio.sleep(0.01)
+        second = asyncio.ensure_future(fire(client, "/api/sources/m/fire", "second"))
+        await asyncio.sleep(0.5)
+        assert not second.done()  # waiting for room, not refused
+        gates["first"].set()
+        await ok(await second, 202)
+        while len(ran) < 2:  # the second batch holds the queue now
+            await asyncio.sleep(0.01)
+        third = asyncio.ensure_future(fire(client, "/api/sources/m/fire", "third"))
+        await asyncio.sleep(0.3)
+        assert not third.done()
+        threading.Timer(0.3, gates["second"].set).start()  # it ends as the stop begins
+        await ssc.stop(stopSparkContext=False)
+        error = await ok(await third, 503)
+        assert "stopped before the event was accepted: it will not run" in error["error"]
+    assert ran == ["first", "second"]

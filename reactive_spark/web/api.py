@@ -6,13 +6,13 @@ what a client sent.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, RestEvent
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.http import bearer_token, json_error, offer, read_json
@@ -166,9 +166,11 @@ async def fire(request: web.Request) -> web.Response:
     numbered = history.numbered(event)
     try:
         await offer(source, event)  # 503 with Retry-After past the bound (see `offer`)
-        await asyncio.wait_for(numbered, 30)
-    except TimeoutError:
-        raise json_error(web.HTTPServiceUnavailable, "the event was not accepted") from None
+        # posted, it runs: as a request to a REST trigger, wait until it is accepted (202),
+        # however long the sources downstream take to make room, unless the context stops
+        await numbered
+    except ContextStateError as stopped:
+        raise json_error(web.HTTPServiceUnavailable, str(stopped)) from None
     finally:
         history.forget(event)
     log.info("the console fired %s (event %d)", source.name, event.instanceId)

@@ -21,10 +21,17 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.failures import SourceErrorInfo, UserError
 from reactive_spark.jobs import BatchInfo, JobInfo
-from reactive_spark.listener import DeadlineMissed, EventsDropped, ReceiverInfo, StreamingListener
+from reactive_spark.listener import (
+    DeadlineMissed,
+    EventsDropped,
+    HoldsUntilStop,
+    ReceiverInfo,
+    StreamingListener,
+)
 from reactive_spark.time import Time, now_ms
 from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
@@ -170,7 +177,7 @@ class SourceStats:
     coalesced: int = 0
 
 
-class History(StreamingListener):
+class History(StreamingListener, HoldsUntilStop):
     """Recent events, batches and jobs of `ssc`, and what every source fired (see module).
 
     Examples:
@@ -280,6 +287,25 @@ class History(StreamingListener):
     def forget(self, event: Event) -> None:
         """Stop waiting for `event`'s number (it was accepted, refused or never will be)."""
         self._waiting.pop(id(event), None)
+
+    def context_stopped(self) -> None:
+        """Events still waiting for their number never get one: their futures raise.
+
+        `ContextStateError`: the console that fired one answers 503 (it will not run).
+        """
+        loop = self._loop
+        if self._waiting and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._never_numbered)
+
+    def _never_numbered(self) -> None:
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(
+                    ContextStateError(
+                        "the StreamingContext stopped before the event was accepted: it will "
+                        "not run"
+                    )
+                )
 
     # -- live viewers ------------------------------------------------------------------------
     def listen(self) -> None:
