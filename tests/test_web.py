@@ -290,3 +290,42 @@ async def test_a_console_fire_is_either_accepted_or_refused_never_both(sc: Spark
         error = await ok(await third, 503)
         assert "stopped before the event was accepted: it will not run" in error["error"]
     assert ran == ["first", "second"]
+
+
+async def test_a_service_shutdown_stops_its_context_in_bounded_time(sc: SparkContext) -> None:
+    """A batch stuck in a function of the user's held the service's shutdown for as long as it
+    was stuck: the stop it made had no timeout. Now it is graceful for `stop_timeout` seconds,
+    then it stops as a non-graceful stop does (which leaves a stuck batch after 2 s)."""
+    import threading
+    import time
+
+    from reactive_spark.errors import StopError
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m")
+    stuck, entered = threading.Event(), threading.Event()
+
+    def job(rdd: Any) -> None:
+        entered.set()
+        stuck.wait(60)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(manual)
+    service = web.Application()
+    setup(service, ssc, stop_timeout=0.5)
+    runner = web.AppRunner(service, handle_signals=False)
+    await runner.setup()
+    try:
+        manual.trigger(1)
+        manual.trigger(2)  # queued behind the stuck one
+        while not entered.is_set():
+            await asyncio.sleep(0.01)
+        began = time.perf_counter()
+        with pytest.raises(StopError, match="did not end 2 s after its Spark jobs were cancelled"):
+            await runner.cleanup()  # the stop's failure reaches the service
+        took = time.perf_counter() - began
+    finally:
+        stuck.set()
+    assert took < 10, took  # 0.5 s graceful, then 2 s for the stuck batch, and some slack
+    assert ssc.state == "stopped"
+    with pytest.raises(InvalidArgumentError, match="stop_timeout must be a non-negative"):
+        create_app(StreamingContext(sc, None), stop_timeout=-1)

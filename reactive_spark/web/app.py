@@ -1,21 +1,21 @@
 """The web console as an aiohttp application, embeddable in a service (docs/console.md).
 
 `create_app(ssc)` is a sub-application: mount it with `host.add_subapp("/reactive", app)`, or
-call `setup(host, ssc, prefix="/reactive")`. Its `cleanup_ctx` starts the context when the host
-application starts (if it is not running yet) and stops it, gracefully, when the host stops.
+call `setup(host, ssc, prefix="/reactive")`. The host application's start starts the context
+(if it is not running yet), and its shutdown stops it (`web/lifecycle.py`).
 `ssc.serve(port=4040)` (or `await Console(ssc).start()`) serves it on a port of its own.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
 from aiohttp import web
 
-from reactive_spark._validation import require_bool
+from reactive_spark._validation import require_bool, require_timeout
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
 from reactive_spark.runtime import Runtime
@@ -30,6 +30,7 @@ from reactive_spark.web.auth import (
 )
 from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
+from reactive_spark.web.lifecycle import DEFAULT_STOP_TIMEOUT, ContextLifecycle
 from reactive_spark.web.openapi import openapi
 from reactive_spark.web.security import LOOPBACK_NAMES, allowed_hosts, guard, security_headers
 from reactive_spark.web.values import json_response
@@ -80,6 +81,7 @@ def create_app(
     auth: Authenticator | None = None,
     allowedHosts: Iterable[str] | None = None,
     insecure: bool = False,
+    stop_timeout: float | None = DEFAULT_STOP_TIMEOUT,
 ) -> web.Application:
     """The console for `ssc`: dashboard at `/`, JSON API under `/api`, `/metrics`.
 
@@ -90,7 +92,9 @@ def create_app(
     loopback address gets 403, whatever address the service listens on; `insecure=True` lets
     any client view and fire. `allowedHosts` are the `Host` names it answers to (loopback
     names by default, any port; `["*"]` for any, which without auth needs `insecure=True`):
-    see docs/security.md.
+    see docs/security.md. The service starts the context (unless it runs already) and stops
+    it: the stop begins as the service's shutdown does, before it waits for its requests, and
+    is graceful for at most `stop_timeout` seconds (None: until every queued batch ran).
 
     Raises:
         InvalidArgumentError: an argument is not what it should be, or `allowedHosts` holds
@@ -108,6 +112,7 @@ def create_app(
         raise InvalidArgumentError(f"history must be a positive int, got {history!r}")
     auth = require_authenticator(auth)
     insecure = require_bool(insecure, "insecure")
+    stop_timeout = require_timeout(stop_timeout, "stop_timeout")
     hosts = allowed_hosts(allowedHosts)
     _refuse_any_host_without_auth(hosts, auth, insecure)
     app = web.Application(
@@ -126,7 +131,7 @@ def create_app(
     app.router.add_get("/static/{name}", _static, name="static")
     app.on_response_prepare.append(security_headers)
     app.on_shutdown.append(_end_live_streams)
-    app.cleanup_ctx.append(_context_lifecycle)
+    ContextLifecycle(ssc, stop_timeout).attach(app)
     return app
 
 
@@ -139,11 +144,13 @@ def setup(
     allowedHosts: Iterable[str] | None = None,
     history: int = 1000,
     insecure: bool = False,
+    stop_timeout: float | None = DEFAULT_STOP_TIMEOUT,
 ) -> web.Application:
     """Mount the console for `ssc` in `app` under `prefix`; returns the console application.
 
-    `auth`, `allowedHosts`, `history` and `insecure` are `create_app`'s: without `auth` the
-    console answers clients on this machine only, unless `insecure=True`.
+    `auth`, `allowedHosts`, `history`, `insecure` and `stop_timeout` are `create_app`'s:
+    without `auth` the console answers clients on this machine only, unless `insecure=True`;
+    the service's shutdown stops the context, gracefully for at most `stop_timeout` seconds.
 
     Raises:
         InvalidArgumentError: `prefix` is not a path under the host's root (`''` and `'/'`
@@ -173,22 +180,10 @@ def setup(
         auth=auth,
         allowedHosts=allowedHosts,
         insecure=insecure,
+        stop_timeout=stop_timeout,
     )
     app.add_subapp(_prefix(prefix), console)
     return console
-
-
-async def _context_lifecycle(app: web.Application) -> AsyncIterator[None]:
-    """Start the context with the host application; stop it, gracefully, when the host stops."""
-    ssc = app[CONTEXT_KEY]
-    started_here = ssc.state == "initialized"
-    if started_here:
-        await ssc.start()
-    yield
-    if ssc.state != "initialized":
-        await ssc.stop(stopSparkContext=False, stopGracefully=True)
-    elif not started_here:
-        log.warning("the console's StreamingContext was never started")
 
 
 async def _end_live_streams(app: web.Application) -> None:
