@@ -329,3 +329,33 @@ async def test_a_service_shutdown_stops_its_context_in_bounded_time(sc: SparkCon
     assert ssc.state == "stopped"
     with pytest.raises(InvalidArgumentError, match="stop_timeout must be a non-negative"):
         create_app(StreamingContext(sc, None), stop_timeout=-1)
+
+
+async def test_what_the_console_keeps_of_a_big_event_is_bounded_in_bytes(sc: SparkContext) -> None:
+    """The history and the live stream were bounded in records only: each kept a request's
+    whole body (1,000 records of 1 MB bodies held gigabytes). Each keeps about `MAX_KEPT`
+    characters of an event's fields now, saying what it cut."""
+    from reactive_spark.web.keys import HISTORY_KEY
+    from reactive_spark.web.values import MAX_KEPT
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(manual)
+    app = create_app(ssc)
+    rows = {"rows": [{"id": n, "text": "y" * 100} for n in range(10_000)], "more": 1}
+    async with TestClient(TestServer(app)):
+        for value in (rows, "z" * 100_000, rows):
+            manual.trigger(value)
+        await ssc.advanceTo(T0)
+        history = app[HISTORY_KEY]
+        records = history.events(10) + history.batches(10)
+    assert len(records) == 6
+    for record in records:
+        assert len(json.dumps(record)) < MAX_KEPT + 2_000, len(json.dumps(record))
+    cut_text, cut_rows = (
+        event["fields"]["value"] for event in history.events(10)[1:]
+    )  # newest first
+    assert cut_rows["rows"][0] == {"id": 0, "text": "y" * 100}
+    assert cut_rows["rows"][-1].startswith("… (") and cut_rows["rows"][-1].endswith(" more items)")
+    assert cut_rows["…"] == "1 more keys"
+    assert cut_text.startswith("zzz") and cut_text.endswith("… (100000 characters)")

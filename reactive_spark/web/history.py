@@ -35,7 +35,7 @@ from reactive_spark.listener import (
 from reactive_spark.time import Time, now_ms
 from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
-from reactive_spark.web.values import relative_paths, shown
+from reactive_spark.web.values import kept, relative_paths
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -90,7 +90,7 @@ def event_record(event: Event, firedBy: str | None = None) -> Record:
         "time": event.time.milliseconds,
         "timeUtc": event.time.isoformat(),
         "kind": type(event).__name__,
-        "fields": shown(fields),
+        "fields": kept(fields),
         "protected": protected(event.source),
         "firedBy": firedBy,
     }
@@ -443,7 +443,7 @@ class History(StreamingListener, HoldsUntilStop):
                 completed=completed,
                 duration=duration,
                 records=info.numRecords(),
-                inputs=shown(info.inputs),
+                inputs=kept(info.inputs),
                 jobs=[job_record(job) for job in info.jobs] or record["jobs"],
             )
             summary = {key: value for key, value in record.items() if key != "inputs"}

@@ -23,12 +23,24 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["MAX_SHOWN_DEPTH", "dumps", "json_response", "relative_paths", "shown"]
+__all__ = [
+    "MAX_KEPT",
+    "MAX_SHOWN_DEPTH",
+    "dumps",
+    "json_response",
+    "kept",
+    "relative_paths",
+    "shown",
+]
 
 #: How deeply a shown value nests; deeper parts are replaced by a note.
 MAX_SHOWN_DEPTH = 256
 #: How long the text of a value JSON cannot hold (its repr) may be.
 MAX_REPR = 1000
+#: About how many characters of JSON the console keeps of one event's fields (or of what one
+#: batch read): the rest of a bigger value is cut, so the history and the live streams are
+#: bounded in bytes, not only in records (a 1 MB request body is kept as its first 8 KB).
+MAX_KEPT = 8192
 _NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
@@ -55,6 +67,51 @@ def shown(value: Any, depth: int = 0) -> Any:
     except Exception as exc:  # a user's __repr__ may raise (or recurse): show that, not fail
         text = f"<{type(value).__name__}: repr raised {type(exc).__name__}>"
     return text if len(text) <= MAX_REPR else text[: MAX_REPR - 1] + "…"
+
+
+def kept(value: Any) -> Any:
+    """`shown(value)` cut to about `MAX_KEPT` characters: what the console keeps of a value.
+
+    A long string keeps its start and says how long it was; a long list or dict keeps its first
+    items and says how many more it had.
+
+    Examples:
+        >>> kept({"body": "x" * 10_000})["body"][-21:]
+        'x… (10000 characters)'
+        >>> kept(list(range(5000)))[-1]
+        '… (3139 more items)'
+    """
+    budget = [MAX_KEPT]
+    return _cut(shown(value), budget)
+
+
+def _cut(value: Any, budget: list[int]) -> Any:
+    """`value` (as `shown` made it) within what is left of `budget` (characters), which it uses."""
+    if isinstance(value, str):
+        left = budget[0]
+        budget[0] -= len(value) + 2
+        return (
+            value if len(value) <= left else f"{value[: max(left, 0)]}… ({len(value)} characters)"
+        )
+    if isinstance(value, list):
+        items = []
+        for position, item in enumerate(value):
+            if budget[0] <= 0:
+                items.append(f"… ({len(value) - position} more items)")
+                break
+            items.append(_cut(item, budget))
+        return items
+    if isinstance(value, dict):
+        fields = {}
+        for position, (key, item) in enumerate(value.items()):
+            if budget[0] <= 0:
+                fields["…"] = f"{len(value) - position} more keys"
+                break
+            budget[0] -= len(key) + 4
+            fields[key] = _cut(item, budget)
+        return fields
+    budget[0] -= len(str(value)) + 1  # a number, a bool, None
+    return value
 
 
 def _key(key: Any) -> str:
