@@ -184,3 +184,51 @@ async def test_a_stop_drops_answers_a_client_does_not_read() -> None:
             received += len(chunk)
     writer.close()
     assert received < ANSWER_BYTES, "the connection stayed open until the client read it all"
+
+
+async def test_a_body_trickling_to_a_mounted_trigger_holds_no_service_shutdown(
+    sc: SparkContext,
+) -> None:
+    """Mounted in a service, a trigger's request is the service's to wait for: one trickling
+    its body held the service's shutdown until the body timed out (10 s). The stop answers it
+    503 at once (its event never runs), so the shutdown goes on."""
+    from reactive_spark.web import setup
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="triggers").post("/run")
+    ran: list[Any] = []
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: ran.append(1)).bind(rest)
+    service = web.Application()
+    service.add_subapp("/triggers", rest.app)
+    setup(service, ssc)
+    runner = web.AppRunner(service, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        b"POST /triggers/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1000\r\n\r\n["
+    )
+
+    async def trickle() -> None:
+        with contextlib.suppress(ConnectionError):
+            while not writer.is_closing():
+                writer.write(b" ")
+                await writer.drain()
+                await asyncio.sleep(0.1)
+
+    trickling = asyncio.create_task(trickle())
+    await asyncio.sleep(0.5)
+    trickling.cancel()  # the body is still short (so the answer comes before it ends), and no
+    # byte sent after the server closed makes it reset the connection (losing the answer)
+    began = time.monotonic()
+    await runner.cleanup()
+    took = time.monotonic() - began
+    answer = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    assert took < 3, took
+    assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+    assert b'"the StreamingContext stopped"' in answer
+    assert ran == [] and ssc.state == "stopped"

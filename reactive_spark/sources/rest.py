@@ -49,6 +49,10 @@ DEFAULT_MAX_BODY = 1024 * 1024
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
 
 
+#: How a request the stop refused is answered (503): its event never runs.
+STOPPED = "the StreamingContext stopped"
+
+
 class RestEventSource(EventSource):
     """An HTTP trigger: every accepted request fires on this one source.
 
@@ -107,6 +111,8 @@ class RestEventSource(EventSource):
         self.maxBodySize = maxBodySize
         self._routes: dict[str, set[str]] = {}
         self._accepted: dict[int, asyncio.Future[Event]] = {}
+        self._reading: set[asyncio.Task[Any]] = set()  # bodies still arriving (see `stop`)
+        self._stopped = False
         self._server: HttpServer | None = None
         self.app = web.Application(middlewares=[json_errors])
         self.app[SOURCE_KEY] = self
@@ -220,7 +226,7 @@ class RestEventSource(EventSource):
                 text=json.dumps({"error": f"{path} takes {', '.join(sorted(methods))}"}),
                 content_type="application/json",
             )
-        body = await read_json(request, self.maxBodySize)
+        body = await self._read_body(request)
         if not self._runtime.accepting:
             state = "stopped" if self._runtime.state == "active" else self._runtime.state
             raise json_error(web.HTTPServiceUnavailable, f"the StreamingContext is {state}")
@@ -246,6 +252,21 @@ class RestEventSource(EventSource):
         fields = {key: event.describe()[key] for key in ("source", "index", "time", "instanceId")}
         fields["status"] = f"{self._runtime.console_prefix}/api/batches/{event.instanceId}"
         return web.json_response(fields, status=202)
+
+    async def _read_body(self, request: web.Request) -> Any:
+        """The request's JSON body; a stop meanwhile answers 503 at once (see `stop`)."""
+        if self._stopped:
+            raise json_error(web.HTTPServiceUnavailable, STOPPED)
+        reading = asyncio.ensure_future(read_json(request, self.maxBodySize))
+        self._reading.add(reading)
+        try:
+            return await reading
+        except asyncio.CancelledError:
+            if self._stopped and reading.cancelled():
+                raise json_error(web.HTTPServiceUnavailable, STOPPED) from None
+            raise
+        finally:
+            self._reading.discard(reading)
 
     def _answer(self, event: Event) -> None:
         """Answer the request whose event was accepted (202)."""
@@ -278,14 +299,17 @@ class RestEventSource(EventSource):
     async def stop(self) -> None:
         """Stop serving; requests whose events were not accepted get 503 (they never run).
 
-        Requests still running (a body still arriving) are cancelled after
-        `http_server.SHUTDOWN_TIMEOUT` seconds: no client can make a stop wait.
+        So do requests whose body is still arriving, at once (also mounted in a service, whose
+        shutdown would wait for them). Other requests still running on the trigger's own port
+        are cancelled after `http_server.SHUTDOWN_TIMEOUT` seconds: no client can make a stop
+        wait.
         """
+        self._stopped = True
+        for reading in self._reading:  # a body still arriving holds neither the stop nor a
+            reading.cancel()  # service's shutdown: the request is answered 503 now
         for accepted in self._accepted.values():
             if not accepted.done():
-                accepted.set_exception(
-                    json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
-                )
+                accepted.set_exception(json_error(web.HTTPServiceUnavailable, STOPPED))
         if self._server is not None:
             await self._server.stop()
             self._server = None
