@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from reactive_spark.errors import InvalidArgumentError
@@ -49,7 +50,12 @@ def require_timeout(value: object, name: str = "timeout") -> float | None:
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        # NaN fails it (no deadline comes of it), and so does an int no clock can add
+        or not (0 <= value <= 1e300 or value == math.inf)
+    ):
         raise InvalidArgumentError(f"{name} must be a non-negative number, got {value!r}")
     return value
 

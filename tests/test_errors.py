@@ -214,6 +214,9 @@ async def test_stop_names_a_bad_stop_spark_context(sc: SparkContext) -> None:
     ssc = virtual(sc, Seconds(1))
     with pytest.raises(InvalidArgumentError, match="stopSparkContext must be a bool, got 'no'"):
         await ssc.stop("no")  # type: ignore[arg-type]
+    for bad in (float("nan"), 10**400):  # NaN ended the graceful part at once; 10**400 no float
+        with pytest.raises(InvalidArgumentError, match="timeout must be a non-negative number"):
+            await ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=bad)
     await ssc.stop(stopSparkContext=False)
     assert sc.parallelize([1]).count() == 1  # still running
 
