@@ -359,3 +359,50 @@ async def test_what_the_console_keeps_of_a_big_event_is_bounded_in_bytes(sc: Spa
     assert cut_rows["rows"][-1].startswith("… (") and cut_rows["rows"][-1].endswith(" more items)")
     assert cut_rows["…"] == "1 more keys"
     assert cut_text.startswith("zzz") and cut_text.endswith("… (100000 characters)")
+
+
+async def test_a_console_fire_whose_event_is_dropped_is_refused(sc: SparkContext) -> None:
+    """An event dropped before it was accepted never runs: past its source's bound
+    (`"drop-newest"`), or when the scheduler crashed. Its fire is answered 503 then, not when
+    (or if) the context stops."""
+    import threading
+
+    class Crash(BaseException):
+        pass
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    dropping = ssc.manualSource("dropping").overflow(maxQueued=1, policy="drop-newest")
+    crashing = ssc.manualSource("crashing")
+    passed = crashing.filter(lambda event: True).overflow(maxQueued=1)
+    gates = {"dropping": threading.Event(), "passed": threading.Event()}
+    ran: list[str] = []
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        name = "passed" if event.source is passed else "dropping"
+        ran.append(name)
+        gates[name].wait(30)
+        if name == "passed":
+            raise Crash("the worker thread dies")
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(dropping).bind(passed)
+    app = create_app(ssc)
+    async with TestClient(TestServer(app)) as client:
+        await ok(await fire(client, "/api/sources/dropping/fire", 1), 202)
+        while not ran:  # its batch runs: its queue is full until it ends
+            await asyncio.sleep(0.01)
+        error = await ok(await fire(client, "/api/sources/dropping/fire", 2), 503)
+        assert error["error"] == (
+            "the event was dropped before it was accepted (drop-newest): it will not run"
+        )
+        gates["dropping"].set()
+        await ok(await fire(client, "/api/sources/crashing/fire", 1), 202)
+        while len(ran) < 2:
+            await asyncio.sleep(0.01)
+        waiting = asyncio.ensure_future(fire(client, "/api/sources/crashing/fire", 2))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()  # waiting for room behind the running batch
+        gates["passed"].set()  # the batch crashes the scheduler: what waits never runs
+        error = await ok(await asyncio.wait_for(waiting, 10), 503)
+        assert error["error"].startswith("the event was dropped before it was accepted")
+        assert ssc.state == "active" and not ssc.acceptingEvents  # crashed, not stopped
+    assert ran == ["dropping", "passed"]

@@ -289,23 +289,28 @@ class History(StreamingListener, HoldsUntilStop):
         self._waiting.pop(id(event), None)
 
     def context_stopped(self) -> None:
-        """Events still waiting for their number never get one: their futures raise.
+        """Events still waiting for their number never get one (see `_never_numbered`)."""
+        self._never_numbered(
+            None, "the StreamingContext stopped before the event was accepted: it will not run"
+        )
 
-        `ContextStateError`: the console that fired one answers 503 (it will not run).
+    def _never_numbered(self, events: list[Event] | None, why: str) -> None:
+        """The futures of `events` (None: all) raise `ContextStateError(why)`: 503, never run.
+
+        Set on the loop, whichever thread tells.
         """
         loop = self._loop
-        if self._waiting and loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._never_numbered)
+        if not self._waiting or loop is None or loop.is_closed():
+            return
+        keys = list(self._waiting) if events is None else [id(event) for event in events]
 
-    def _never_numbered(self) -> None:
-        for future in self._waiting.values():
-            if not future.done():
-                future.set_exception(
-                    ContextStateError(
-                        "the StreamingContext stopped before the event was accepted: it will "
-                        "not run"
-                    )
-                )
+        def fail() -> None:
+            for key in keys:
+                future = self._waiting.get(key)
+                if future is not None and not future.done():
+                    future.set_exception(ContextStateError(why))
+
+        loop.call_soon_threadsafe(fail)
 
     # -- live viewers ------------------------------------------------------------------------
     def listen(self) -> None:
@@ -388,6 +393,12 @@ class History(StreamingListener, HoldsUntilStop):
         for event in dropped.events:
             if event.instanceId is not None:  # accepted (a 202 pointed at its batch)
                 self._batch_dropped(event)
+            elif id(event) in self._waiting:  # fired here and never accepted: it never runs
+                self._never_numbered(
+                    [event],
+                    f"the event was dropped before it was accepted ({dropped.reason}): it will "
+                    "not run",
+                )
 
     def onDeadlineMissed(self, missed: DeadlineMissed) -> None:
         """Keep the miss, count it, push it to the subscribers (a problem in the console)."""
