@@ -406,3 +406,48 @@ async def test_a_console_fire_whose_event_is_dropped_is_refused(sc: SparkContext
         assert error["error"].startswith("the event was dropped before it was accepted")
         assert ssc.state == "active" and not ssc.acceptingEvents  # crashed, not stopped
     assert ran == ["dropping", "passed"]
+
+
+async def test_a_service_shutdown_begins_the_stop_before_waiting_for_requests(
+    sc: SparkContext,
+) -> None:
+    """aiohttp waits for the running requests before its cleanup: the stop begins before that
+    (`on_shutdown`), so a request waiting for room is answered as the stop answers it (503,
+    its event never runs) instead of holding the shutdown until room frees."""
+    import threading
+    import time
+
+    import aiohttp
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="triggers").post("/run").overflow(maxQueued=1, policy="block")
+    gate, ran = threading.Event(), []
+
+    def job(rdd: Any) -> None:
+        ran.append(1)
+        gate.wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(rest)
+    service = web.Application()
+    service.add_subapp("/triggers", rest.app)
+    setup(service, ssc, stop_timeout=0.3)
+    runner = web.AppRunner(service, handle_signals=False, shutdown_timeout=10)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/triggers/run"
+    async with aiohttp.ClientSession() as session:
+        first = await session.post(url, json={})
+        assert first.status == 202
+        while not ran:
+            await asyncio.sleep(0.01)
+        second = asyncio.ensure_future(session.post(url, json={}))
+        await asyncio.sleep(0.3)
+        assert not second.done()  # waiting for room
+        threading.Timer(1.0, gate.set).start()  # the running batch ends after the stop's 0.3 s
+        began = time.perf_counter()
+        await runner.cleanup()
+        assert time.perf_counter() - began < 5
+        answer = await second
+        assert answer.status == 503, await answer.text()
+    assert ran == [1] and ssc.state == "stopped"

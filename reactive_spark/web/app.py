@@ -314,7 +314,10 @@ class Console:
             ListenError: `host` does not resolve, or no port could be bound.
         """
         hosts = self._hosts if self._hosts is not None else _host_names(self.host)
-        self._app = create_app(self.ssc, auth=self.auth, allowedHosts=hosts, insecure=self.insecure)
+        # its owner says how long the context's stop may take: `stop()` is as graceful as ever
+        self._app = create_app(
+            self.ssc, auth=self.auth, allowedHosts=hosts, insecure=self.insecure, stop_timeout=None
+        )
         self._server = HttpServer(self._app)
         wanted = self.port
         self.port = await self._server.start(self.host, wanted, attempts=PORT_ATTEMPTS)
