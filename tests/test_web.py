@@ -288,7 +288,7 @@ async def test_a_console_fire_is_either_accepted_or_refused_never_both(sc: Spark
         threading.Timer(0.3, gates["second"].set).start()  # it ends as the stop begins
         await ssc.stop(stopSparkContext=False)
         error = await ok(await third, 503)
-        assert "stopped before the event was accepted: it will not run" in error["error"]
+        assert error["error"].endswith("before this one was accepted: it will not run")
     assert ran == ["first", "second"]
 
 
@@ -403,7 +403,10 @@ async def test_a_console_fire_whose_event_is_dropped_is_refused(sc: SparkContext
         assert not waiting.done()  # waiting for room behind the running batch
         gates["passed"].set()  # the batch crashes the scheduler: what waits never runs
         error = await ok(await asyncio.wait_for(waiting, 10), 503)
-        assert error["error"].startswith("the event was dropped before it was accepted")
+        assert error["error"] == (
+            "the StreamingContext stopped accepting events before this one was accepted: it "
+            "will not run"
+        )
         assert ssc.state == "active" and not ssc.acceptingEvents  # crashed, not stopped
     assert ran == ["dropping", "passed"]
 

@@ -394,11 +394,12 @@ class History(StreamingListener, HoldsUntilStop):
             if event.instanceId is not None:  # accepted (a 202 pointed at its batch)
                 self._batch_dropped(event)
             elif id(event) in self._waiting:  # fired here and never accepted: it never runs
-                self._never_numbered(
-                    [event],
-                    f"the event was dropped before it was accepted ({dropped.reason}): it will "
-                    "not run",
+                why = (  # a stop, or a crash of the scheduler
+                    "the StreamingContext stopped accepting events before this one was accepted"
+                    if dropped.reason == "stop"
+                    else f"the event was dropped before it was accepted ({dropped.reason})"
                 )
+                self._never_numbered([event], f"{why}: it will not run")
 
     def onDeadlineMissed(self, missed: DeadlineMissed) -> None:
         """Keep the miss, count it, push it to the subscribers (a problem in the console)."""
