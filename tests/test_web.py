@@ -335,8 +335,10 @@ async def test_what_the_console_keeps_of_a_big_event_is_bounded_in_bytes(sc: Spa
     """The history and the live stream were bounded in records only: each kept a request's
     whole body (1,000 records of 1 MB bodies held gigabytes). Each keeps about `MAX_KEPT`
     characters of an event's fields now, saying what it cut."""
+    from reactive_spark.failures import UserError
+    from reactive_spark.web.history import error_record
     from reactive_spark.web.keys import HISTORY_KEY
-    from reactive_spark.web.values import MAX_KEPT
+    from reactive_spark.web.values import MAX_KEPT, kept
 
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     manual = ssc.manualSource("m")
@@ -359,6 +361,13 @@ async def test_what_the_console_keeps_of_a_big_event_is_bounded_in_bytes(sc: Spa
     assert cut_rows["rows"][-1].startswith("… (") and cut_rows["rows"][-1].endswith(" more items)")
     assert cut_rows["…"] == "1 more keys"
     assert cut_text.startswith("zzz") and cut_text.endswith("… (100000 characters)")
+    # what costs nothing to write still counts: empty lists, long keys
+    assert len(json.dumps(kept({"body": [[]] * 300_000}))) < MAX_KEPT + 100
+    assert len(json.dumps(kept({"k" * 100_000: 1}))) < MAX_KEPT + 100
+    # a job's error: its message and traceback too
+    error = UserError("ValueError", "bad record " + "r" * 100_000, "Traceback...\n" * 50_000)
+    record = error_record(error)
+    assert record is not None and len(json.dumps(record)) < 3 * MAX_KEPT  # JSON escapes "\n"
 
 
 async def test_a_console_fire_whose_event_is_dropped_is_refused(sc: SparkContext) -> None:

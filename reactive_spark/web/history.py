@@ -62,9 +62,9 @@ def error_record(error: UserError | None) -> Record | None:
         return None
     return {
         "type": error.type,
-        "message": relative_paths(error.message),
+        "message": kept(relative_paths(error.message)),
         "location": error.location,
-        "traceback": relative_paths(error.traceback),
+        "traceback": kept(relative_paths(error.traceback)),
     }
 
 
@@ -429,7 +429,7 @@ class History(StreamingListener, HoldsUntilStop):
             {
                 "stream": receiverError.name(),
                 "active": receiverError.active(),
-                "error": receiverError.lastErrorMessage(),
+                "error": kept(receiverError.lastErrorMessage()),
             },
         )
 

@@ -79,36 +79,43 @@ def kept(value: Any) -> Any:
         >>> kept({"body": "x" * 10_000})["body"][-21:]
         'x… (10000 characters)'
         >>> kept(list(range(5000)))[-1]
-        '… (3139 more items)'
+        '… (3671 more items)'
     """
     budget = [MAX_KEPT]
     return _cut(shown(value), budget)
 
 
 def _cut(value: Any, budget: list[int]) -> Any:
-    """`value` (as `shown` made it) within what is left of `budget` (characters), which it uses."""
+    """`value` (as `shown` made it) within what is left of `budget` (characters), which it uses.
+
+    Every part costs at least a character (an empty list or dict too), a key as its text.
+    """
     if isinstance(value, str):
         left = budget[0]
         budget[0] -= len(value) + 2
-        return (
-            value if len(value) <= left else f"{value[: max(left, 0)]}… ({len(value)} characters)"
-        )
+        if len(value) <= left:
+            return value
+        return f"{value[: max(left, 0)]}… ({len(value)} characters)"
     if isinstance(value, list):
+        budget[0] -= 2
         items = []
         for position, item in enumerate(value):
             if budget[0] <= 0:
                 items.append(f"… ({len(value) - position} more items)")
                 break
+            budget[0] -= 2  # ", "
             items.append(_cut(item, budget))
         return items
     if isinstance(value, dict):
+        budget[0] -= 2
         fields = {}
         for position, (key, item) in enumerate(value.items()):
             if budget[0] <= 0:
                 fields["…"] = f"{len(value) - position} more keys"
                 break
-            budget[0] -= len(key) + 4
-            fields[key] = _cut(item, budget)
+            budget[0] -= 4  # ": ", ", "
+            name = _cut(key, budget)  # before its value, which may use up the budget
+            fields[name] = _cut(item, budget)
         return fields
     budget[0] -= len(str(value)) + 1  # a number, a bool, None
     return value
