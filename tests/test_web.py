@@ -463,3 +463,35 @@ async def test_a_service_shutdown_begins_the_stop_before_waiting_for_requests(
         answer = await second
         assert answer.status == 503, await answer.text()
     assert ran == [1] and ssc.state == "stopped"
+
+
+async def test_a_console_fire_merged_by_coalesce_is_told_so(sc: SparkContext) -> None:
+    """Under `"coalesce"` a waiting event is merged into a later one and runs as part of it:
+    its fire is answered 409 (do not fire it again), not 503 (it will not run)."""
+    import threading
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m").overflow(maxQueued=2, policy="coalesce")
+    gate = threading.Event()
+    ran: list[tuple[Any, int]] = []
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        ran.append((event.value, event.standsFor))
+        gate.wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(manual)
+    app = create_app(ssc)
+    async with TestClient(TestServer(app)) as client:
+        await ok(await fire(client, "/api/sources/m/fire", 1), 202)
+        while not ran:  # its batch runs, and holds the queue
+            await asyncio.sleep(0.01)
+        second = asyncio.ensure_future(fire(client, "/api/sources/m/fire", 2))
+        await asyncio.sleep(0.3)
+        third = asyncio.ensure_future(fire(client, "/api/sources/m/fire", 3))
+        error = await ok(await asyncio.wait_for(second, 10), 409)
+        assert error["error"].startswith("the event was merged into a later one of its source")
+        gate.set()
+        answer = await ok(await asyncio.wait_for(third, 10), 202)
+        while len(ran) < 2:
+            await asyncio.sleep(0.01)
+        assert ran == [(1, 1), (3, 2)] and answer["index"] == 1

@@ -19,7 +19,7 @@ from reactive_spark.sources.http import bearer_token, json_error, offer, read_js
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource, valid_traceparent
 from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
-from reactive_spark.web.history import Record, redacted
+from reactive_spark.web.history import EventMergedError, Record, redacted
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
 from reactive_spark.web.values import json_response
@@ -169,10 +169,14 @@ async def fire(request: web.Request) -> web.Response:
         # posted, it runs: as a request to a REST trigger, wait until it is accepted (202),
         # however long the sources downstream take to make room, unless the context stops
         await numbered
+    except EventMergedError as merged:  # it runs, as part of a later event: not to be fired again
+        raise json_error(web.HTTPConflict, str(merged)) from None
     except ContextStateError as stopped:
         raise json_error(web.HTTPServiceUnavailable, str(stopped)) from None
     finally:
         history.forget(event)
+        if numbered.done() and not numbered.cancelled():
+            numbered.exception()  # told above, or never waited for (`offer` refused first)
     log.info("the console fired %s (event %d)", source.name, event.instanceId)
     prefix = request.app[PREFIX_KEY]
     answer = {

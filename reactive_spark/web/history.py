@@ -40,7 +40,7 @@ from reactive_spark.web.values import kept, relative_paths
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["History", "protected", "redacted"]
+__all__ = ["EventMergedError", "History", "not_accepted", "protected", "redacted"]
 
 Record = dict[str, Any]
 #: What replaces what a protected event carries, for unauthenticated viewers.
@@ -177,6 +177,34 @@ class SourceStats:
     coalesced: int = 0
 
 
+class EventMergedError(ContextStateError):
+    """A fired event was merged into a later one of its source (overflow policy `"coalesce"`).
+
+    It runs as part of that one (whose `standsFor` counts it), which a later fire was answered
+    for: the console answers 409, so that a client does not fire it again.
+    """
+
+
+def not_accepted(reason: str) -> ContextStateError:
+    """The exception a fire's wait raises when its event was dropped for `reason`, unaccepted.
+
+    `reason` is an `EventsDropped` reason; the message says whether the event runs.
+    """
+    if reason == "coalesce":
+        return EventMergedError(
+            "the event was merged into a later one of its source (its overflow policy is "
+            "coalesce): it runs as part of that one; do not fire it again"
+        )
+    if reason == "stop":  # a stop, or a crash of the scheduler
+        return ContextStateError(
+            "the StreamingContext stopped accepting events before this one was accepted: it "
+            "will not run"
+        )
+    return ContextStateError(
+        f"the event was dropped before it was accepted ({reason}): it will not run"
+    )
+
+
 class History(StreamingListener, HoldsUntilStop):
     """Recent events, batches and jobs of `ssc`, and what every source fired (see module).
 
@@ -291,11 +319,14 @@ class History(StreamingListener, HoldsUntilStop):
     def context_stopped(self) -> None:
         """Events still waiting for their number never get one (see `_never_numbered`)."""
         self._never_numbered(
-            None, "the StreamingContext stopped before the event was accepted: it will not run"
+            None,
+            ContextStateError(
+                "the StreamingContext stopped before the event was accepted: it will not run"
+            ),
         )
 
-    def _never_numbered(self, events: list[Event] | None, why: str) -> None:
-        """The futures of `events` (None: all) raise `ContextStateError(why)`: 503, never run.
+    def _never_numbered(self, events: list[Event] | None, why: ContextStateError) -> None:
+        """The futures of `events` (None: all) raise `why` (the console's fire answers it).
 
         Set on the loop, whichever thread tells.
         """
@@ -308,7 +339,7 @@ class History(StreamingListener, HoldsUntilStop):
             for key in keys:
                 future = self._waiting.get(key)
                 if future is not None and not future.done():
-                    future.set_exception(ContextStateError(why))
+                    future.set_exception(why)
 
         loop.call_soon_threadsafe(fail)
 
@@ -337,6 +368,8 @@ class History(StreamingListener, HoldsUntilStop):
     def onEventFired(self, event: Event) -> None:
         """Record the event; count it for its source."""
         waiting = self._waiting.pop(id(event), None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(event)  # first: its fire is answered whatever the rest does
         record = event_record(event, None if waiting is None else "console")
         assert event.instanceId is not None
         with self._lock:
@@ -348,8 +381,6 @@ class History(StreamingListener, HoldsUntilStop):
             while len(self._accepted) > self.limit:
                 self._accepted.popitem(last=False)
         self.metrics.event(event.source.name)
-        if waiting is not None and not waiting.done():
-            waiting.set_result(event)
         self._publish("event", record)
 
     def onBatchSubmitted(self, batchSubmitted: BatchInfo) -> None:
@@ -393,13 +424,8 @@ class History(StreamingListener, HoldsUntilStop):
         for event in dropped.events:
             if event.instanceId is not None:  # accepted (a 202 pointed at its batch)
                 self._batch_dropped(event)
-            elif id(event) in self._waiting:  # fired here and never accepted: it never runs
-                why = (  # a stop, or a crash of the scheduler
-                    "the StreamingContext stopped accepting events before this one was accepted"
-                    if dropped.reason == "stop"
-                    else f"the event was dropped before it was accepted ({dropped.reason})"
-                )
-                self._never_numbered([event], f"{why}: it will not run")
+            elif id(event) in self._waiting:  # fired here and never accepted
+                self._never_numbered([event], not_accepted(dropped.reason))
 
     def onDeadlineMissed(self, missed: DeadlineMissed) -> None:
         """Keep the miss, count it, push it to the subscribers (a problem in the console)."""

@@ -336,10 +336,16 @@ def openapi(prefix: str) -> Schema:
                         **_REFUSED,
                         **_WRITE_REFUSED,
                         "404": _error("No such source."),
-                        "409": _error("The source is not a REST or manual trigger."),
+                        "409": _error(
+                            "The source is not a REST or manual trigger; or its overflow policy "
+                            "is coalesce and the event was merged into a later one, as part of "
+                            "which it runs (do not fire it again)."
+                        ),
                         "503": _error(
                             "The context is not running, or the source's queue is full and its "
-                            "overflow policy is reject (retry after `Retry-After` seconds)."
+                            "overflow policy is reject (retry after `Retry-After` seconds), or "
+                            "the event was dropped before it was accepted, or the context stopped "
+                            "first: it does not run."
                         ),
                     },
                 }
