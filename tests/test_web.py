@@ -368,6 +368,11 @@ async def test_what_the_console_keeps_of_a_big_event_is_bounded_in_bytes(sc: Spa
     error = UserError("ValueError", "bad record " + "r" * 100_000, "Traceback...\n" * 50_000)
     record = error_record(error)
     assert record is not None and len(json.dumps(record)) < 3 * MAX_KEPT  # JSON escapes "\n"
+    ending = UserError("ValueError", "bad", "Traceback\n" + "  frame\n" * 5_000 + "ValueError: bad")
+    cut = error_record(ending)
+    assert cut is not None and cut["traceback"].endswith("ValueError: bad")  # its end is kept
+    # an int too long for str() is described, not kept (it made recording the event raise)
+    assert kept({"n": 10**5000}) == {"n": "(an int of about 5001 digits)"}
 
 
 async def test_a_console_fire_whose_event_is_dropped_is_refused(sc: SparkContext) -> None:

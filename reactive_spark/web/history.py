@@ -35,7 +35,7 @@ from reactive_spark.listener import (
 from reactive_spark.time import Time, now_ms
 from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
-from reactive_spark.web.values import kept, relative_paths
+from reactive_spark.web.values import kept, kept_tail, relative_paths
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -64,7 +64,7 @@ def error_record(error: UserError | None) -> Record | None:
         "type": error.type,
         "message": kept(relative_paths(error.message)),
         "location": error.location,
-        "traceback": kept(relative_paths(error.traceback)),
+        "traceback": kept_tail(relative_paths(error.traceback)),
     }
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "dumps",
     "json_response",
     "kept",
+    "kept_tail",
     "relative_paths",
     "shown",
 ]
@@ -117,8 +118,24 @@ def _cut(value: Any, budget: list[int]) -> Any:
             name = _cut(key, budget)  # before its value, which may use up the budget
             fields[name] = _cut(item, budget)
         return fields
+    if isinstance(value, int) and value.bit_length() > 1000:  # str() refuses past 4,300 digits
+        digits = int(value.bit_length() * 0.30103) + 1
+        budget[0] -= 40
+        return f"(an int of about {digits} digits)"
     budget[0] -= len(str(value)) + 1  # a number, a bool, None
     return value
+
+
+def kept_tail(text: str) -> str:
+    """`text` cut to about `MAX_KEPT` characters from its end (a traceback ends with its error).
+
+    Examples:
+        >>> kept_tail("x" * 10_000 + " ValueError: bad")[:30]
+        '(10016 characters) …xxxxxxxxxx'
+    """
+    if len(text) <= MAX_KEPT:
+        return text
+    return f"({len(text)} characters) …{text[-MAX_KEPT:]}"
 
 
 def _key(key: Any) -> str:
