@@ -262,9 +262,12 @@ class RestEventSource(EventSource):
         try:
             return await reading
         except asyncio.CancelledError:
-            if self._stopped and reading.cancelled():
-                raise json_error(web.HTTPServiceUnavailable, STOPPED) from None
-            raise
+            handler = asyncio.current_task()
+            if self._stopped and not (handler is not None and handler.cancelling()):
+                refused = json_error(web.HTTPServiceUnavailable, STOPPED)
+                refused.force_close()  # the rest of its body is not waited for
+                raise refused from None
+            raise  # the request itself was cancelled (its client left, the server stops)
         finally:
             self._reading.discard(reading)
 
