@@ -39,6 +39,7 @@ class ContextLifecycle:
         self._ssc = ssc
         self._stop_timeout = stop_timeout
         self._stopping: asyncio.Task[None] | None = None
+        self._awaited = False  # the cleanup waits for the stop, and raises what it raised
 
     def attach(self, app: web.Application) -> None:
         """Have `app`'s start and shutdown start and stop the context."""
@@ -54,6 +55,7 @@ class ContextLifecycle:
         if ssc.state != "initialized":
             await self._begin_stop(app)
             assert self._stopping is not None
+            self._awaited = True
             await self._stopping
         elif not started_here:
             log.warning("the console's StreamingContext was never started")
@@ -65,3 +67,15 @@ class ContextLifecycle:
                     stopSparkContext=False, stopGracefully=True, timeout=self._stop_timeout
                 )
             )
+            self._stopping.add_done_callback(self._ended)
+
+    def _ended(self, stopping: asyncio.Task[None]) -> None:
+        """Log how a stop failed that the cleanup never waited for (an earlier step raised).
+
+        Nobody else can hear of it then: the service's cleanup already failed.
+        """
+        if stopping.cancelled() or self._awaited:
+            return
+        failure = stopping.exception()
+        if failure is not None:
+            log.error("stopping the console's StreamingContext failed: %s", failure)
