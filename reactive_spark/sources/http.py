@@ -54,6 +54,7 @@ __all__ = [
     "read_json",
     "require_token",
     "same_token",
+    "stopped_answer",
 ]
 
 #: How deeply a JSON body may nest (objects and arrays); deeper bodies are refused with 400.
@@ -148,7 +149,8 @@ def _retry_later(message: str) -> web.HTTPException:
     )
 
 
-def _stopped() -> web.HTTPException:
+def stopped_answer() -> web.HTTPException:
+    """503: the context stopped before the request's event was accepted (it never runs)."""
     return json_error(web.HTTPServiceUnavailable, "the StreamingContext stopped")
 
 
@@ -184,7 +186,7 @@ class RoomLine:
         """
         runtime = Runtime.of(source.context)
         if not runtime.accepting:
-            raise _stopped()
+            raise stopped_answer()
         if not self._waiting and runtime.has_room(source):
             source.post(event)
             return
@@ -219,7 +221,7 @@ class RoomLine:
                 waiting.popleft()
             elif not runtime.accepting:
                 waiting.popleft()
-                answer.set_exception(_stopped())
+                answer.set_exception(stopped_answer())
             elif runtime.has_room(source):
                 waiting.popleft()
                 try:

@@ -31,6 +31,7 @@ from reactive_spark.sources.http import (
     read_json,
     require_token,
     same_token,
+    stopped_answer,
 )
 from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.sources.peers import arrived_on_loopback, from_this_machine
@@ -47,10 +48,6 @@ SOURCE_KEY: web.AppKey[RestEventSource] = web.AppKey("reactive_spark_rest_source
 DEFAULT_MAX_BODY = 1024 * 1024
 # W3C trace context: version-traceid-parentid-flags, lowercase hex
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
-
-
-#: How a request the stop refused is answered (503): its event never runs.
-STOPPED = "the StreamingContext stopped"
 
 
 class RestEventSource(EventSource):
@@ -256,7 +253,7 @@ class RestEventSource(EventSource):
     async def _read_body(self, request: web.Request) -> Any:
         """The request's JSON body; a stop meanwhile answers 503 at once (see `stop`)."""
         if self._stopped:
-            raise json_error(web.HTTPServiceUnavailable, STOPPED)
+            raise stopped_answer()
         reading = asyncio.ensure_future(read_json(request, self.maxBodySize))
         self._reading.add(reading)
         try:
@@ -264,7 +261,7 @@ class RestEventSource(EventSource):
         except asyncio.CancelledError:
             handler = asyncio.current_task()
             if self._stopped and not (handler is not None and handler.cancelling()):
-                refused = json_error(web.HTTPServiceUnavailable, STOPPED)
+                refused = stopped_answer()
                 refused.force_close()  # the rest of its body is not waited for
                 raise refused from None
             raise  # the request itself was cancelled (its client left, the server stops)
@@ -312,7 +309,7 @@ class RestEventSource(EventSource):
             reading.cancel()  # service's shutdown: the request is answered 503 now
         for accepted in self._accepted.values():
             if not accepted.done():
-                accepted.set_exception(json_error(web.HTTPServiceUnavailable, STOPPED))
+                accepted.set_exception(stopped_answer())
         if self._server is not None:
             await self._server.stop()
             self._server = None
