@@ -61,14 +61,15 @@ def _refuse_any_host_without_auth(
         )
 
 
-def _prefix(prefix: str) -> str:
-    if (
-        not isinstance(prefix, str)
-        or (prefix and not prefix.startswith("/"))
-        or prefix.startswith("//")
-    ):
+def _prefix(prefix: str, *, mounted: bool = False) -> str:
+    """`prefix` without its trailing slash; `mounted` (by `setup`) it may not be the root."""
+    valid = isinstance(prefix, str) and (not prefix or prefix.startswith("/"))
+    if not valid or prefix.startswith("//") or (mounted and not prefix.strip("/")):
         raise InvalidArgumentError(
-            f"prefix must be '' or a path such as '/reactive', got {prefix!r}"
+            f"prefix must be a path under the host's root, such as '/reactive', got {prefix!r} "
+            "(to serve the console at the root, serve create_app(ssc) itself)"
+            if mounted
+            else f"prefix must be '' or a path such as '/reactive', got {prefix!r}"
         )
     return prefix.rstrip("/")
 
@@ -163,16 +164,7 @@ def setup(
     """
     if not isinstance(app, web.Application):
         raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
-    if (
-        not isinstance(prefix, str)
-        or not prefix.startswith("/")
-        or prefix.startswith("//")
-        or not prefix.strip("/")
-    ):
-        raise InvalidArgumentError(
-            f"prefix must be a path under the host's root, such as '/reactive', got {prefix!r} "
-            "(to serve the console at the root, serve create_app(ssc) itself)"
-        )
+    mount = _prefix(prefix, mounted=True)
     console = create_app(
         ssc,
         prefix=prefix,
@@ -182,7 +174,7 @@ def setup(
         insecure=insecure,
         stop_timeout=stop_timeout,
     )
-    app.add_subapp(_prefix(prefix), console)
+    app.add_subapp(mount, console)
     return console
 
 
