@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -57,6 +58,15 @@ async def half_sent(url: str, path: str, declared: int = 1000) -> asyncio.Stream
     )
     await writer.drain()
     return writer
+
+
+async def trickle(writer: asyncio.StreamWriter) -> None:
+    """Send a body byte every 0.1 s until the connection closes (run it as a task)."""
+    with contextlib.suppress(ConnectionError):
+        while not writer.is_closing():
+            writer.write(b" ")
+            await writer.drain()
+            await asyncio.sleep(0.1)
 
 
 async def unread_stream(url: str, path: str, headers: str = "") -> asyncio.StreamWriter:

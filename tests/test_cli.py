@@ -40,6 +40,19 @@ def test_a_bad_command_line_is_an_error() -> None:
     assert done.returncode == 2 and "MODULE[:FUNC]" in done.stderr
 
 
+def cli(cwd: Path, environment: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m reactive_spark ARGS` in `cwd` with `environment` (SPARK_HOME where no Spark
+    is, so that starting it would fail loudly), as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "reactive_spark", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -55,14 +68,7 @@ def test_a_bad_number_is_refused_as_the_command_line_is_read(
     args: list[str], message: str, tmp_path: Path
 ) -> None:
     """Not once Spark has started (the port), or after a progress bar was drawn (the days)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "reactive_spark", *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "SPARK_HOME": str(tmp_path / "no-spark")},  # Spark would fail
-    )
+    done = cli(tmp_path, {**os.environ, "SPARK_HOME": str(tmp_path / "no-spark")}, *args)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[-1].endswith(f"error: argument {message}"), done.stderr
 
@@ -103,14 +109,7 @@ def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_pat
 
     def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
         began = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "reactive_spark", *args],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=environment,
-        )
+        done = cli(tmp_path, environment, *args)
         return done, time.perf_counter() - began
 
     done, elapsed = timed(*args)

@@ -19,7 +19,7 @@ from reactive_spark.sources import http, http_server
 from reactive_spark.web import Console
 from reactive_spark.web.keys import HISTORY_KEY
 
-from .raw_http import address, exchange, half_sent, unread_stream
+from .raw_http import address, exchange, half_sent, trickle, unread_stream
 
 T0 = Time.fromDatetime(datetime(2026, 5, 4, tzinfo=UTC))
 ANSWER_BYTES = 20_000_000  # far more than a socket's buffers hold
@@ -72,14 +72,7 @@ async def test_a_stopping_context_does_not_wait_for_a_trickled_body(sc: SparkCon
     await ssc.start()
     base = f"http://127.0.0.1:{rest.port}/"
     writer = await half_sent(base, "/run", declared=10_000)
-
-    async def trickle() -> None:
-        while not writer.is_closing():
-            writer.write(b" ")
-            await writer.drain()
-            await asyncio.sleep(0.1)
-
-    trickling = asyncio.create_task(trickle())
+    trickling = asyncio.create_task(trickle(writer))
     await asyncio.sleep(0.5)
     started = time.monotonic()
     await ssc.stop(stopSparkContext=False, stopGracefully=False)
@@ -211,15 +204,7 @@ async def test_a_body_trickling_to_a_mounted_trigger_holds_no_service_shutdown(
         b"POST /triggers/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: 1000\r\n\r\n["
     )
-
-    async def trickle() -> None:
-        with contextlib.suppress(ConnectionError):
-            while not writer.is_closing():
-                writer.write(b" ")
-                await writer.drain()
-                await asyncio.sleep(0.1)
-
-    trickling = asyncio.create_task(trickle())
+    trickling = asyncio.create_task(trickle(writer))
     await asyncio.sleep(0.5)
     trickling.cancel()  # the body is still short (so the answer comes before it ends), and no
     # byte sent after the server closed makes it reset the connection (losing the answer)
