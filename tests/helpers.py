@@ -65,6 +65,13 @@ def virtual(
     return StreamingContext(sc, batch, clock=VirtualClock(start), **options)
 
 
+async def ran(ssc: StreamingContext, until: Time, *, graceful: bool = False) -> None:
+    """Start `ssc`, run it until `until` (raising any failure: `runUntil`), stop it."""
+    await ssc.start()
+    await ssc.runUntil(until)
+    await ssc.stop(stopSparkContext=False, stopGracefully=graceful)
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -18,7 +18,7 @@ from reactive_spark.checkpoint import Checkpoint, CheckpointError
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.sources.timer import TimerEventSource
 
-from .helpers import virtual
+from .helpers import ran, virtual
 
 T0 = Time.fromDatetime(datetime(2024, 1, 1, tzinfo=UTC))
 DAYS = 10
@@ -529,14 +529,10 @@ async def test_a_stop_records_how_far_every_source_fired(
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first)
-    await first.start()
-    await first.runUntil(T0 + Hours(2) + Minutes(10))  # ticks at 0, 1 and 2 h; 1:30 fired
-    await first.stop(stopSparkContext=False, stopGracefully=graceful)
+    await ran(first, T0 + Hours(2) + Minutes(10), graceful=graceful)  # 0, 1 and 2 h; 1:30 fired
     second = virtual(sc, start=T0 + Hours(5), checkpoint=checkpoint)
     build(second)
-    await second.start()
-    await second.runUntil(T0 + Hours(6))
-    await second.stop(stopSparkContext=False)
+    await ran(second, T0 + Hours(6))
     # 2:30 and 3:30 were waiting at the stop; under "all" the missed 3 h and 4 h ticks add more
     hours = range(5) if policy == "all" else range(3)
     assert fired == [T0 + Minutes(90) + Hours(h) for h in hours]
@@ -562,14 +558,10 @@ async def test_what_a_pipe_buffers_at_a_stop_is_fired_again_after_the_restart(
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first)
-    await first.start()
-    await first.runUntil(T0 + Hours(4) + Minutes(10))  # 0-2 h fired together; 3 and 4 h held
-    await first.stop(stopSparkContext=False, stopGracefully=True)
+    await ran(first, T0 + Hours(4) + Minutes(10), graceful=True)  # 0-2 h fired; 3 and 4 h held
     second = virtual(sc, start=T0 + Hours(4) + Minutes(10), checkpoint=checkpoint)
     build(second)
-    await second.start()
-    await second.runUntil(T0 + Hours(5) + Minutes(10))
-    await second.stop(stopSparkContext=False)
+    await ran(second, T0 + Hours(5) + Minutes(10))
     assert buffers == [[T0 + Hours(h) for h in range(3)], [T0 + Hours(h) for h in (3, 4, 5)]]
 
 

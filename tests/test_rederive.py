@@ -13,7 +13,7 @@ from pyspark import SparkContext
 
 from reactive_spark import Event, EventSource, Hours, Minutes, StreamingContext, Time
 
-from .helpers import virtual
+from .helpers import ran, virtual
 
 T0 = Time.fromDatetime(datetime(2024, 1, 1, tzinfo=UTC))
 CRASH = T0 + Hours(2)
@@ -22,13 +22,6 @@ END = T0 + Hours(4) + Minutes(10)
 
 class Crash(BaseException):
     """Stands for the driver dying in the middle of a batch."""
-
-
-async def ran(ssc: StreamingContext, until: Time, *, graceful: bool = False) -> None:
-    """Start `ssc`, run it until `until` (raising any failure: `runUntil`), stop it."""
-    await ssc.start()
-    await ssc.runUntil(until)
-    await ssc.stop(stopSparkContext=False, stopGracefully=graceful)
 
 
 async def crashed(ssc: StreamingContext, until: Time) -> None:
