@@ -9,11 +9,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from reactive_spark._collector import hold_heap, release_heap
-from reactive_spark.checkpoint import Checkpoint, resume, stop_record, use_rdd_directory
+from reactive_spark.checkpoint import Checkpoint
 from reactive_spark.deadlines import DeadlineWatch, watch_expectations
 from reactive_spark.errors import StopError
 from reactive_spark.listener import StreamingStarted
 from reactive_spark.loop_watchdog import LoopWatchdog
+from reactive_spark.recovery import resume, stop_record, use_rdd_directory
 from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED
 from reactive_spark.time import Time, now_ms
 

@@ -340,7 +340,7 @@ def test_events_are_recreated_from_their_records(sc: SparkContext, tmp_path: Pat
         assert type(again) is type(original)
         assert again.describe() == original.describe()
     # a coalesced stand-in's batch, re-run after a crash, still stands for what it replaced
-    from reactive_spark.checkpoint import recreate
+    from reactive_spark.recovery import recreate
 
     stand_in = ObservableEvent(values, 5, T0, "late", 11)
     stand_in.standsFor = 23

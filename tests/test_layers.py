@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"jobs"},
     {"graph", "planning"},
     {"source_queue", "ordering", "scheduler", "loop_watchdog"},
-    {"checkpoint", "rederive", "virtual_time", "backfill", "lifecycle"},
+    {"checkpoint", "rederive", "recovery", "virtual_time", "backfill", "lifecycle"},
     {"context"},
     {"testing", "web", "lineage", "demo", "cluster", "tracing"},
     {"cli", "__main__", "reactive_spark"},
