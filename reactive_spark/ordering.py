@@ -11,59 +11,50 @@ what must follow it waits at or after that time until it has fired.
 
 Nothing waiting grows without bound: every source has a `SourceQueue` (`source_queue.py`)
 bounding its events that wait (posted and not accepted, or accepted and not processed), and an
-overflow policy for an event past the bound (`EventSource.overflow`). A source whose bound
+overflow policy for an event past the bound (`EventSource.overflow`, applied in `overflow.py`).
+A source whose bound
 sources downstream are full is not accepted from until they drain; the sources derived from it
 go on with what it already fired, the others wait behind it, so each instant's lineage order
 holds among what is accepted.
 
-The events sources missed during downtime (`catch_up`) are handed over all at once but posted
-one instant of each source at a time: the next waits under its order key, not counted against
-the bound, and the one after it is posted when it is accepted. So they are accepted in the
-order above as room frees, never past the bound, and nothing on the loop waits for them.
+The events sources missed during downtime are posted in turn as room frees (`catching_up.py`),
+and nothing on the loop waits for them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
-import itertools
 import logging
 import sys
-import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.errors import QueueFullError
-from reactive_spark.events.source import coalesced
-from reactive_spark.listener import EventsDropped
+from reactive_spark.catching_up import CatchingUp
+from reactive_spark.overflow import Overflow
 from reactive_spark.source_queue import DEFAULT_MAX_QUEUED, SourceQueue
+from reactive_spark.waiting import MISSED, OrderKey, Waiting
 
 if TYPE_CHECKING:
     from reactive_spark.events import Event, EventSource
     from reactive_spark.listener import ListenerBus
     from reactive_spark.time import Time
 
-__all__ = ["EVENTS_PER_FLUSH", "WAIT_SLICE", "EventOrder"]
+__all__ = ["EVENTS_PER_FLUSH", "EventOrder"]
 
 log = logging.getLogger(__name__)
 
-#: Where an event waits to be accepted: (time in ms, its source's lineage rank, tiebreak).
-OrderKey = tuple[int, int, int]
-
 #: How many pending events the loop accepts before letting its other callbacks run.
 EVENTS_PER_FLUSH = 1024
-#: Seconds a waiting producer sleeps between looks at its queue (it is woken when room frees).
-WAIT_SLICE = 0.05
-#: The tiebreak of events missed during downtime: before what is posted live at their instant.
-MISSED = -1
 
 
-class EventOrder:
+class EventOrder(Overflow, CatchingUp):
     """Accepts posted events in order, on the loop, and hands runs of them on (see module docs).
 
-    `ready(runs)` receives the runs of bound sources each flush accepted, in order.
+    `ready(runs)` receives the runs of bound sources each flush accepted, in order. What it
+    does past a source's bound is `Overflow`'s (`overflow.py`); how events missed during
+    downtime wait in turn, `CatchingUp`'s (`catching_up.py`).
     """
 
     def __init__(
@@ -73,29 +64,22 @@ class EventOrder:
         dropped: Callable[[str, list[int]], None],
         max_queued: int = DEFAULT_MAX_QUEUED,
     ) -> None:
+        Overflow.__init__(self)
+        CatchingUp.__init__(self)
         self._listeners = listeners
         self._ready = ready
         self._record_dropped = dropped
         self.max_queued = max_queued
         self._queues: dict[EventSource, SourceQueue] = {}
-        self._room = threading.Condition()  # producers wait on it for room in their queues
-        self._waiting_producers = 0
-        self._no_waiting: set[int] = set()  # threads that must never wait (the worker's)
         self._flushing = False
         self._posted_while_flushing = False
         self._stalled = False  # what is pending waits for room the worker makes
-        self._room_callbacks: dict[SourceQueue, list[Callable[[], None]]] = {}
-        self._drops: dict[tuple[EventSource, str], list[Event]] = {}
-        self._drops_reported = False
-        # per catching-up source, its missed events not posted yet (see `catch_up`)
-        self._missed: dict[SourceQueue, deque[Event]] = {}
         # per timer that said when its next event is (see `hold_from`), that time; and per
         # source that must wait behind one, from when it waits
         self._holders: dict[SourceQueue, int] = {}
         self._held_from: dict[Any, int] = {}
-        self._caught_up_callbacks: list[Callable[[], None]] = []  # see `when_caught_up`
         # events waiting to be accepted, FIFO per order key; the heap holds the distinct keys
-        self._pending: dict[OrderKey, _Waiting] = {}
+        self._pending: dict[OrderKey, Waiting] = {}
         self._pending_keys: list[OrderKey] = []
         self._next_instance_id = 0
         self._flush_scheduled = False
@@ -137,10 +121,6 @@ class EventOrder:
             queue.holds = frozenset(holds.get(source, {source})) - fed
         self._posts_open = True
 
-    def never_wait(self, thread: int) -> None:
-        """Events that `thread` posts never wait for room (it is the one that makes room)."""
-        self._no_waiting.add(thread)
-
     def refuse_posts(self) -> None:
         """Drop, with a warning, every event posted from now on (the context is stopping).
 
@@ -159,12 +139,6 @@ class EventOrder:
         with self._room:  # producers waiting for room give up
             self._room.notify_all()
         self._call_all_room_callbacks()  # so do those on the loop (they find it closed)
-
-    def _call_all_room_callbacks(self) -> None:
-        waiting, self._room_callbacks = self._room_callbacks, {}
-        for callbacks in waiting.values():
-            for callback in callbacks:
-                callback()
 
     def drop(self) -> dict[EventSource, list[Event]]:
         """Forget every event waiting to be accepted (a stop that does not wait for them).
@@ -219,27 +193,6 @@ class EventOrder:
     def on_loop(self) -> bool:
         """Whether the caller runs on the loop's thread (once started)."""
         return get_ident() == self._loop_thread
-
-    def has_room(self, source: EventSource) -> bool:
-        """Whether an event of `source` posted now is within its bound (and need not wait).
-
-        A source whose missed events still wait to catch up has none.
-        """
-        queue = self._queues.get(source)
-        return queue is None or not queue.full
-
-    def when_room(self, source: EventSource, callback: Callable[[], None]) -> None:
-        """Call `callback()` on the loop once `source` has room again (once)."""
-        queue = self._queues[source]
-        if not queue.full:
-            callback()
-            return
-        self._room_callbacks.setdefault(queue, []).append(callback)
-
-    def _call_room_callbacks(self) -> None:
-        for queue in [queue for queue in self._room_callbacks if not queue.full]:
-            for callback in self._room_callbacks.pop(queue):
-                callback()
 
     @property
     def has_pending(self) -> bool:
@@ -313,85 +266,6 @@ class EventOrder:
                 self._admit_from_thread(queue, event)
             self._loop.call_soon_threadsafe(self._arrive, event, queue)
 
-    def catch_up(self, missed: Iterable[Event]) -> None:
-        """Post the events missed during downtime, each source's in the order given (on the loop).
-
-        They are accepted as live events are: by time, then lineage rank, whatever their
-        number. Under `block` and `reject` each source's are posted one instant at a time as
-        room frees (the recovery is a producer that waits; it cannot be refused): the next
-        waits in order, not counted against the bound, and the source counts as full until the
-        last is accepted, so what it fires meanwhile goes after them. Under the other policies
-        they are posted at once, and the policy meets them as any burst.
-        """
-        for event in missed:
-            queue = self._queues.get(event.source)
-            if queue is None or queue.policy not in ("block", "reject"):
-                self.post(event)
-            elif self._closed:
-                log.warning("dropping %r: the StreamingContext is stopping", event)
-            else:
-                self._miss(queue, event)
-
-    def post_in_turn(self, event: Event) -> None:
-        """Post `event` on the loop without ever waiting there for room.
-
-        Under `block`, an event past its source's bound (or behind others waiting so) waits in
-        order as the events missed during downtime do: in the order heap under its own key,
-        counted against the bound (sources feeding it wait too), accepted as room frees,
-        reported dropped by a stop that does not wait for it. Otherwise, or off the loop, as
-        `post`. How the library's own producers on the loop post (`delay`, `pipe`, a file
-        watcher, a backlog check).
-        """
-        queue = self._queues.get(event.source)
-        if (
-            queue is not None
-            and queue.policy == "block"
-            and self._posts_open
-            and self.on_loop()
-            and queue.full
-        ):
-            self._miss(queue, event)
-            return
-        self.post(event)
-
-    def waits_in_turn(self, source: EventSource) -> bool:
-        """Whether events of `source` wait in turn (`post_in_turn`, `catch_up`)."""
-        queue = self._queues.get(source)
-        return queue is not None and queue.missed > 0
-
-    def _miss(self, queue: SourceQueue, event: Event) -> None:
-        """Have `event` wait behind `queue`'s missed events; the first is posted at once."""
-        waiting = self._missed.get(queue)
-        if waiting is None:
-            self._missed[queue] = waiting = deque()
-        waiting.append(event)
-        queue.missed += 1
-        if queue.missed == 1:
-            self._post_missed(queue)
-
-    def _post_missed(self, queue: SourceQueue) -> None:
-        """Post the next of `queue`'s missed events (with those of its instant, as one run)."""
-        missed = self._missed[queue]
-        first = missed.popleft()
-        time = first.time.milliseconds
-        run = [first]
-        while missed and missed[0].time.milliseconds == time:
-            run.append(missed.popleft())
-        self._waiting((time, first.source.rank, MISSED)).events.extend(run)
-
-    def _caught_up(self, queue: SourceQueue, waiting: _Waiting, count: int) -> None:
-        """`count` of `queue`'s missed events, taken from `waiting`, were accepted."""
-        queue.missed -= count
-        if waiting:  # the rest of the run waits for room
-            return
-        missed = self._missed.get(queue)
-        if missed:
-            self._post_missed(queue)
-        elif missed is not None and not queue.missed:
-            del self._missed[queue]
-            if not self._missed:
-                self._call_caught_up_callbacks()
-
     def hold_from(self, source: EventSource, time: Time) -> None:
         """`source`'s next event will be at `time`, not posted yet (on the loop).
 
@@ -431,41 +305,9 @@ class EventOrder:
             self._holders.clear()
             self._hold()
 
-    def when_caught_up(self, callback: Callable[[], None]) -> None:
-        """Call `callback()` on the loop once the events missed during downtime are accepted.
-
-        At once if none waits; also when a stop drops them.
-        """
-        if not self._missed:
-            callback()
-            return
-        self._caught_up_callbacks.append(callback)
-
-    def _call_caught_up_callbacks(self) -> None:
-        callbacks, self._caught_up_callbacks = self._caught_up_callbacks, []
-        for callback in callbacks:
-            callback()
-
     def _open_to(self, event: Event) -> bool:
         """Whether `event` may be posted now (see `post`)."""
         return self._posts_open or (not self._closed and bool(event.source.parents))
-
-    def _admit_from_thread(self, queue: SourceQueue, event: Event) -> None:
-        """Count `event` on its way to the loop; past the bound, wait or refuse first."""
-        with self._room:
-            if get_ident() not in self._no_waiting:
-                self._waiting_producers += 1
-                try:
-                    while self._posts_open and (
-                        (queue.full and queue.policy == "block")
-                        or queue.in_transit >= queue.bound  # the other policies' producers
-                    ):
-                        self._room.wait(WAIT_SLICE)
-                finally:
-                    self._waiting_producers -= 1
-            if queue.full and queue.policy == "reject":
-                raise QueueFullError(queue.source.name, queue.depth + queue.missed, queue.bound)
-            queue.in_transit += 1
 
     def _arrive(self, event: Event, queue: SourceQueue | None) -> None:
         """An event posted from another thread reaches the loop."""
@@ -523,12 +365,12 @@ class EventOrder:
         if queue is not None:
             queue.pending += len(events)
 
-    def _waiting(self, key: OrderKey, queue: SourceQueue | None = None) -> _Waiting:
+    def _waiting(self, key: OrderKey, queue: SourceQueue | None = None) -> Waiting:
         """The events waiting under order `key` (time, lineage rank, tiebreak), made if none."""
         pending = self._pending
         waiting = pending.get(key)
         if waiting is None:
-            pending[key] = waiting = _Waiting()
+            pending[key] = waiting = Waiting()
             heapq.heappush(self._pending_keys, key)
             if queue is not None:
                 own = queue.keys
@@ -542,83 +384,7 @@ class EventOrder:
             self._loop.call_soon(self._flush_some)
         return waiting
 
-    # -- past the bound ----------------------------------------------------------------------
-    def _overflow(self, queue: SourceQueue, event: Event) -> None:
-        """`event` arrives past its source's bound (on the loop): apply the source's policy."""
-        policy = queue.policy
-        if policy == "reject":  # what waits to catch up counts: it goes first
-            raise QueueFullError(queue.source.name, queue.depth + queue.missed, queue.bound)
-        if policy == "block":
-            if queue.missed:  # it waits behind the source's catch-up, as that does: not here
-                self._miss(queue, event)
-                return
-            self._wait_on_loop(queue)
-            self.accept(event)  # with room, or past the bound if it may not wait
-            return
-        if policy == "drop-newest" or (policy == "drop-oldest" and not queue.pending):
-            self._dropped(queue, "drop-newest" if policy == "drop-newest" else policy, [event])
-            return
-        if policy == "drop-oldest":
-            self._dropped(queue, policy, self._take_waiting(queue, 1))
-            self._queue_again(queue, event)
-            return
-        merged = self._take_waiting(queue, queue.pending)  # coalesce
-        stand_in = coalesced(event.source, [*merged, event]) if merged else event
-        if merged:
-            self._dropped(queue, "coalesce", merged)
-        self._queue_again(queue, stand_in)
-
-    def _wait_on_loop(self, queue: SourceQueue) -> None:
-        """A producer on the loop waits for room: what can be accepted is, then the worker."""
-        if self._flushing:  # posted while events are accepted: it cannot wait for itself
-            return
-        while queue.full and not self._closed:
-            self.flush()
-            if not queue.full:
-                return
-            with self._room:
-                self._waiting_producers += 1
-                try:
-                    self._room.wait(WAIT_SLICE)
-                finally:
-                    self._waiting_producers -= 1
-
-    def _queue_again(self, queue: SourceQueue, event: Event) -> None:
-        key = (event.time.milliseconds, event.source.rank, 0)
-        self._waiting(key, queue).events.append(event)
-        queue.pending += 1
-
-    def _take_waiting(self, queue: SourceQueue, count: int) -> list[Event]:
-        """The oldest `count` events of `queue`'s source waiting to be accepted, taken out."""
-        taken: list[Event] = []
-        keys = queue.keys
-        while keys and len(taken) < count:
-            waiting = self._pending.get(keys[0])
-            if not waiting:
-                heapq.heappop(keys)
-                continue
-            taken.extend(waiting.take(count - len(taken)))
-        queue.pending -= len(taken)
-        return taken
-
-    def _dropped(self, queue: SourceQueue, reason: str, events: list[Event]) -> None:
-        """Count events that will not run, and have them reported (once per loop pass)."""
-        if not events:
-            return
-        self._drops.setdefault((queue.source, reason), []).extend(events)
-        if not self._drops_reported and self._loop is not None:
-            self._drops_reported = True
-            self._loop.call_soon(self.report_drops)
-
-    def report_drops(self) -> None:
-        """Tell the listeners what was dropped since, and have it recorded against recovery."""
-        self._drops_reported = False
-        drops, self._drops = self._drops, {}
-        for (source, reason), events in drops.items():
-            if reason != "coalesce":  # what stands for coalesced events covers their times
-                self._record_dropped(source.name, [e.time.milliseconds for e in events])
-            self._listeners.tell("onEventsDropped", EventsDropped.of(source.name, reason, events))
-
+    # -- flushing ----------------------------------------------------------------------------
     def _flush_some(self) -> None:
         """Accept a slice of the pending events; the rest after the loop's other callbacks.
 
@@ -672,7 +438,7 @@ class EventOrder:
                     budget -= len(run)
                     if queue is not None:
                         if key[2] == MISSED:  # not counted as posted: posts the next missed
-                            self._caught_up(queue, waiting, len(run))
+                            self._caught_up(queue, len(run), rest_waits=bool(waiting))
                         else:
                             queue.pending -= len(run)
                     if source in bound:
@@ -697,7 +463,7 @@ class EventOrder:
             self._ready(runs)
         return (sys.maxsize if limit is None else limit) - budget
 
-    def _accept_run(self, run: list[Event], waiting: _Waiting, key: OrderKey) -> list[Event]:
+    def _accept_run(self, run: list[Event], waiting: Waiting, key: OrderKey) -> list[Event]:
         """Number `run` (events of one key, taken from `waiting`) in order and hand it on.
 
         Listeners get each event as it is accepted; derived sources get the whole run, unless a
@@ -718,7 +484,7 @@ class EventOrder:
         source.forward(run)
         return run
 
-    def _accept_watched(self, run: list[Event], waiting: _Waiting, key: OrderKey) -> list[Event]:
+    def _accept_watched(self, run: list[Event], waiting: Waiting, key: OrderKey) -> list[Event]:
         """`_accept_run` for a run someone watches event by event: number and announce each."""
         source = run[0].source
         listened = source.listened
@@ -751,44 +517,3 @@ class EventOrder:
                 self._progress_at[event.instanceId] = dict(progress)
         if self._listeners.active:
             self._listeners.tell("onEventFired", event)
-
-
-class _Waiting:
-    """The events waiting under one order key, oldest first: `events[start:]`.
-
-    A burst is taken in slices: taking moves `start` on (and lets go of what it took) instead
-    of shifting the list each time.
-    """
-
-    __slots__ = ("events", "start")
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.start = 0
-
-    def __len__(self) -> int:
-        return len(self.events) - self.start
-
-    def take(self, count: int) -> list[Event]:
-        """The first `count` waiting events (all, if fewer wait), no longer waiting."""
-        events, start = self.events, self.start
-        end = start + count
-        if end >= len(events):
-            run = events[start:] if start else events[:]
-            events.clear()
-            self.start = 0
-            return run
-        run = events[start:end]
-        events[start:end] = itertools.repeat(None, count)  # type: ignore[arg-type] # let go
-        self.start = end
-        return run
-
-    def put_back(self, run: list[Event]) -> None:
-        """Wait again with `run`, taken last, in front of the rest."""
-        start = self.start - len(run)
-        if start >= 0:
-            self.events[start : self.start] = run
-            self.start = start
-        else:
-            self.events[: self.start] = run
-            self.start = 0

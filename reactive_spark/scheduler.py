@@ -32,7 +32,8 @@ from reactive_spark.errors import ContextStateError, JobSkippedError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.jobs import Batch, BatchInfo, Job, JobInfo
 from reactive_spark.listener import EventsDropped, ListenerBus, OutputOperationInfo
-from reactive_spark.ordering import EVENTS_PER_FLUSH, WAIT_SLICE, EventOrder
+from reactive_spark.ordering import EVENTS_PER_FLUSH, EventOrder
+from reactive_spark.overflow import WAIT_SLICE
 from reactive_spark.source_queue import DEFAULT_MAX_QUEUED
 from reactive_spark.time import now_ms
 

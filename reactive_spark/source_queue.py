@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reactive_spark.events import EventSource
-    from reactive_spark.ordering import OrderKey
+    from reactive_spark.waiting import OrderKey
 
 __all__ = ["DEFAULT_MAX_QUEUED", "SourceQueue"]
 
