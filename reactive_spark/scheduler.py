@@ -3,11 +3,11 @@
 Events are accepted in order on the event loop (`EventOrder`, in `ordering.py`); the runs of
 bound sources come here. In the scheduler's worker thread and one event at a time, each
 batch is planned by its source's plan (`DStreamGraph.plan_of(source).batch`, which calls into
-Spark), handed to the batch hooks (the place a write-ahead log goes), and its jobs run, at most
-`maxConcurrentJobs` at once. The worker thread lives as long as the scheduler and takes queued
-events itself until none is left, so the loop is never blocked and a steady stream of events
-pays no thread hand-off per event. The other blocking calls a context makes run in its
-`BlockingCalls` (`blocking.py`).
+Spark) and run by the `BatchRunner` (`batch_runner.py`): the batch hooks (the place a
+write-ahead log goes) around its jobs, at most `maxConcurrentJobs` at once. The worker thread
+lives as long as the scheduler and takes queued events itself until none is left, so the loop
+is never blocked and a steady stream of events pays no thread hand-off per event. The other
+blocking calls a context makes run in its `BlockingCalls` (`blocking.py`).
 
 Every failure (a job, a plan, an event source) goes through the `ListenerBus`'s `report`, which
 logs it once and tells the listeners and the context (`advanceTo`, `awaitTermination`).
@@ -18,24 +18,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import copy
-import dataclasses
 import logging
 import threading
-import traceback
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.errors import ContextStateError, JobSkippedError
+from reactive_spark.batch_runner import BatchHook, BatchRunner
+from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.jobs import Batch, BatchInfo, Job, JobInfo
-from reactive_spark.listener import EventsDropped, ListenerBus, OutputOperationInfo
+from reactive_spark.jobs import Batch
+from reactive_spark.listener import EventsDropped, ListenerBus
 from reactive_spark.ordering import EVENTS_PER_FLUSH, EventOrder
 from reactive_spark.overflow import WAIT_SLICE
 from reactive_spark.source_queue import DEFAULT_MAX_QUEUED
-from reactive_spark.time import now_ms
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -46,9 +42,6 @@ if TYPE_CHECKING:
 __all__ = ["JobScheduler"]
 
 log = logging.getLogger(__name__)
-
-
-BatchHook = Callable[[Batch], None]
 
 #: Batches that ran no job forget what they generated at least once per this many.
 EVENTS_PER_CLEAR = 64
@@ -77,12 +70,10 @@ class JobScheduler:
     ) -> None:
         self._graph = graph
         self._blocking = blocking
-        self._sc = sparkContext
-        self.max_concurrent_jobs = max_concurrent_jobs
         self._listeners = listeners
         self._on_crash = on_crash
-        self._before_jobs: list[BatchHook] = []
-        self._after_jobs: list[BatchHook] = []
+        #: Runs each planned batch: hooks, jobs, listeners told.
+        self.runner = BatchRunner(sparkContext, listeners, max_concurrent_jobs)
         self._dropped_hooks: list[Callable[[str, list[int]], None]] = []
         #: Where events wait to be accepted, in order, on the loop.
         self.order = EventOrder(listeners, self._enqueue, self._note_dropped, max_queued)
@@ -102,13 +93,8 @@ class JobScheduler:
         self._idle: asyncio.Event | None = None
         self._worker: threading.Thread | None = None
         self._finished = False  # the worker thread is told to end
-        self._job_threads: ThreadPoolExecutor | None = None
-        self._dropping = False  # queued events are dropped, running jobs cancelled
-        self._abandoned = False  # a stop left the running batch to end in the worker thread
         #: Whether posted events will be processed (not closed, not crashed).
         self.accepting = True
-        # every job's Spark jobs carry this tag (a stop cancels them) and a group of their own
-        self._job_group = f"reactive-spark-{id(self):x}"
         self._batches_processed = 0  # counted in the worker thread
         #: The instanceId of the last event whose batch was processed (events go in order).
         self.processed_through = -1
@@ -122,10 +108,7 @@ class JobScheduler:
 
         Hooks run in the scheduler's worker thread, like planning and jobs.
         """
-        if before is not None:
-            self._before_jobs.append(before)
-        if after is not None:
-            self._after_jobs.append(after)
+        self.runner.add_hooks(before, after)
 
     def add_dropped_hook(self, hook: Callable[[str, list[int]], None]) -> None:
         """Call `hook(source name, times)` (on the loop) for events dropped past a bound.
@@ -148,12 +131,7 @@ class JobScheduler:
             graph.accepted_after(sources),
             sources,
         )
-        if self.max_concurrent_jobs > 1:
-            self._job_threads = ThreadPoolExecutor(
-                self.max_concurrent_jobs,
-                thread_name_prefix="reactive-spark-job",
-                initializer=lambda: self.order.never_wait(threading.get_ident()),
-            )
+        self.runner.start(self.order.never_wait)
         # one long-lived thread, in the context `start` ran in (as a task's would be)
         self._worker = threading.Thread(
             target=contextvars.copy_context().run,
@@ -169,7 +147,7 @@ class JobScheduler:
         # not accepting first: the producers that `close` lets go find the context stopped
         self.accepting = False
         self.order.close()
-        self._dropping = self._dropping or dropping
+        self.runner.dropping = self.runner.dropping or dropping
 
     def abort(self) -> None:
         """Accept nothing more and drop every queued event (on the loop).
@@ -199,22 +177,20 @@ class JobScheduler:
             return
         failure: Exception | None = None
         abandoned = False
-        if graceful and not self._dropping:
+        if graceful and not self.runner.dropping:
             await self.idle(raise_crash=False)
             self._close(dropping=False)
         else:
             self.abort()
             ended, failure = await self._cancel_until_processed()
             if not ended:
-                abandoned = self._abandoned = True
+                abandoned = self.runner.abandoned = True
                 self._wake_idle()  # who waits for it (advanceTo) returns: the context stopped
         self._finished = True
         self._work.set()
         if not abandoned:
             await self._blocking.run(self._worker.join)
-        if self._job_threads is not None:
-            self._job_threads.shutdown(wait=not abandoned)
-            self._job_threads = None
+        self.runner.shutdown(wait=not abandoned)
         if abandoned:
             raise ContextStateError(
                 f"the running batch did not end {ABANDON_AFTER:g} s after its Spark jobs were "
@@ -241,7 +217,7 @@ class JobScheduler:
             while not processed.done():
                 if cancelling:
                     try:
-                        cancelling = await self._blocking.run(self._cancel_spark_jobs)
+                        cancelling = await self._blocking.run(self.runner.cancel_spark_jobs)
                     except Exception as exc:
                         failure, cancelling = exc, False
                 left = deadline - asyncio.get_running_loop().time()
@@ -251,21 +227,6 @@ class JobScheduler:
         finally:
             processed.cancel()
         return processed.done() and not processed.cancelled(), failure
-
-    def _cancel_spark_jobs(self) -> bool:
-        """Cancel the running Spark jobs of this context's jobs (in a blocking-call thread).
-
-        A SparkContext the host stopped first has cancelled them itself: nothing is left to do,
-        now or later (returns False; True when Spark may still run jobs to cancel).
-        """
-        try:
-            self._sc.cancelJobsWithTag(self._job_group)
-        except Exception as exc:
-            if not _spark_stopped(exc):
-                raise
-            log.info("reactive-spark: the SparkContext was stopped first: no Spark job to cancel")
-            return False
-        return True
 
     async def finish(self, timeout: float | None) -> bool:
         """Let what was posted run, within `timeout` seconds if given; whether it all did.
@@ -304,13 +265,13 @@ class JobScheduler:
             return
         order = self.order
         while True:
-            while order.has_pending and not self._dropping:
+            while order.has_pending and not self.runner.dropping:
                 accepted = order.flush(EVENTS_PER_FLUSH)
                 # the worker may start on what was accepted; if nothing could be (the queues
                 # downstream are full), it makes room meanwhile
                 await asyncio.sleep(0 if accepted else WAIT_SLICE)
             await self._processed()
-            if not order.has_pending or self._dropping:
+            if not order.has_pending or self.runner.dropping:
                 break
         if raise_crash and self.crash is not None:
             raise self.crash
@@ -332,7 +293,7 @@ class JobScheduler:
         # the GIL each thread sees the other's writes in order (free-threaded, it would not)
         self._idle_waiters += 1
         try:
-            while not self._abandoned:
+            while not self.runner.abandoned:
                 completed = self._completed
                 if self._enqueued != completed:
                     self._idle.clear()
@@ -395,7 +356,9 @@ class JobScheduler:
             try:
                 self._process_queued()
             except BaseException as exc:
-                if self._abandoned:  # the stop said so, and what the batch did is not recorded
+                if (
+                    self.runner.abandoned
+                ):  # the stop said so, and what the batch did is not recorded
                     log.info("the batch a stop left running ended with %r", exc)
                     return
                 self._on_loop(self._crashed, exc, first, self._taken)
@@ -430,15 +393,15 @@ class JobScheduler:
         events costs no hand-off per event; `abort` drops the runs not taken yet, and stops
         this one between batches.
         """
-        ready = self._ready
+        ready, runner = self._ready, self.runner
         while True:
             with self._taking:
-                if not ready or self._dropping:
+                if not ready or runner.dropping:
                     return
                 run = ready.popleft()
             self._taken += len(run)
             for first in range(0, len(run), EVENTS_PER_CLEAR):
-                if self._dropping:
+                if runner.dropping:
                     self._dropped_at_stop(run[first:])
                     return
                 self._process_run(run[first : first + EVENTS_PER_CLEAR])
@@ -449,14 +412,14 @@ class JobScheduler:
         The graph clears metadata after a batch whose jobs ran, and once at the end for the
         batches that ran none (no job computed what they generated).
         """
-        graph = self._graph
+        graph, runner = self._graph, self.runner
         plan_batch, run = graph.plan_of(events[0].source).batch, self._run  # one source a run
-        keep_empty = bool(self._before_jobs or self._after_jobs)
+        keep_empty = runner.has_hooks
         uncleared = None
         done = 0
         try:
             for event in events:
-                if self._dropping:
+                if runner.dropping:
                     self._dropped_at_stop(events[done:])
                     return
                 batch = plan_batch(event, keep_empty=keep_empty)
@@ -478,7 +441,7 @@ class JobScheduler:
         progress = self.order.progress_at(event.instanceId)  # type: ignore[arg-type]
         if progress is not None:
             batch.progress = progress
-        self._run_batch(batch)
+        self.runner.run(batch)
         return bool(batch.jobs)
 
     async def replay(self, batches: list[tuple[Event, dict[str, Any], bool]]) -> None:
@@ -488,7 +451,7 @@ class JobScheduler:
         `rerun` the batch is processed as new (hooks and jobs), else only its RDDs are rebuilt
         for the windows that need them.
         """
-        keep_empty = bool(self._before_jobs or self._after_jobs)
+        keep_empty = self.runner.has_hooks
 
         def run() -> None:
             for event, reads, rerun in batches:
@@ -506,179 +469,7 @@ class JobScheduler:
 
         await self._blocking.run(run)
 
-    def _run_batch(self, batch: Batch) -> None:
-        """Report planning failures, call the batch hooks around the jobs, run the jobs.
-
-        The batch counts as submitted now, once planned (as a JobSet in Spark).
-        """
-        if not (batch.jobs or batch.failures):  # a batch with neither is not reported
-            for hook in self._before_jobs:
-                hook(batch)
-            for hook in self._after_jobs:
-                hook(batch)
-            return
-        info = BatchInfo(batch.event, batch.inputs, now_ms(), inputInfos=batch.inputInfos)
-        if self._listeners.active:  # each callback gets the batch as it is then, as in PySpark
-            self._listeners.tell("onBatchSubmitted", _snapshot(info))
-        for hook in self._before_jobs:
-            hook(batch)
-        info.startedTime = now_ms()
-        if self._listeners.active:
-            self._listeners.tell("onBatchStarted", _snapshot(info))
-        for failure in batch.failures:
-            info.jobs.append(failure)
-            self._listeners.report(failure)
-        if batch.jobs:
-            self._run_jobs(batch, info)
-        if self._abandoned:  # the stop went on without it: nothing more is told or recorded
-            return
-        info.completedTime = now_ms()
-        for hook in self._after_jobs:
-            hook(batch)
-        self._listeners.tell("onBatchCompleted", info)
-        if log.isEnabledFor(logging.INFO):
-            log.info("%s", describe_batch(info))
-
-    def _run_jobs(self, batch: Batch, info: BatchInfo) -> None:
-        """Run the batch's jobs, at most `maxConcurrentJobs` at once; report each outcome."""
-        infos = [
-            JobInfo(
-                job.stream.name,
-                batch.event,
-                job.kind,
-                info.plannedTime,
-                function=job.stream.functionName,
-                streamId=job.stream.id,
-                sparkJobGroup=f"{self._job_group}-{batch.event.instanceId}-{job.stream.id}",
-            )
-            for job in batch.jobs
-        ]
-        pairs = list(zip(batch.jobs, infos, strict=True))
-        info_of = {id(job): job_info for job, job_info in pairs}
-        if any(job.stream.commitsFirst for job in batch.jobs):
-            # commits run first, one at a time; a job reading a failed one is skipped
-            for job, job_info in pairs:
-                if job.stream.commitsFirst:
-                    self._execute_after(job, job_info, info_of)
-            pairs = [(job, job_info) for job, job_info in pairs if not job.stream.commitsFirst]
-        if self._job_threads is None or len(pairs) <= 1:
-            for job, job_info in pairs:
-                self._execute_after(job, job_info, info_of)
-        else:
-            running = [
-                self._job_threads.submit(self._execute_after, job, job_info, info_of)
-                for job, job_info in pairs
-            ]
-            wait(running)
-            for future in running:  # a BaseException (a simulated crash) is never swallowed
-                crash = future.exception()
-                if crash is not None:
-                    raise crash
-        if self._abandoned:  # the stop went on without it: nothing more is told or recorded
-            return
-        batch.cancelled = any(job_info.cancelled for job_info in infos)
-        for job_info in infos:
-            info.jobs.append(job_info)
-            if job_info.failed:
-                self._listeners.report(job_info)
-            else:
-                self._listeners.tell("onJobCompleted", job_info)
-            if self._listeners.active:
-                self._listeners.tell(
-                    "onOutputOperationCompleted", OutputOperationInfo(copy.copy(job_info))
-                )
-
-    def _execute_after(self, job: Job, info: JobInfo, info_of: dict[int, JobInfo]) -> None:
-        """Run `job`, unless a commit it reads (`job.after`) failed: then report it skipped."""
-        for commit in job.after:
-            commit_info = info_of[id(commit)]
-            if commit_info.error is not None:
-                info.startTime = info.endTime = now_ms()
-                info.error = JobSkippedError(job.stream.name, commit.stream.name, commit_info.error)
-                return
-        self._execute(job, info)
-
-    def _execute(self, job: Job, info: JobInfo) -> None:
-        if self._dropping:  # a stop that does not wait came first: it never starts
-            info.startTime = info.endTime = now_ms()
-            info.cancelled = True
-            return
-        info.startTime = now_ms()
-        if self._listeners.active:
-            self._listeners.tell("onJobStarted", info)
-            self._listeners.tell("onOutputOperationStarted", OutputOperationInfo(copy.copy(info)))
-        try:
-            self._sc.setJobGroup(info.sparkJobGroup or self._job_group, job.description, True)
-            self._sc.addJobTag(self._job_group)
-            job.action()
-        except Exception as exc:
-            info.error = exc
-            if self._dropping:  # the context is stopping: Spark cancelled the job
-                info.cancelled = True
-                log.info("reactive-spark: cancelled %s (the context is stopping)", job.description)
-            else:
-                info.traceback = "".join(traceback.format_exception(exc))
-        finally:
-            info.endTime = now_ms()
-            # the thread runs other blocking work next: none of it is this job's, or cancellable
-            self._sc.clearJobTags()
-            self._sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-
-
-#: How a SparkContext stopped in the JVM answers every call (Java's `toString` of the error).
-_STOPPED_IN_THE_JVM = (
-    "java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext"
-)
-
-
-def _spark_stopped(error: Exception) -> bool:
-    """Whether `error`, raised by a `SparkContext` method, says that context was stopped.
-
-    PySpark has no public way to ask. Its `stop()` drops the context's handle on the JVM, so a
-    later call fails on that `None` (an `AttributeError` naming the JVM method, on `None`); a
-    context stopped in the JVM alone (Spark stops itself after a fatal error) answers with
-    Java's `IllegalStateException`. Any other failure is not one of these.
-
-    Examples:
-        >>> try:
-        ...     None.cancelJobsWithTag("tag")  # what a stopped SparkContext's method runs
-        ... except AttributeError as exc:
-        ...     _spark_stopped(exc)
-        True
-        >>> _spark_stopped(AttributeError("'Job' object has no attribute 'cancelJobsWithTag'"))
-        False
-    """
-    if isinstance(error, AttributeError):
-        return error.obj is None and error.name == "cancelJobsWithTag"
-    java = getattr(error, "java_exception", None)  # a Py4JJavaError
-    if java is None:
-        return False
-    try:
-        text = str(java)
-    except Exception:  # a Py4J call that fails once the JVM is gone
-        return False
-    return text.startswith(_STOPPED_IN_THE_JVM)
-
 
 def _count(runs: Iterable[list[Event]]) -> int:
     """How many events `runs` hold (a snapshot: another thread may change them)."""
     return sum(len(run) for run in list(runs))
-
-
-def _snapshot(info: BatchInfo) -> BatchInfo:
-    """A copy of `info` that later changes to the batch do not touch."""
-    return dataclasses.replace(info, jobs=list(info.jobs))
-
-
-def describe_batch(info: BatchInfo) -> str:
-    """One line for the log: source, UTC time, jobs, duration and each output's outcome."""
-    event = info.event
-    seconds = ((info.completedTime or 0) - (info.startedTime or info.plannedTime)) / 1000
-    outcomes = ", ".join(
-        f"{job.streamName} {job.status}" if job.status != "succeeded" else job.streamName
-        for job in info.jobs
-    )
-    return (
-        f"batch {event.source.name}#{event.index} at {event.time.isoformat()}: "
-        f"{len(info.jobs)} job(s) in {seconds:.2f} s: {outcomes}"
-    )

@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
         "overflow",
         "catching_up",
         "ordering",
+        "batch_runner",
         "scheduler",
         "loop_watchdog",
     },

@@ -208,17 +208,17 @@ async def test_a_job_reaching_spark_after_the_stops_first_cancel_is_cancelled_to
 ) -> None:
     """Spark cancels only the jobs it runs: one submitted just after the stop's cancel (a
     first job on a cold JVM takes a while to get there) is cancelled by the next one."""
-    import reactive_spark.scheduler as scheduler_module
+    from reactive_spark.batch_runner import BatchRunner
 
     cancelled = threading.Event()
-    cancel = scheduler_module.JobScheduler._cancel_spark_jobs
+    cancel = BatchRunner.cancel_spark_jobs
 
     def cancel_and_tell(self: Any) -> bool:
         cancelling = cancel(self)
         cancelled.set()
         return cancelling
 
-    monkeypatch.setattr(scheduler_module.JobScheduler, "_cancel_spark_jobs", cancel_and_tell)
+    monkeypatch.setattr(BatchRunner, "cancel_spark_jobs", cancel_and_tell)
     started = threading.Event()
 
     def late_job(rdd: Any) -> None:
