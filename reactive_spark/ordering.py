@@ -92,6 +92,7 @@ class EventOrder(Overflow, CatchingUp):
         self._progress: dict[str, list[int]] | None = None
         self._progress_at: dict[int, dict[str, list[int]]] = {}
         self._dropped_posted = False  # a stop dropped events posted and not accepted yet
+        self._closed_callbacks: list[Callable[[], None]] = []  # see `when_closed`
         #: Events accepted that no stream is bound to (they have no batch).
         self.announced = 0
 
@@ -139,6 +140,19 @@ class EventOrder(Overflow, CatchingUp):
         with self._room:  # producers waiting for room give up
             self._room.notify_all()
         self._call_all_room_callbacks()  # so do those on the loop (they find it closed)
+        closed, self._closed_callbacks = self._closed_callbacks, []
+        for callback in closed:
+            callback()
+
+    def when_closed(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` on the loop once `close` ran (at once if it has).
+
+        What is still posted and not accepted then never will be.
+        """
+        if self._closed:
+            callback()
+            return
+        self._closed_callbacks.append(callback)
 
     def drop(self) -> dict[EventSource, list[Event]]:
         """Forget every event waiting to be accepted (a stop that does not wait for them).

@@ -226,6 +226,15 @@ class Runtime:
         """
         self._order.when_room(source, callback)
 
+    def when_closed(self, callback: Callable[[], None]) -> None:
+        """Call `callback()` on the loop once nothing posted is accepted any more (once).
+
+        A stop closes the order after what it lets run was accepted; a crash of the scheduler
+        closes it at once, dropping what waited to be accepted. How a producer waiting for its
+        event's acceptance (a REST request) learns that it never comes.
+        """
+        self._order.when_closed(callback)
+
     def hold_from(self, source: EventSource, time: Time) -> None:
         """`source`'s next event will be at `time`, not posted yet.
 

@@ -675,6 +675,39 @@ async def test_rest_requests_waiting_for_room_are_refused_when_the_context_stops
         await asyncio.wait_for(stopping, 30)
 
 
+async def test_a_rest_request_whose_event_a_crash_drops_is_refused_at_once(
+    sc: SparkContext,
+) -> None:
+    """A request whose event waits to be accepted (its operator downstream is full) is
+    answered 503 when a crash of the scheduler drops that event, not held until a stop."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    rest = ssc.restServer("127.0.0.1", 0, "jobs").post("/run")
+    mapped = rest.map(lambda event: 1).overflow(1, "block")
+    gate = threading.Event()
+
+    def job(rdd: Any) -> None:
+        assert gate.wait(60)
+        raise Crash("driver died")
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(mapped)
+    await ssc.start()
+    url = f"http://127.0.0.1:{rest.port}/run"
+    async with ClientSession() as session:
+        first = await session.post(url)  # its job holds the worker: `mapped` is full
+        assert first.status == 202
+        second = asyncio.ensure_future(session.post(url))
+        while rest.queueDepth < 1:  # its event waits to be accepted behind the full `mapped`
+            await asyncio.sleep(0.01)
+        assert not second.done()
+        gate.set()
+        answer = await asyncio.wait_for(second, 30)
+        assert answer.status == 503
+        assert (await answer.json())["error"] == "the StreamingContext stopped"
+    with pytest.raises(Crash):
+        await ssc.awaitTerminationOrTimeout(30)
+    await ssc.stop(stopSparkContext=False)
+
+
 @pytest.mark.parametrize("policy", ["block", "reject", "drop-newest", "drop-oldest", "coalesce"])
 def test_a_queue_is_full_exactly_when_its_depth_reaches_its_bound(policy: str) -> None:
     # `full` runs for every posted event and computes the depth itself: it must agree

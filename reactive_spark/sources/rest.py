@@ -274,6 +274,12 @@ class RestEventSource(EventSource):
         if accepted is not None and not accepted.done():
             accepted.set_result(event)
 
+    def _refuse_unaccepted(self) -> None:
+        """Answer 503 to the requests whose events were not accepted: they never will be."""
+        for accepted in self._accepted.values():
+            if not accepted.done():
+                accepted.set_exception(stopped_answer())
+
     async def start(self) -> None:
         """Serve on `host:port` (unless `host` is None: then only mounted in another app).
 
@@ -282,6 +288,8 @@ class RestEventSource(EventSource):
                 `host` is not a loopback address and the source has no token (and is not
                 `insecure`).
         """
+        # a crash of the scheduler drops what waits to be accepted
+        self._runtime.when_closed(self._refuse_unaccepted)
         if self.host is None:
             return
         if not is_loopback(self.host) and self._token is None and not self.insecure:
@@ -307,9 +315,7 @@ class RestEventSource(EventSource):
         self._stopped = True
         for reading in self._reading:  # a body still arriving holds neither the stop nor a
             reading.cancel()  # service's shutdown: the request is answered 503 now
-        for accepted in self._accepted.values():
-            if not accepted.done():
-                accepted.set_exception(stopped_answer())
+        self._refuse_unaccepted()
         if self._server is not None:
             await self._server.stop()
             self._server = None
