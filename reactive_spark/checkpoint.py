@@ -127,45 +127,68 @@ class Checkpoint:
         try:
             with open(path, encoding="utf-8") as file:
                 metadata = json.load(file)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             raise CheckpointError(f"cannot read checkpoint metadata {path}: {exc}") from exc
-        if metadata.get("version") != FORMAT_VERSION:
+        if not isinstance(metadata, dict):
+            raise CheckpointError(f"checkpoint metadata {path} is not a JSON object")
+        version = metadata.get("version")
+        if version != FORMAT_VERSION:
             raise CheckpointError(
-                f"checkpoint {self.directory} has format version {metadata.get('version')!r}; "
+                f"checkpoint {self.directory} has format version {version!r}; "
                 f"this reactive-spark reads version {FORMAT_VERSION}",
             )
+        zero_time, sources = metadata.get("zeroTime"), metadata.get("sources")
+        if isinstance(zero_time, bool) or not isinstance(zero_time, int):
+            raise CheckpointError(f"checkpoint metadata {path} has no zeroTime (epoch ms)")
+        if not isinstance(sources, dict):
+            raise CheckpointError(f"checkpoint metadata {path} has no sources")
         with self._disk("read the write-ahead log"):
-            return self._recover(Recovered(Time(metadata["zeroTime"]), metadata["sources"]))
+            return self._recover(Recovered(Time(zero_time), sources))
 
     def _recover(self, recovered: Recovered) -> Recovered:
         planned: dict[int, Record] = {}
         completed: dict[int, Record] = {}
         for number in self._segment_numbers():
-            for record in self._read_segment(number):
-                kind = record["kind"]
-                if kind == "planned":
-                    planned[record["id"]] = record
-                    recovered.progress = record["progress"]
-                    recovered.stopped = False
-                    recovered.last_instance_id = max(recovered.last_instance_id, record["id"])
-                elif kind == "completed" and record["id"] in planned:
-                    completed[record["id"]] = planned.pop(record["id"])
-                elif kind == "done":
-                    completed.setdefault(record["id"], record)
-                    planned.pop(record["id"], None)
-                elif kind == "dropped":
-                    recovered.dropped.setdefault(record["source"], set()).update(record["times"])
-                elif kind == "deadline":
-                    recovered.deadlines[record["name"]] = record["state"]
-                elif kind == "progress":
-                    recovered.progress = record["progress"]
-                    recovered.stopped = record.get("stopped", False)
-                    recovered.last_instance_id = max(
-                        recovered.last_instance_id, record["lastInstanceId"]
-                    )
+            for line, record in self._read_segment(number):
+                try:
+                    self._take(record, recovered, planned, completed)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    raise CheckpointError(
+                        f"checkpoint record at {self._segment_path(number)} line {line} is not "
+                        f"one reactive-spark writes ({exc!r}): restore the file, or start from "
+                        "an empty checkpoint directory"
+                    ) from exc
         recovered.completed = sorted(completed.values(), key=lambda record: record["id"])
         recovered.unfinished = sorted(planned.values(), key=lambda record: record["id"])
         return recovered
+
+    @staticmethod
+    def _take(
+        record: Record,
+        recovered: Recovered,
+        planned: dict[int, Record],
+        completed: dict[int, Record],
+    ) -> None:
+        """Apply one record of the log to what is recovered so far."""
+        kind = record["kind"]
+        if kind == "planned":
+            planned[record["id"]] = record
+            recovered.progress = record["progress"]
+            recovered.stopped = False
+            recovered.last_instance_id = max(recovered.last_instance_id, record["id"])
+        elif kind == "completed" and record["id"] in planned:
+            completed[record["id"]] = planned.pop(record["id"])
+        elif kind == "done":
+            completed.setdefault(record["id"], record)
+            planned.pop(record["id"], None)
+        elif kind == "dropped":
+            recovered.dropped.setdefault(record["source"], set()).update(record["times"])
+        elif kind == "deadline":
+            recovered.deadlines[record["name"]] = record["state"]
+        elif kind == "progress":
+            recovered.progress = record["progress"]
+            recovered.stopped = record.get("stopped", False)
+            recovered.last_instance_id = max(recovered.last_instance_id, record["lastInstanceId"])
 
     def _segment_numbers(self) -> list[int]:
         try:
@@ -177,20 +200,29 @@ class Checkpoint:
     def _segment_path(self, number: int) -> str:
         return os.path.join(self.wal_directory, f"segment-{number:06d}.jsonl")
 
-    def _read_segment(self, number: int) -> list[Record]:
+    def _read_segment(self, number: int) -> list[tuple[int, Record]]:
+        """The records of segment `number`, each with its line number.
+
+        A crash can tear the last record written, the segment's last line: it was never
+        acknowledged, and is ignored. A line that cannot be read anywhere else is corruption,
+        and recovering past it would lose what follows: `CheckpointError` names it.
+        """
         path = self._segment_path(number)
-        with open(path, encoding="utf-8") as file:
-            lines = file.read().split("\n")
+        with open(path, "rb") as file:
+            lines = [(n + 1, line) for n, line in enumerate(file.read().split(b"\n")) if line]
         records = []
-        for position, line in enumerate(lines):
-            if not line:
-                continue
+        for position, (line, text) in enumerate(lines):
             try:
-                records.append(json.loads(line))
-            except ValueError:
-                # a crash can tear the last line; anything after it was never acknowledged
-                log.warning("checkpoint: ignoring a torn record at %s line %d", path, position + 1)
-                break
+                records.append((line, json.loads(text.decode("utf-8"))))
+            except ValueError as exc:  # UnicodeDecodeError is a ValueError
+                if position == len(lines) - 1:
+                    log.warning("checkpoint: ignoring a torn record at %s line %d", path, line)
+                    break
+                raise CheckpointError(
+                    f"checkpoint record at {path} line {line} cannot be read ({exc}), and "
+                    "records follow it: restore the file, or start from an empty checkpoint "
+                    "directory"
+                ) from None
         return records
 
     # -- writing -----------------------------------------------------------------------------

@@ -256,6 +256,40 @@ def test_the_log_survives_a_torn_record_and_compacts(tmp_path: Path) -> None:
     assert module.SEGMENT_RECORDS > 0
 
 
+def test_a_corrupt_record_before_others_stops_recovery_naming_it(tmp_path: Path) -> None:
+    """Only the last line of a segment can be torn by a crash: a record that cannot be read
+    with records after it is corruption, and skipping the rest would run their batches again."""
+    from reactive_spark.dependencies import Retention
+
+    store = Checkpoint(str(tmp_path))
+    store.open(T0, [], Retention(count=2), None)
+    segment = Path(store._segment_path(store._segment_number))
+    store.close()
+    good = [json.dumps({"kind": "completed", "id": n}).encode() for n in range(3)]
+    for bad in (b'{"kind": "compl', b"\xff\xfe{}", b"[1, 2]", b'{"id": 1}'):
+        kept = segment.read_bytes()
+        segment.write_bytes(kept + b"\n".join([good[0], bad, *good[1:]]) + b"\n")
+        lines = segment.read_bytes().count(b"\n")
+        with pytest.raises(CheckpointError) as refused:
+            Checkpoint(str(tmp_path)).load()
+        assert f"{segment} line {lines - 2}" in str(refused.value), bad
+        segment.write_bytes(kept)
+    # a torn multi-byte character at the very end is a torn record: ignored
+    segment.write_bytes(segment.read_bytes() + good[0] + b"\n" + '{"x": "é'.encode()[:-1])
+    assert Checkpoint(str(tmp_path)).load() is not None
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    ["[1]", '{"version": 1, "sources": {}}', '{"version": 1, "zeroTime": 0}', "\udcff"],
+)
+def test_unreadable_metadata_is_refused_naming_the_file(tmp_path: Path, metadata: str) -> None:
+    path = tmp_path / "metadata.json"
+    path.write_bytes(metadata.encode("utf-8", "surrogateescape"))
+    with pytest.raises(CheckpointError, match=str(path)):
+        Checkpoint(str(tmp_path)).load()
+
+
 def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
     (tmp_path / "metadata.json").write_text(json.dumps({"version": 99}))
     with pytest.raises(CheckpointError, match="format version 99"):
