@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -282,3 +283,50 @@ def test_run_imports_the_module_with_its_py_files_on_the_path(
     assert load(str(tmp_path / "uses_deps.py"))(None) == "shipped"
     with pytest.raises(InvalidArgumentError, match=r"--py-files names no file: 'missing\.zip'"):
         on_path(["missing.zip"])
+
+
+#: A program whose batches (0.3 s) are slower than its timer (0.2 s): a restart after downtime
+#: never catches up.
+SLOW_APP = """
+import time
+from datetime import UTC, datetime
+
+from reactive_spark import Milliseconds
+
+
+def build(ssc):
+    tick = ssc.timer(datetime(2026, 1, 1, tzinfo=UTC), None, Milliseconds(200), "tick")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: time.sleep(0.3)).bind(tick)
+"""
+
+
+def test_a_restart_obeys_until_and_stop_signals_while_it_catches_up(tmp_path: Path) -> None:
+    """`--until` counts from the start, not from when the restart caught up (it never does
+    here), and SIGTERM stops it gracefully while it catches up, as at any other time."""
+    (tmp_path / "slow.py").write_text(SLOW_APP)
+    run = ["run", "slow.py:build", "--master", "local[1]", "--checkpoint", "checkpoint"]
+    first = command(*run, "--until", "2s", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    time.sleep(1)  # downtime: about 5 ticks missed
+    second = command(*run, "--until", "2s", cwd=tmp_path, timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert "catching up" in second.stderr
+    time.sleep(1)
+    third = subprocess.Popen(
+        [sys.executable, "-m", "reactive_spark", *run, "--until", "60s"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert third.stdout is not None
+    seen = []
+    for line in third.stdout:
+        seen.append(line)
+        if "catching up" in line:
+            break
+    third.send_signal(signal.SIGTERM)  # the driver alone, as docs/deploy.md says
+    rest, _ = third.communicate(timeout=120)
+    assert third.returncode == 0, "".join(seen) + rest
+    assert "stopping gracefully" in rest

@@ -105,22 +105,27 @@ async def run(args: argparse.Namespace) -> int:
         freezeHeap=True,
     )
     await build(function, ssc)
-    console = None
-    if args.ui:
-        console = await start_console(ssc, args)  # starts ssc too
-    else:
-        await ssc.start()
-    if ssc.recovered:
-        await catching_up(ssc)
-    deadline = ssc.clock.now() + stop_at if isinstance(stop_at, Duration) else stop_at
+    # from the start: a rollout's SIGTERM often comes while a restart catches up
     stopping = asyncio.Event()
     unhandle = on_stop_signals(ssc, stopping)
     try:
-        failed = await supervise(ssc, deadline, stopping)
+        console = None
+        if args.ui:
+            console = await start_console(ssc, args)  # starts ssc too
+        else:
+            await ssc.start()
+        deadline = ssc.clock.now() + stop_at if isinstance(stop_at, Duration) else stop_at
+        shown = asyncio.ensure_future(catching_up(ssc)) if ssc.recovered else None
+        try:
+            failed = await supervise(ssc, deadline, stopping)
+        finally:
+            if shown is not None:
+                shown.cancel()
+                await asyncio.gather(shown, return_exceptions=True)
+            if console is not None:
+                await console.stop()
+            await ssc.stop(stopSparkContext=True, stopGracefully=True)
     finally:
-        if console is not None:
-            await console.stop()
-        await ssc.stop(stopSparkContext=True, stopGracefully=True)
         unhandle()
     return 1 if failed else 0
 
@@ -180,7 +185,10 @@ async def supervise(ssc: StreamingContext, deadline: Time | None, stopping: asyn
 
 
 async def catching_up(ssc: StreamingContext) -> None:
-    """A progress bar while a restarted context works through what it missed."""
+    """A progress bar while a restarted context works through what it missed.
+
+    The run may stop meanwhile (a signal, `--until`): then it is cancelled.
+    """
     total = ssc.queueDepth
     if not total:
         return
