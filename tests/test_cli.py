@@ -330,3 +330,41 @@ def test_a_restart_obeys_until_and_stop_signals_while_it_catches_up(tmp_path: Pa
     rest, _ = third.communicate(timeout=120)
     assert third.returncode == 0, "".join(seen) + rest
     assert "stopping gracefully" in rest
+
+
+async def test_the_catch_up_bar_counts_missed_events_posted_after_it_began(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Missed events are posted in turn as room frees: what waits grows after the bar began,
+    and what is done never goes below nothing (it showed -251/1)."""
+    from reactive_spark.cli import running
+
+    depths = iter([1, 252, 200, 0])
+
+    class Catching:
+        state = "active"
+
+        @property
+        def queueDepth(self) -> int:
+            return next(depths)
+
+    shown: list[tuple[int, int]] = []
+
+    class Bar:
+        def __enter__(self) -> Bar:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def add_task(self, description: str, total: int) -> int:
+            shown.append((0, total))
+            return 0
+
+        def update(self, task: int, completed: int, total: int | None = None) -> None:
+            shown.append((completed, shown[-1][1] if total is None else total))
+
+    monkeypatch.setattr(running, "progress_bar", lambda title: Bar())
+    await running.catching_up(Catching())  # type: ignore[arg-type]
+    assert all(0 <= done <= total for done, total in shown), shown
+    assert shown[-1] == (252, 252), shown

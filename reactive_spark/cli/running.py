@@ -187,14 +187,20 @@ async def supervise(ssc: StreamingContext, deadline: Time | None, stopping: asyn
 async def catching_up(ssc: StreamingContext) -> None:
     """A progress bar while a restarted context works through what it missed.
 
-    The run may stop meanwhile (a signal, `--until`): then it is cancelled.
+    The run may stop meanwhile (a signal, `--until`): then it is cancelled. Missed events are
+    posted in turn as room frees, so the total grows as they come: it is what is done plus
+    what waits.
     """
-    total = ssc.queueDepth
-    if not total:
+    waiting = ssc.queueDepth
+    if not waiting:
         return
+    done = 0
     with progress_bar("catching up") as progress:
-        task = progress.add_task("events", total=total)
-        while ssc.queueDepth and ssc.state == "active":
-            progress.update(task, completed=total - ssc.queueDepth)
+        task = progress.add_task("events", total=waiting)
+        while waiting and ssc.state == "active":
             await asyncio.sleep(0.2)
-        progress.update(task, completed=total)
+            now = ssc.queueDepth
+            done += max(0, waiting - now)
+            waiting = now
+            progress.update(task, completed=done, total=done + waiting)
+        progress.update(task, completed=done, total=done)
