@@ -26,12 +26,14 @@ import json
 import logging
 import os
 import re
+import shutil
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from reactive_spark.dependencies import Retention
+from reactive_spark.dstream.state import STATE_SAVES
 from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import EventSource
 from reactive_spark.jobs import Batch
@@ -226,6 +228,18 @@ class Checkpoint:
         return records
 
     # -- writing -----------------------------------------------------------------------------
+    def discard(self) -> None:
+        """Remove what an earlier run left to recover from: metadata, log and state saves.
+
+        A context that starts afresh in the directory (`ssc.checkpoint` alone) does: its own
+        log and saves replace them, and must not be mistaken for theirs.
+        """
+        with self._disk("discard the earlier run's checkpoint"):
+            for name in (os.path.basename(self.wal_directory), STATE_SAVES):
+                shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(self.directory, "metadata.json"))
+
     def open(
         self,
         zero_time: Time,

@@ -168,6 +168,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             active=StreamingContext._active,
             freeze_heap=freeze_heap,
             watch_loop=watch_loop,
+            recovers_checkpoint=checkpoint is not None,
         )
 
     # -- properties --------------------------------------------------------------------------
@@ -220,7 +221,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
     def recovered(self) -> bool:
         """Whether this context recovers (or recovered) from a checkpoint.
 
-        Before `start()`: whether its checkpoint directory holds a checkpoint to recover from;
+        Before `start()`: whether it will, its checkpoint directory (given to the constructor
+        or `getOrCreate`, not `checkpoint()` alone) holding a checkpoint to recover from;
         after: whether `start()` did. `getOrCreate` runs `setupFunc` on every start (the graph
         is code, not checkpoint data), and a context created inside it already knows its
         checkpoint directory, so `setupFunc` can skip what only a new application should do.
@@ -239,7 +241,9 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         if self._runtime.state != INITIALIZED:
             return self._lifecycle.recovered
         return (
-            self.checkpointDirectory is not None and Checkpoint(self.checkpointDirectory).exists()
+            self._lifecycle.recovers_checkpoint
+            and self.checkpointDirectory is not None
+            and Checkpoint(self.checkpointDirectory).exists()
         )
 
     @property
@@ -262,7 +266,12 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
 
     # -- definitions (and see EventSourceDefinitions, InputStreamDefinitions) -------------
     def checkpoint(self, directory: str) -> None:
-        """Checkpoint to `directory` (as `StreamingContext(..., checkpoint=directory)`).
+        """Checkpoint to `directory`: where the write-ahead log goes, as in pyspark.streaming.
+
+        As there, this alone does not recover from what `directory` holds: the context starts
+        afresh (with a warning if there is a checkpoint) and its log replaces the one there.
+        `StreamingContext.getOrCreate(directory, setupFunc)` and `StreamingContext(...,
+        checkpoint=directory)` recover from it (see docs/checkpoints.md).
 
         Examples:
             >>> ssc.checkpoint("/data/checkpoint")
@@ -270,7 +279,11 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             '/data/checkpoint'
         """
         self._runtime.require_not_started("set the checkpoint directory")
-        self.checkpointDirectory = require_checkpoint_path(directory, "directory")
+        directory = require_checkpoint_path(directory, "directory")
+        self._lifecycle.recovers_checkpoint = _BUILDING_FOR.get() == directory or (
+            self._lifecycle.recovers_checkpoint and directory == self.checkpointDirectory
+        )
+        self.checkpointDirectory = directory
 
     @classmethod
     def getOrCreate(

@@ -68,6 +68,7 @@ class Lifecycle:
         active: list[StreamingContext],
         freeze_heap: bool,
         watch_loop: bool,
+        recovers_checkpoint: bool,
     ) -> None:
         self._ssc = ssc
         self._graph = graph
@@ -85,6 +86,10 @@ class Lifecycle:
         self.started_at: Time | None = None
         #: The timer unbound outputs go on, once started (if the context has a batch duration).
         self.default_timer: TimerEventSource | None = None
+        #: Whether the start recovers from what the checkpoint directory holds: a directory
+        #: given to the constructor or `getOrCreate` does; one `ssc.checkpoint` set alone is
+        #: only where the log goes, as in pyspark.streaming.
+        self.recovers_checkpoint = recovers_checkpoint
         #: Whether the start recovered from a checkpoint.
         self.recovered = False
         #: Whether `stop` has stopped every part (a stop before start included).
@@ -121,7 +126,17 @@ class Lifecycle:
         recovered = None
         if ssc.checkpointDirectory is not None:
             self._checkpoint = Checkpoint(ssc.checkpointDirectory)
-            recovered = await self._blocking.run(self._checkpoint.load)
+            if self.recovers_checkpoint:
+                recovered = await self._blocking.run(self._checkpoint.load)
+            elif await self._blocking.run(self._checkpoint.exists):
+                log.warning(
+                    "checkpoint: %s holds a checkpoint this context does not recover from: "
+                    "ssc.checkpoint(directory) sets where the log goes, as in "
+                    "pyspark.streaming, and StreamingContext.getOrCreate(directory, setupFunc) "
+                    "recovers; starting afresh, it is replaced",
+                    ssc.checkpointDirectory,
+                )
+                await self._blocking.run(self._checkpoint.discard)
         self.started_at = clock.now()
         self.zero_time = self.started_at if recovered is None else recovered.zero_time
         if recovered is not None and recovered.progress and clock.isVirtual:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Days, Event, Minutes, StreamingContext, Time
+from reactive_spark import Days, Event, Minutes, Seconds, StreamingContext, Time
 from reactive_spark.checkpoint import Checkpoint, CheckpointError
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.sources.timer import TimerEventSource
@@ -443,6 +443,37 @@ async def test_getOrCreate_rebuilds_the_graph_and_recovers(
         second.checkpoint(checkpoint)
     with pytest.raises(ValueError, match="setupFunc must return a StreamingContext"):
         StreamingContext.getOrCreate(checkpoint, lambda: None)  # type: ignore[arg-type,return-value]
+
+
+async def test_ssc_checkpoint_alone_starts_afresh_as_in_pyspark(
+    sc: SparkContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As in pyspark.streaming, `ssc.checkpoint(dir)` says where checkpoints go: running the
+    program again starts afresh (new state, its own queue, no catch-up of the downtime), and
+    only `getOrCreate` recovers. Run twice, a ported stateful word count printed the old
+    counts, skipped its new data and replayed every missed tick."""
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def program(start: Time) -> tuple[StreamingContext, list[list[tuple[str, int]]]]:
+        ssc = virtual(sc, 1, start=start)
+        ssc.checkpoint(checkpoint)
+        counts: list[list[tuple[str, int]]] = []
+        words = ssc.queueStream([[("k", 1)] for _ in range(32)])
+        words.updateStateByKey(lambda new, old: sum(new) + (old or 0)).foreachRDD(
+            lambda rdd: counts.append(rdd.collect())
+        )
+        return ssc, counts
+
+    first, once = program(T0)
+    await ran(first, T0 + Seconds(32))  # the state is saved every 10 batches
+    again, twice = program(T0 + Days(1))
+    assert not again.recovered
+    await ran(again, T0 + Days(1) + Seconds(12))  # its saves are not mistaken for older ones
+    assert once == [[("k", n)] for n in range(1, 33)]
+    assert twice == once[:12]
+    assert "holds a checkpoint this context does not recover from" in caplog.text
+    recovering = StreamingContext.getOrCreate(checkpoint, lambda: program(T0 + Days(1))[0])
+    assert recovering.recovered
 
 
 async def test_state_survives_a_crash(sc: SparkContext, tmp_path: Path) -> None:

@@ -23,6 +23,8 @@ __all__ = ["CHECKPOINT_EVERY", "StateDStream"]
 
 #: Every this many events the state's lineage is cut by a checkpoint, as Spark does.
 CHECKPOINT_EVERY = 10
+#: Where, under the context's checkpoint directory, the state is saved.
+STATE_SAVES = "state"
 
 
 @register_builder("updateStateByKey")
@@ -59,7 +61,7 @@ class StateDStream(DStream[Any]):
 
     def _saves(self) -> str | None:
         directory = self._ssc.checkpointDirectory
-        return None if directory is None else os.path.join(os.path.abspath(directory), "state")
+        return None if directory is None else os.path.join(os.path.abspath(directory), STATE_SAVES)
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete a state save that a crash interrupted."""
