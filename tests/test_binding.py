@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -231,6 +233,37 @@ async def test_remember_and_slice(sc: SparkContext) -> None:
     assert [rdd.collect() for rdd in sliced] == [[2], [3]]
     unix = (T0 + Seconds(2)).milliseconds / 1000  # PySpark's Unix timestamps (seconds) too
     assert [rdd.collect() for rdd in stream.slice(unix, unix + 1)] == [[2], [3]]
+    await ssc.stop(stopSparkContext=False)
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone is New York's for the test (UTC-5 in winter)."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("new_york")
+async def test_slice_reads_a_naive_datetime_in_local_time_as_pyspark(sc: SparkContext) -> None:
+    """pyspark.streaming's slice takes a naive datetime (`datetime.now()`) as local time, to
+    the second: a port on a host outside UTC found nothing in a slice that has batches."""
+    ssc = virtual(sc, Seconds(1), T0)
+    ssc.remember(Seconds(10))
+    stream = ssc.queueStream([[1], [2], [3], [4]])
+    stream.foreachRDD(lambda rdd: None)
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(4))
+    second = (T0 + Seconds(2)).milliseconds / 1000
+    begin, end = datetime.fromtimestamp(second), datetime.fromtimestamp(second + 1.5)
+    assert begin.tzinfo is None and begin != datetime.fromtimestamp(second, UTC).replace(
+        tzinfo=None
+    )
+    assert [rdd.collect() for rdd in stream.slice(begin, end)] == [[2], [3]]
+    aware = datetime.fromtimestamp(second, UTC)  # an aware one is its instant
+    assert [rdd.collect() for rdd in stream.slice(aware, aware)] == [[2]]
     await ssc.stop(stopSparkContext=False)
 
 

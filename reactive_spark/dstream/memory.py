@@ -8,6 +8,7 @@ needs any more (`require_retention`), so memory stays flat.
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -156,7 +157,9 @@ class StreamMemory(Generic[T]):
     def slice(self, begin: Time | datetime | float, end: Time | datetime | float) -> list[RDD[T]]:
         """The remembered RDDs whose events lie in `[begin, end]` (see `ssc.remember`).
 
-        `begin` and `end` are `Time`s, datetimes or, as in PySpark, Unix timestamps in seconds.
+        `begin` and `end` are `Time`s, datetimes or, as in PySpark, Unix timestamps in seconds;
+        as PySpark does, it reads a naive datetime (`datetime.now()`) as local time, to the
+        second.
 
         Examples:
             >>> import asyncio
@@ -232,7 +235,13 @@ class StreamMemory(Generic[T]):
 
 
 def _slice_time(value: Time | datetime | float, name: str) -> Time:
-    """A bound of `slice`: a number is a Unix timestamp in seconds, as PySpark's."""
+    """A bound of `slice`, as PySpark reads it.
+
+    A number is a Unix timestamp in seconds; a naive datetime is local time, to the second
+    (PySpark's `time.mktime`).
+    """
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return Time(int(time.mktime(value.timetuple())) * 1000)
     if isinstance(value, Time | datetime):
         return to_time(value, name)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
