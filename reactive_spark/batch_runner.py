@@ -122,6 +122,7 @@ class BatchRunner:
                 info.plannedTime,
                 function=job.stream.functionName,
                 streamId=job.stream.id,
+                outputId=job.stream.outputId,
                 sparkJobGroup=f"{self.job_group}-{batch.event.instanceId}-{job.stream.id}",
             )
             for job in batch.jobs
@@ -150,26 +151,30 @@ class BatchRunner:
         if self.abandoned:  # the stop went on without it: nothing more is told or recorded
             return
         batch.cancelled = any(job_info.cancelled for job_info in infos)
-        for job_info in infos:
-            info.jobs.append(job_info)
-            if job_info.failed:
-                self._listeners.report(job_info)
-            else:
-                self._listeners.tell("onJobCompleted", job_info)
-            if self._listeners.active:
-                self._listeners.tell(
-                    "onOutputOperationCompleted", OutputOperationInfo(copy.copy(job_info))
-                )
+        info.jobs.extend(infos)
 
     def _execute_after(self, job: Job, info: JobInfo, info_of: dict[int, JobInfo]) -> None:
-        """Run `job`, unless a commit it reads (`job.after`) failed: then report it skipped."""
+        """Run `job`, unless a commit it reads (`job.after`) failed: then report it skipped.
+
+        What became of it is told as soon as it ends, as PySpark tells each output operation's
+        end before the next one starts.
+        """
         for commit in job.after:
-            commit_info = info_of[id(commit)]
-            if commit_info.error is not None:
+            commit_error = info_of[id(commit)].error
+            if commit_error is not None:
                 info.startTime = info.endTime = now_ms()
-                info.error = JobSkippedError(job.stream.name, commit.stream.name, commit_info.error)
-                return
-        self._execute(job, info)
+                info.error = JobSkippedError(job.stream.name, commit.stream.name, commit_error)
+                break
+        else:
+            self._execute(job, info)
+        if self.abandoned:  # the stop went on without it: nothing more is told or recorded
+            return
+        if info.failed:
+            self._listeners.report(info)
+        else:
+            self._listeners.tell("onJobCompleted", info)
+        if self._listeners.active:
+            self._listeners.tell("onOutputOperationCompleted", OutputOperationInfo(copy.copy(info)))
 
     def _execute(self, job: Job, info: JobInfo) -> None:
         if self.dropping:  # a stop that does not wait came first: it never starts

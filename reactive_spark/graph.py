@@ -50,9 +50,10 @@ class DStreamGraph:
         """Register an input stream."""
         self.inputs.append(stream)
 
-    def add_output(self, stream: ForEachDStream) -> None:
-        """Register an output stream."""
+    def add_output(self, stream: ForEachDStream) -> int:
+        """Register an output stream; returns its position among the outputs (from 0)."""
         self.outputs.append(stream)
+        return len(self.outputs) - 1
 
     def bind(self, stream: DStream[Any], source: EventSource) -> None:
         """Record that `stream` generates a job on every event of `source`."""

@@ -100,6 +100,9 @@ class JobInfo(Failure):
     function: str | None = None
     cancelled: bool = False
     streamId: int = -1
+    #: The position of the job's output among the context's outputs, from 0 (PySpark's output
+    #: operation id); -1 for what no output ran (a stream whose RDD could not be computed).
+    outputId: int = -1
     #: The Spark job group the job's Spark jobs ran in (`sc.statusTracker()` finds them).
     sparkJobGroup: str | None = None
 
@@ -235,8 +238,12 @@ class BatchInfo:
         return dict(self.inputInfos)
 
     def outputOperationInfos(self) -> dict[int, OutputOperationInfo]:
-        """The batch's jobs as PySpark's output operations, by the id of their stream."""
-        return {job.streamId: OutputOperationInfo(job) for job in self.jobs}
+        """The batch's output operations, by their id, as PySpark's (see `JobInfo.outputId`).
+
+        A stream whose RDD could not be computed is not an output operation: its failure is in
+        `jobs`, and the outputs that needed it ran no job.
+        """
+        return {job.outputId: OutputOperationInfo(job) for job in self.jobs if job.outputId >= 0}
 
 
 def plan_failure(stream: DStream[Any], event: Event, error: BaseException) -> JobInfo:

@@ -102,8 +102,8 @@ class OutputOperationInfo:
         return BatchTime(self.job.event.time.milliseconds)
 
     def id(self) -> int:
-        """The id of the job's stream."""
-        return self.job.streamId
+        """The output operation's id: its position among the context's outputs, from 0."""
+        return self.job.outputId
 
     def name(self) -> str:
         """The job's stream."""

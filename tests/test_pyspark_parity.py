@@ -386,3 +386,39 @@ async def test_batch_info_reports(sc: SparkContext) -> None:
     assert len(collector.outputsStarted) == len(collector.outputsCompleted) == 4
     assert all(o.startTime() >= 0 and o.endTime() == -1 for o in collector.outputsStarted)
     assert all(o.endTime() >= o.startTime() >= 0 for o in collector.outputsCompleted)
+
+
+async def test_output_operations_are_numbered_and_told_in_pyspark_order(
+    sc: SparkContext,
+) -> None:
+    """An output operation's id is its position among the context's outputs, from 0, and each
+    one's end is told before the next one starts, as pyspark does (one job at a time)."""
+    ssc = virtual_context(sc, 1)
+    told: list[tuple[str, Any]] = []
+
+    class Told(StreamingListener):
+        def onOutputOperationStarted(self, started: Any) -> None:
+            told.append(("started", started.outputOperationInfo().id()))
+
+        def onOutputOperationCompleted(self, completed: Any) -> None:
+            told.append(("completed", completed.outputOperationInfo().id()))
+
+        def onBatchCompleted(self, completed: Any) -> None:
+            told.append(("batch", sorted(completed.batchInfo().outputOperationInfos())))
+
+    ssc.addStreamingListener(Told())
+    numbers = ssc.queueStream([[1]])
+    numbers.map(lambda x: x + 1).foreachRDD(lambda rdd: told.append(("runs", "A")))
+    numbers.foreachRDD(lambda rdd: told.append(("runs", "B")))
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    assert told == [
+        ("started", 0),
+        ("runs", "A"),
+        ("completed", 0),
+        ("started", 1),
+        ("runs", "B"),
+        ("completed", 1),
+        ("batch", [0, 1]),
+    ]

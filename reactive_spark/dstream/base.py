@@ -107,6 +107,9 @@ class DStream(
         self._bound: list[EventSource] = []
         StreamMemory.__init__(self)
         self.isOutput = False
+        #: Its position among the context's output operations (PySpark's output operation
+        #: id), from 0; -1 for a stream that is not an output.
+        self.outputId = -1
         self._expectation: Expectation | None = None
         #: The operation that made the stream (`map`, `union`, `directStream(...)`, ...).
         self.operation = operation
@@ -424,7 +427,7 @@ class ForEachDStream(DStream[Any]):
         self.function = function
         self.target = target
         self.isOutput = True
-        self._ssc.graph.add_output(self)
+        self.outputId = self._ssc.graph.add_output(self)
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete the temporary batch directories a crash left behind (see `target`)."""
