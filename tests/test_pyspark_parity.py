@@ -422,3 +422,10 @@ async def test_output_operations_are_numbered_and_told_in_pyspark_order(
         ("completed", 1),
         ("batch", [0, 1]),
     ]
+
+
+def test_is_cached_and_is_checkpointed_answer_as_pyspark_s(sc: SparkContext) -> None:
+    ssc = virtual_context(sc)
+    stream = ssc.queueStream([[1]])
+    assert (stream.is_cached, stream.is_checkpointed) == (False, False)
+    assert stream.cache().is_cached and stream.checkpoint(1).is_checkpointed

@@ -74,6 +74,26 @@ class StreamMemory(Generic[T]):
         """Whether this stream's RDDs are checkpointed (`checkpoint(...)` was called)."""
         return self._checkpoint_interval is not None or self._checkpoint_count is not None
 
+    @property
+    def is_checkpointed(self) -> bool:
+        """PySpark's name for `checkpointed`.
+
+        Examples:
+            >>> ssc.queueStream([[1]]).checkpoint(10).is_checkpointed
+            True
+        """
+        return self.checkpointed
+
+    @property
+    def is_cached(self) -> bool:
+        """Whether `persist` or `cache` was called (PySpark's attribute).
+
+        Examples:
+            >>> ssc.queueStream([[1]]).cache().is_cached
+            True
+        """
+        return self._storage_level is not None
+
     # -- remembering what it generated -------------------------------------------------------
     def _register(self, event: Event, rdd: RDD[Any]) -> None:
         """Persist, checkpoint and remember a generated RDD; the graph clears it later."""
