@@ -98,6 +98,8 @@ def test_operation_arguments(sc: SparkContext) -> None:
         stream.updateStateByKey(lambda values, state: state, None, 5)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match=r"initialRDD .* got 'ab'"):
         stream.updateStateByKey(lambda values, state: state, initialRDD="ab")
+    with pytest.raises(InvalidArgumentError, match=r"by keyword, .*\(updateFunc, initialRDD=rdd"):
+        stream.updateStateByKey(lambda values, state: state, sc.parallelize([("a", 1)]))  # type: ignore[arg-type]
 
 
 def test_streams_of_another_context(sc: SparkContext) -> None:

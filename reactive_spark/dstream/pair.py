@@ -198,6 +198,12 @@ class PairOperations:
             [[('a', 2)], [('a', 3), ('b', 1)]]
         """
         require_callable(updateFunc, "updateFunc", "updateStateByKey")
+        if isinstance(numPartitions, RDD):
+            raise InvalidArgumentError(
+                f"numPartitions must be a positive int, got {numPartitions!r}: "
+                "updateStateByKey's arguments are updateFunc, numPartitions, initialRDD; pass "
+                "the initial state by keyword, updateStateByKey(updateFunc, initialRDD=rdd)"
+            )
         partitions = self._partitions(numPartitions)
         initial: RDD[Any] | None = None
         if initialRDD is not None:
