@@ -63,6 +63,14 @@ def cli(cwd: Path, environment: dict[str, str], *args: str) -> subprocess.Comple
         ),
         (["demo", "--days", "0"], "--days: must be a positive int, got '0'"),
         (["cluster", "--cores", "none"], "--cores: must be a positive int, got 'none'"),
+        (
+            ["run", "app.py", "--batch-duration", "-1"],
+            "--batch-duration: must be a number of seconds of at least 0.001, got '-1'",
+        ),
+        (
+            ["backfill", "app.py", "--batch-duration", "inf"],
+            "--batch-duration: must be a number of seconds of at least 0.001, got 'inf'",
+        ),
     ],
 )
 def test_a_bad_number_is_refused_as_the_command_line_is_read(
@@ -81,6 +89,10 @@ MISTAKES = {
     "a bad --until": (
         ["run", "app.py", "--until", "banana"],
         "--until must be an ISO time or a duration such as 90s, 10m, 2h, got 'banana'",
+    ),
+    "a zero --until": (
+        ["run", "app.py", "--until", "0s"],
+        "--until must be a duration of at least 1ms or a time, got '0s'",
     ),
     "a FUNC taking more": (
         ["run", "app.py:report"],

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from datetime import UTC, datetime
 
@@ -67,7 +68,7 @@ def parser() -> argparse.ArgumentParser:
     spark_options(run_command)
     run_command.add_argument("--checkpoint", default=None, help="checkpoint directory")
     run_command.add_argument(
-        "--batch-duration", type=float, default=None, help="default timer period in seconds"
+        "--batch-duration", type=seconds, default=None, help="default timer period in seconds"
     )
     run_command.add_argument(
         "--until", default=None, help="stop at this ISO time, or after 90s / 10m / 2h"
@@ -105,7 +106,7 @@ def parser() -> argparse.ArgumentParser:
         "--checkpoint", default=None, help="the backfill's own checkpoint directory (new)"
     )
     backfill_command.add_argument(
-        "--batch-duration", type=float, default=None, help="batchDuration of the context"
+        "--batch-duration", type=seconds, default=None, help="batchDuration of the context"
     )
 
     cluster_command = commands.add_parser(
@@ -157,6 +158,24 @@ def positive_int(text: str) -> int:
     return number
 
 
+def seconds(text: str) -> float:
+    """`--batch-duration`: seconds, at least a millisecond, checked as the command line is read.
+
+    Examples:
+        >>> seconds("0.5")
+        0.5
+    """
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number >= 0.001):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds of at least 0.001, got {text!r}"
+        )
+    return number
+
+
 def until(text: str) -> Time | Duration:
     """`--until`: an ISO time (UTC unless it says), or a duration from now (`90s`, `10m`, `2h`).
 
@@ -169,7 +188,12 @@ def until(text: str) -> Time | Duration:
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
     if match:
         factor = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
-        return to_duration(float(match[1]) * factor, "--until")
+        seconds = float(match[1]) * factor
+        if not (math.isfinite(seconds) and seconds >= 0.001):
+            raise InvalidArgumentError(
+                f"--until must be a duration of at least 1ms or a time, got {text!r}"
+            )
+        return to_duration(seconds, "--until")
     return instant(text, "--until", "an ISO time or a duration such as 90s, 10m, 2h")
 
 
