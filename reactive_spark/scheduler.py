@@ -83,6 +83,7 @@ class JobScheduler:
         self._ready: deque[list[Event]] = deque()
         self._taking = threading.Lock()  # the worker takes from `_ready`, the loop may drop it
         self._taken = 0  # events the worker thread took in its busy period (its own count)
+        self._run_taken: list[Event] = []  # the run it works on (a stop may abandon it)
         # accepted events queued for the worker (counted on the loop), and those of them it
         # processed (counted by the worker): all are done when the two are equal
         self._enqueued = 0
@@ -159,6 +160,7 @@ class JobScheduler:
         runs = self._drop_ready()  # accepted, not processed yet
         self._settle(_count(runs))
         for run in runs:
+            self.order.processed(run[0].source, len(run))  # none of them waits any more
             dropped.setdefault(run[0].source, []).extend(run)
         for source, events in dropped.items():
             self._listeners.tell("onEventsDropped", EventsDropped.of(source.name, "stop", events))
@@ -184,7 +186,8 @@ class JobScheduler:
             self.abort()
             ended, failure = await self._cancel_until_processed()
             if not ended:
-                abandoned = self.runner.abandoned = True
+                abandoned = True
+                self._abandon()
                 self._wake_idle()  # who waits for it (advanceTo) returns: the context stopped
         self._finished = True
         self._work.set()
@@ -325,9 +328,34 @@ class JobScheduler:
             self._ready.clear()
         return runs
 
+    def _abandon(self) -> None:
+        """Leave the running batch to end in the worker thread (on the loop).
+
+        Nothing the worker does after is told or recorded (`runner.abandoned`), so the rest of
+        the run it works on, which it would drop between batches, is reported dropped now.
+        """
+        with self._taking:
+            self.runner.abandoned = True
+            through = self.processed_through
+            unprocessed = [
+                event
+                for event in self._run_taken
+                if event.instanceId is not None and event.instanceId > through
+            ]
+            self._run_taken = []
+        self._dropped_at_stop(unprocessed[1:])  # the first is the batch left running
+
+    def _dropped_in_worker(self, events: list[Event]) -> None:
+        """The worker drops the rest of its run at a stop, unless the stop abandoned it."""
+        with self._taking:
+            if not self.runner.abandoned:
+                self._dropped_at_stop(events)
+                self._run_taken = []
+
     def _dropped_at_stop(self, events: list[Event]) -> None:
-        """Report accepted events a stop dropped before their batch ran (worker thread)."""
+        """Report accepted events a stop dropped before their batch ran; none waits any more."""
         if events:
+            self.order.processed(events[0].source, len(events))
             self._listeners.tell(
                 "onEventsDropped", EventsDropped.of(events[0].source.name, "stop", events)
             )
@@ -398,13 +426,14 @@ class JobScheduler:
             with self._taking:
                 if not ready or runner.dropping:
                     return
-                run = ready.popleft()
+                run = self._run_taken = ready.popleft()
             self._taken += len(run)
             for first in range(0, len(run), EVENTS_PER_CLEAR):
                 if runner.dropping:
-                    self._dropped_at_stop(run[first:])
+                    self._dropped_in_worker(run[first:])
                     return
                 self._process_run(run[first : first + EVENTS_PER_CLEAR])
+            self._run_taken = []
 
     def _process_run(self, events: list[Event]) -> None:
         """Plan and run the batches of `events`, in order (worker thread).
@@ -420,7 +449,7 @@ class JobScheduler:
         try:
             for event in events:
                 if runner.dropping:
-                    self._dropped_at_stop(events[done:])
+                    self._dropped_in_worker(events[done:])
                     return
                 batch = plan_batch(event, keep_empty=keep_empty)
                 if batch is not None and run(event, batch):

@@ -24,7 +24,14 @@ from pyspark import SparkContext
 from reactivex import operators as rx_ops
 from reactivex.subject import Subject
 
-from reactive_spark import Seconds, StreamingContext, SystemClock, Time, VirtualClock
+from reactive_spark import (
+    Seconds,
+    StreamingContext,
+    StreamingListener,
+    SystemClock,
+    Time,
+    VirtualClock,
+)
 from reactive_spark.errors import ListenError, StopError
 
 from .helpers import ROOT, Recorder, virtual
@@ -472,3 +479,45 @@ async def test_a_stop_does_not_wait_for_a_batch_stuck_in_a_function_of_yours(
     await second.start()
     await second.stop(stopSparkContext=False)
     assert again == [1]
+
+
+async def test_a_stop_abandoning_a_stuck_batch_reports_the_rest_of_its_run_dropped(
+    sc: SparkContext,
+) -> None:
+    """Events accepted together reach the worker as one run: a stop that leaves the first one's
+    batch stuck in a function of yours reports the others dropped now, once, and nothing waits
+    any more (they were reported only when the function returned, if it ever did)."""
+    stuck, release = threading.Event(), threading.Event()
+
+    def hangs(rdd: Any) -> None:
+        stuck.set()
+        release.wait(60)
+
+    dropped: list[tuple[str, int]] = []
+
+    class Drops(StreamingListener):
+        def onEventsDropped(self, events: Any) -> None:
+            dropped.append((events.reason, events.count))
+
+    ssc = virtual(sc)
+    ssc.addStreamingListener(Drops())
+    source = ssc.manualSource("m")
+    ssc.queueStream([], default=[1]).foreachRDD(hangs).bind(source)
+    await ssc.start()
+    for value in range(3):
+        source.trigger(value)
+    await asyncio.get_running_loop().run_in_executor(None, stuck.wait, 30)
+    try:
+        with pytest.raises(StopError, match="did not end 2 s after its Spark jobs"):
+            await ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=0.5)
+        assert dropped == [("stop", 2)]
+        assert source.queueDepth == 1  # the batch left running
+    finally:
+        release.set()
+    for _ in range(100):  # the worker ends once the batch returns
+        if "reactive-spark-worker" not in our_threads():
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.1)  # what the worker handed to the loop, if anything, ran
+    assert dropped == [("stop", 2)]  # not again when the batch returned
+    assert source.queueDepth == 0
