@@ -217,6 +217,18 @@ def test_run_runs_a_program_until_the_given_time(tmp_path: Path) -> None:
     assert not spark_noise(done.stderr)
 
 
+def test_a_build_that_raises_answers_in_one_line(tmp_path: Path) -> None:
+    """As an import that raises does: where it raised, not the command's own frames."""
+    (tmp_path / "raising.py").write_text(
+        "def build(ssc):\n    ssc.queueStream([[1]]).pprint()\n    raise RuntimeError('boom')\n"
+    )
+    done = command("graph", "raising.py", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("build(ssc) failed: RuntimeError: boom ("), line
+    assert line.endswith(f"{tmp_path / 'raising.py'}:3)"), line
+
+
 #: What Spark's JVM prints as it starts, unless told otherwise.
 NOISE = ("WARN", "log4j", "NativeCodeLoader", "incubator", "Setting default log level")
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from reactive_spark._callbacks import callable_name
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError
 
@@ -120,7 +121,16 @@ def on_path(pyFiles: Sequence[str]) -> None:
 
 
 async def build(function: Callable[..., Any], ssc: StreamingContext) -> None:
-    """Call the user's `build(ssc)`, awaiting it if it is a coroutine function."""
-    result = function(ssc)
-    if inspect.isawaitable(result):
-        await result
+    """Call the user's `build(ssc)`, awaiting it if it is a coroutine function.
+
+    What it raises is an `InvalidArgumentError` saying so in a line, with where it was raised,
+    as an import that fails is: the command's own frames are no help to its reader.
+    """
+    try:
+        result = function(ssc)
+        if inspect.isawaitable(result):
+            await result
+    except Exception as exc:
+        raise InvalidArgumentError(
+            f"{callable_name(function)}(ssc) failed: {one_line(exc)}"
+        ) from None
