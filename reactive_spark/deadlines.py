@@ -339,6 +339,8 @@ class DeadlineWatch(StreamingListener):
         tracker.next = end
         more = due - len(met) - len(told)
         if more:
+            while start.milliseconds in met:  # the report starts at the first period missed
+                start = start + expectation.every
             told.append(self._missed(tracker, start, expectation.deadline(last_missed), more))
         return told
 

@@ -444,3 +444,21 @@ async def test_a_batch_of_a_stopped_context_is_shown_without_asking_spark(
         assert shown.status == 200
         [job] = (await shown.json())["jobs"]
         assert job["status"] == "succeeded" and "sparkJobs" not in job
+
+
+def test_the_report_counting_the_rest_starts_at_a_period_missed() -> None:
+    """Past the first MAX_TOLD misses, one report counts the rest: it starts at the first of
+    them that was missed, not at a period met in between (it named the met day 10)."""
+    daily = Expectation.of(Days(1), Hours(2))
+    clock = VirtualClock(Time(Days(15).milliseconds + 1))
+    told: list[DeadlineMissed] = []
+    watch = DeadlineWatch(clock, lambda name, info: told.append(info))
+    watch.add("source", "daily", daily)
+    state = {"expect": daily.product(), "next": 0, "met": [Days(MAX_TOLD).milliseconds]}
+    watch.begin(clock.now(), {"source:daily": state})
+    watch.schedule(clock.now(), settle=lambda then: then())
+    clock.advanceTo(clock.now() + Milliseconds(1))
+    *one_by_one, rest = told
+    assert [miss.periodStart.day for miss in one_by_one] == list(range(1, MAX_TOLD + 1))
+    assert rest.periodStart == Time(Days(MAX_TOLD + 1).milliseconds).toDatetime()
+    assert rest.periodsMissed == 15 - MAX_TOLD - 1  # days 0 to 14, day 10 met
