@@ -114,8 +114,15 @@ class Lifecycle:
             except StopError as stop_error:  # the start's failure comes first, this after it
                 exc.add_note(f"then stopping what had started failed too: {stop_error}")
             raise
-        assert self.zero_time is not None
-        log.info("StreamingContext started at %s", self.zero_time.isoformat())
+        assert self.zero_time is not None and self.started_at is not None
+        if self.zero_time == self.started_at:
+            log.info("StreamingContext started at %s", self.started_at.isoformat())
+        else:  # a checkpoint's, or a backfill's
+            log.info(
+                "StreamingContext started at %s (its zero time %s)",
+                self.started_at.isoformat(),
+                self.zero_time.isoformat(),
+            )
 
     async def _start(self, backfill_from: Time | None) -> None:
         ssc, clock = self._ssc, self._runtime.clock

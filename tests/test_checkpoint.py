@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 from datetime import UTC, datetime
@@ -418,7 +419,7 @@ async def test_files_dropped_during_downtime_are_caught_up(
 
 
 async def test_getOrCreate_rebuilds_the_graph_and_recovers(
-    sc: SparkContext, tmp_path: Path
+    sc: SparkContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     checkpoint = str(tmp_path / "checkpoint")
     seen: list[tuple[int, list[int]]] = []
@@ -435,7 +436,11 @@ async def test_getOrCreate_rebuilds_the_graph_and_recovers(
         await first.advanceTo(T0 + Days(3))
     await first.stop(stopSparkContext=False)
     second = StreamingContext.getOrCreate(checkpoint, lambda: setup(T0 + Days(2), None))
-    await second.start()
+    with caplog.at_level(logging.INFO, logger="reactive_spark.lifecycle"):
+        await second.start()
+    # when it started, and the zero time its checkpoint keeps
+    started = "started at 2024-01-03T00:00:00Z (its zero time 2024-01-01T00:00:00Z)"
+    assert started in caplog.text
     await second.advanceTo(T0 + Days(3))
     await second.stop(stopSparkContext=False)
     assert [day for day, _ in seen] == [0, 1, 2, 3]
