@@ -230,17 +230,17 @@ async def test_a_console_with_auth_or_insecure_answers_other_machines(sc: SparkC
 async def test_any_host_name_needs_auth_or_insecure(sc: SparkContext) -> None:
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     build(ssc)
-    refusal = r"allowedHosts=\['\*'\] without auth lets a page rebound to this machine"
+    refusal = r"allowed_hosts=\['\*'\] without auth lets a page rebound to this machine"
     with pytest.raises(InvalidArgumentError, match=refusal):
-        create_app(ssc, allowedHosts=["*"])
+        create_app(ssc, allowed_hosts=["*"])
     with pytest.raises(InvalidArgumentError, match=refusal):
-        setup(web.Application(), ssc, allowedHosts=["localhost", "*"])
+        setup(web.Application(), ssc, allowed_hosts=["localhost", "*"])
     with pytest.raises(InvalidArgumentError, match=refusal):
-        Console(ssc, allowedHosts=["*"])
+        Console(ssc, allowed_hosts=["*"])
     with pytest.raises(InvalidArgumentError, match="insecure must be a bool, got 'yes'"):
         create_app(ssc, insecure="yes")  # type: ignore[arg-type]
-    create_app(ssc, allowedHosts=["*"], insecure=True)
-    create_app(ssc, allowedHosts=["*"], auth=BearerToken(CONSOLE_TOKEN))
+    create_app(ssc, allowed_hosts=["*"], insecure=True)
+    create_app(ssc, allowed_hosts=["*"], auth=BearerToken(CONSOLE_TOKEN))
 
 
 # -- token-protected REST triggers through the console ------------------------------------------
@@ -324,7 +324,7 @@ async def test_protected_requests_are_shown_to_authenticated_viewers_only(sc: Sp
         ({"Content-Type": "multipart/form-data; boundary=x"}, "--x--", 415, "application/json"),
         ({}, None, 415, "application/json"),
         ({**JSON, "Host": "evil.example"}, "null", 421, "Host 'evil.example' is not a name"),
-        ({**JSON, "Host": "evil.example:4040"}, "null", 421, "allowedHosts: 127.0.0.1, ::1"),
+        ({**JSON, "Host": "evil.example:4040"}, "null", 421, "allowed_hosts: 127.0.0.1, ::1"),
     ],
 )
 async def test_cross_site_and_rebound_requests_fire_nothing(  # type: ignore[no-untyped-def]
@@ -383,10 +383,10 @@ async def test_same_origin_requests_and_allowed_hosts_are_served(make_console: A
     for host in ("localhost:4040", "[::1]:4040", "127.0.0.1"):
         assert (await client.get("/api/sources", headers={"Host": host})).status == 200
     assert (await client.get("/api/sources", headers={"Host": "evil.example"})).status == 421
-    _, named = await make_console(allowedHosts=["reports.example.com"])
+    _, named = await make_console(allowed_hosts=["reports.example.com"])
     assert (await named.get("/api/sources", headers={"Host": "reports.example.com"})).status == 200
     assert (await named.get("/api/sources")).status == 421  # 127.0.0.1 was not listed
-    _, anyone = await make_console(allowedHosts=["*"], insecure=True)
+    _, anyone = await make_console(allowed_hosts=["*"], insecure=True)
     assert (await anyone.get("/api/sources", headers={"Host": "evil.example"})).status == 200
 
 
@@ -511,8 +511,8 @@ async def test_console_arguments_are_checked(sc: SparkContext, caplog: Any) -> N
         create_app(ssc, auth="s3cret")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="scopes must be some of"):
         BearerToken("t", scopes={"admin"})
-    with pytest.raises(InvalidArgumentError, match="allowedHosts must be a list"):
-        create_app(ssc, allowedHosts="localhost")
+    with pytest.raises(InvalidArgumentError, match="allowed_hosts must be a list"):
+        create_app(ssc, allowed_hosts="localhost")
     assert "t0ken" not in repr(BearerToken("t0ken"))
     signed = Console(ssc, "0.0.0.0", 0, token="t0ken")
     assert signed.loginUrl.endswith("/?token=t0ken")

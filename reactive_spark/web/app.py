@@ -32,7 +32,7 @@ from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.lifecycle import DEFAULT_STOP_TIMEOUT, ContextLifecycle
 from reactive_spark.web.openapi import openapi
-from reactive_spark.web.security import LOOPBACK_NAMES, allowed_hosts, guard, security_headers
+from reactive_spark.web.security import LOOPBACK_NAMES, answered_hosts, guard, security_headers
 from reactive_spark.web.values import json_response
 
 __all__ = ["Console", "create_app", "serve", "setup"]
@@ -52,10 +52,10 @@ WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 def _refuse_any_host_without_auth(
     hosts: frozenset[str], auth: Authenticator | None, insecure: bool
 ) -> None:
-    """Refuse `allowedHosts=["*"]` for a console without auth, unless `insecure`."""
+    """Refuse `allowed_hosts=["*"]` for a console without auth, unless `insecure`."""
     if "*" in hosts and auth is None and not insecure:
         raise InvalidArgumentError(
-            "allowedHosts=['*'] without auth lets a page rebound to this machine (DNS "
+            "allowed_hosts=['*'] without auth lets a page rebound to this machine (DNS "
             "rebinding) read and fire through the console: give it auth, list the Host names "
             "it is reached by, or pass insecure=True on a network you trust"
         )
@@ -80,7 +80,7 @@ def create_app(
     prefix: str = "",
     history: int = 1000,
     auth: Authenticator | None = None,
-    allowedHosts: Iterable[str] | None = None,
+    allowed_hosts: Iterable[str] | None = None,
     insecure: bool = False,
     stop_timeout: float | None = DEFAULT_STOP_TIMEOUT,
 ) -> web.Application:
@@ -91,14 +91,14 @@ def create_app(
     scopes (`BearerToken(token)`, or the service's own callable: see `web.auth`). Without it,
     the console answers clients on this machine only: a client whose connection is not from a
     loopback address gets 403, whatever address the service listens on; `insecure=True` lets
-    any client view and fire. `allowedHosts` are the `Host` names it answers to (loopback
+    any client view and fire. `allowed_hosts` are the `Host` names it answers to (loopback
     names by default, any port; `["*"]` for any, which without auth needs `insecure=True`):
     see docs/security.md. The service starts the context (unless it runs already) and stops
     it: the stop begins as the service's shutdown does, before it waits for its requests, and
     is graceful for at most `stop_timeout` seconds (None: until every queued batch ran).
 
     Raises:
-        InvalidArgumentError: an argument is not what it should be, or `allowedHosts` holds
+        InvalidArgumentError: an argument is not what it should be, or `allowed_hosts` holds
             `"*"` without `auth` or `insecure=True`.
 
     Examples:
@@ -114,7 +114,7 @@ def create_app(
     auth = require_authenticator(auth)
     insecure = require_bool(insecure, "insecure")
     stop_timeout = require_timeout(stop_timeout, "stop_timeout")
-    hosts = allowed_hosts(allowedHosts)
+    hosts = answered_hosts(allowed_hosts)
     _refuse_any_host_without_auth(hosts, auth, insecure)
     app = web.Application(
         middlewares=[json_errors, guard(hosts), authentication(auth, insecure=insecure)]
@@ -142,14 +142,14 @@ def setup(
     prefix: str = "/reactive",
     *,
     auth: Authenticator | None = None,
-    allowedHosts: Iterable[str] | None = None,
+    allowed_hosts: Iterable[str] | None = None,
     history: int = 1000,
     insecure: bool = False,
     stop_timeout: float | None = DEFAULT_STOP_TIMEOUT,
 ) -> web.Application:
     """Mount the console for `ssc` in `app` under `prefix`; returns the console application.
 
-    `auth`, `allowedHosts`, `history`, `insecure` and `stop_timeout` are `create_app`'s:
+    `auth`, `allowed_hosts`, `history`, `insecure` and `stop_timeout` are `create_app`'s:
     without `auth` the console answers clients on this machine only, unless `insecure=True`;
     the service's shutdown stops the context, gracefully for at most `stop_timeout` seconds.
 
@@ -170,7 +170,7 @@ def setup(
         prefix=prefix,
         history=history,
         auth=auth,
-        allowedHosts=allowedHosts,
+        allowed_hosts=allowed_hosts,
         insecure=insecure,
         stop_timeout=stop_timeout,
     )
@@ -226,7 +226,7 @@ class Console:
     `token` (or `auth`, an authenticator: see `web.auth`) is what viewers sign in with;
     `console.loginUrl` carries the token for a browser, which keeps it in the tab's session
     storage. Without either, the console refuses a `host` that is not a loopback address, and
-    `allowedHosts=["*"]`, unless `insecure=True` (then anyone who reaches the port may view and
+    `allowed_hosts=["*"]`, unless `insecure=True` (then anyone who reaches the port may view and
     fire).
 
     Examples:
@@ -247,7 +247,7 @@ class Console:
         *,
         token: str | None = None,
         auth: Authenticator | None = None,
-        allowedHosts: Iterable[str] | None = None,
+        allowed_hosts: Iterable[str] | None = None,
         insecure: bool = False,
     ) -> None:
         if not isinstance(ssc, StreamingContext):
@@ -271,7 +271,7 @@ class Console:
         self.port = port
         self.insecure = insecure
         self._token = token
-        self._hosts = allowed_hosts(allowedHosts) if allowedHosts is not None else None
+        self._hosts = answered_hosts(allowed_hosts) if allowed_hosts is not None else None
         if self._hosts is not None:
             _refuse_any_host_without_auth(self._hosts, self.auth, insecure)
         self._server: HttpServer | None = None
@@ -308,7 +308,7 @@ class Console:
         hosts = self._hosts if self._hosts is not None else _host_names(self.host)
         # its owner says how long the context's stop may take: `stop()` is as graceful as ever
         self._app = create_app(
-            self.ssc, auth=self.auth, allowedHosts=hosts, insecure=self.insecure, stop_timeout=None
+            self.ssc, auth=self.auth, allowed_hosts=hosts, insecure=self.insecure, stop_timeout=None
         )
         self._server = HttpServer(self._app)
         wanted = self.port
@@ -336,7 +336,7 @@ async def serve(
     *,
     token: str | None = None,
     auth: Authenticator | None = None,
-    allowedHosts: Iterable[str] | None = None,
+    allowed_hosts: Iterable[str] | None = None,
     insecure: bool = False,
 ) -> None:
     """Serve the console of `ssc` until the context stops (`ssc.serve` calls this).
@@ -351,7 +351,7 @@ async def serve(
         ```
     """
     console = Console(
-        ssc, host, port, token=token, auth=auth, allowedHosts=allowedHosts, insecure=insecure
+        ssc, host, port, token=token, auth=auth, allowed_hosts=allowed_hosts, insecure=insecure
     )
     await console.start()
     try:

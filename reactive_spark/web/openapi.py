@@ -254,7 +254,7 @@ _REFUSED: Schema = {
         "A cross-site request (Origin, Sec-Fetch-Site); signed in without the scope this "
         "needs; or a client on another machine, to a console without auth."
     ),
-    "421": _error("The Host header is not one the console answers to (allowedHosts)."),
+    "421": _error("The Host header is not one the console answers to (allowed_hosts)."),
 }
 _WRITE_REFUSED: Schema = {
     "403": _error(

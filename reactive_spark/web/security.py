@@ -1,6 +1,6 @@
 """What the console refuses before any handler runs, and the headers every answer carries.
 
-- `Host` must be one of `allowedHosts` (loopback names by default, any port): a page of
+- `Host` must be one of `allowed_hosts` (loopback names by default, any port): a page of
   `evil.example` whose name was rebound to 127.0.0.1 (DNS rebinding) is refused with 421.
 - No request but for the page and its static files may come from another site's page
   (`Origin`, `Sec-Fetch-Site`; else 403): another site can neither fire nor read the API,
@@ -13,9 +13,9 @@
   stays on the page) and `Server: reactive-spark`.
 
 Examples:
-    >>> sorted(allowed_hosts(None))
+    >>> sorted(answered_hosts(None))
     ['127.0.0.1', '::1', 'localhost']
-    >>> sorted(allowed_hosts(["reports.example.com"]))
+    >>> sorted(answered_hosts(["reports.example.com"]))
     ['reports.example.com']
 """
 
@@ -29,7 +29,7 @@ from aiohttp.typedefs import Middleware
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.sources.http import SERVER, cross_site, host_name, json_error
 
-__all__ = ["LOOPBACK_NAMES", "PAGE_ROUTES", "allowed_hosts", "guard", "security_headers"]
+__all__ = ["LOOPBACK_NAMES", "PAGE_ROUTES", "answered_hosts", "guard", "security_headers"]
 
 #: The `Host` names a console answers to unless told otherwise (with any port).
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -46,16 +46,16 @@ CONTENT_SECURITY_POLICY = (
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def allowed_hosts(value: Iterable[str] | None) -> frozenset[str]:
+def answered_hosts(value: Iterable[str] | None) -> frozenset[str]:
     """The `Host` names to answer (lower case; `"*"` for any), loopback names for None."""
     if value is None:
         return LOOPBACK_NAMES
     if isinstance(value, str):
-        raise InvalidArgumentError(f"allowedHosts must be a list of host names, got {value!r}")
+        raise InvalidArgumentError(f"allowed_hosts must be a list of host names, got {value!r}")
     names = list(value)
     if not names or not all(isinstance(name, str) and name.strip() for name in names):
         raise InvalidArgumentError(
-            f"allowedHosts must be a non-empty list of host names (or ['*']), got {value!r}"
+            f"allowed_hosts must be a non-empty list of host names (or ['*']), got {value!r}"
         )
     return frozenset(host_name(name) if name != "*" else name for name in names)
 
@@ -73,7 +73,7 @@ def guard(hosts: frozenset[str]) -> Middleware:
             raise json_error(
                 web.HTTPMisdirectedRequest,
                 f"Host {request.host!r} is not a name this console answers to "
-                f"(allowedHosts: {', '.join(sorted(hosts))})",
+                f"(allowed_hosts: {', '.join(sorted(hosts))})",
             )
         match = request.match_info
         if match.http_exception is not None:  # 404, 405 as they are
