@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
 from reactive_spark import Days, Hours, InvalidArgumentError, StreamingContext, Time, VirtualClock
-from reactive_spark.web import create_app, setup
+from reactive_spark.web import Console, create_app, setup
 
 T0 = Time.fromDatetime(datetime(2026, 2, 2, tzinfo=UTC))
 
@@ -290,6 +290,52 @@ async def test_a_console_fire_is_either_accepted_or_refused_never_both(sc: Spark
         error = await ok(await third, 503)
         assert error["error"].endswith("before this one was accepted: it will not run")
     assert ran == ["first", "second"]
+
+
+async def test_a_console_stopping_answers_the_fires_still_waiting(sc: SparkContext) -> None:
+    """A console on its own port stops the context before its server: a fire whose event was
+    posted is answered 202 once the graceful stop accepts it, however long the batch before
+    it takes, and one waiting for room in its source is refused. Both were cut off when the
+    server gave running requests its second, before the context's stop began."""
+    import threading
+
+    import aiohttp
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m")
+    passed = manual.filter(lambda event: True).overflow(maxQueued=1)
+    blocking = ssc.manualSource("b").overflow(1, "block")
+    gate = threading.Event()
+    ran: list[Any] = []
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        ran.append(event.value)
+        gate.wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(passed).bind(blocking)
+    console = await Console(ssc, port=0).start()
+
+    def fire(name: str, value: str) -> Any:
+        return session.post(f"{console.url}api/sources/{name}/fire", json=value)
+
+    async with aiohttp.ClientSession() as session:
+        async with fire("m", "first") as first:
+            assert first.status == 202
+        while not ran:  # the first batch holds the worker: `passed` is full until it ends
+            await asyncio.sleep(0.01)
+        async with fire("b", "b1") as accepted:  # accepted, not processed: `b` is full
+            assert accepted.status == 202
+        waiting_for_room = asyncio.ensure_future(fire("b", "b2"))
+        posted = asyncio.ensure_future(fire("m", "second"))  # waits to be accepted
+        await asyncio.sleep(0.3)
+        assert not waiting_for_room.done() and not posted.done()
+        threading.Timer(2.0, gate.set).start()  # past the second the server gives requests
+        await console.stop()
+        refused = await waiting_for_room
+        assert refused.status == 503, await refused.text()
+        answer = await posted
+        assert answer.status == 202, await answer.text()
+    assert ran == ["first", "b1", "second"]
 
 
 async def test_a_service_shutdown_stops_its_context_in_bounded_time(sc: SparkContext) -> None:

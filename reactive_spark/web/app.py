@@ -29,7 +29,7 @@ from reactive_spark.web.auth import (
     require_authenticator,
 )
 from reactive_spark.web.history import History
-from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
+from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, LIFECYCLE_KEY, PREFIX_KEY
 from reactive_spark.web.lifecycle import DEFAULT_STOP_TIMEOUT, ContextLifecycle
 from reactive_spark.web.openapi import openapi
 from reactive_spark.web.security import LOOPBACK_NAMES, answered_hosts, guard, security_headers
@@ -132,7 +132,8 @@ def create_app(
     app.router.add_get("/static/{name}", _static, name="static")
     app.on_response_prepare.append(security_headers)
     app.on_shutdown.append(_end_live_streams)
-    ContextLifecycle(ssc, stop_timeout).attach(app)
+    app[LIFECYCLE_KEY] = ContextLifecycle(ssc, stop_timeout)
+    app[LIFECYCLE_KEY].attach(app)
     return app
 
 
@@ -321,9 +322,15 @@ class Console:
         return self
 
     async def stop(self) -> None:
-        """Stop serving (live streams end at once), and stop the context (gracefully) if it runs."""
+        """Stop the context (gracefully) if it runs, then serving; live streams end at once."""
         if self._app is not None:
             self._app[HISTORY_KEY].live.close()
+            # the server stays up while the context stops: a fire whose event was posted is
+            # answered once it is accepted, and one waiting for room is refused (503), before
+            # the server gives the requests still running its second and drops them
+            lifecycle = self._app[LIFECYCLE_KEY]
+            lifecycle.begin_stop()
+            await lifecycle.stopped()
         if self._server is not None:
             await self._server.stop()
             self._server = None

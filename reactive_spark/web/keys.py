@@ -15,10 +15,13 @@ from aiohttp import web
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
     from reactive_spark.web.history import History
+    from reactive_spark.web.lifecycle import ContextLifecycle
 
-__all__ = ["CONTEXT_KEY", "HISTORY_KEY", "PREFIX_KEY"]
+__all__ = ["CONTEXT_KEY", "HISTORY_KEY", "LIFECYCLE_KEY", "PREFIX_KEY"]
 
 CONTEXT_KEY: web.AppKey[StreamingContext] = web.AppKey("reactive_spark_context")
 HISTORY_KEY: web.AppKey[History] = web.AppKey("reactive_spark_history")
 #: Where the console is mounted, for the links it gives (e.g. `"/reactive"`, or `""`).
 PREFIX_KEY: web.AppKey[str] = web.AppKey("reactive_spark_prefix")
+#: How the context starts and stops with the application (`web.lifecycle`).
+LIFECYCLE_KEY: web.AppKey[ContextLifecycle] = web.AppKey("reactive_spark_lifecycle")

@@ -61,6 +61,14 @@ class ContextLifecycle:
             log.warning("the console's StreamingContext was never started")
 
     async def _begin_stop(self, app: web.Application) -> None:
+        self.begin_stop()
+
+    def begin_stop(self) -> None:
+        """Begin the context's stop, if it runs and no stop began (on the loop).
+
+        The service's `on_shutdown` does; a console on its own port (`Console.stop`) does
+        before its server stops, and waits for it (`stopped`).
+        """
         if self._stopping is None and self._ssc.state != "initialized":
             self._stopping = asyncio.ensure_future(
                 self._ssc.stop(
@@ -68,6 +76,11 @@ class ContextLifecycle:
                 )
             )
             self._stopping.add_done_callback(self._ended)
+
+    async def stopped(self) -> None:
+        """Wait until the stop begun has ended; what it raised is the cleanup's to raise."""
+        if self._stopping is not None:
+            await asyncio.wait({self._stopping})
 
     def _ended(self, stopping: asyncio.Task[None]) -> None:
         """Log how a stop failed that the cleanup never waited for (an earlier step raised).
