@@ -58,19 +58,14 @@ def _positional_range(func: Callable[..., Any]) -> tuple[int, float] | None:
     return (required, accepted)
 
 
-def adapt_callback(
-    func: Any, data_args: int, argument: str, operation: str, *, fills_parameters: bool = True
-) -> Adapted:
+def adapt_callback(func: Any, data_args: int, argument: str, operation: str) -> Adapted:
     """Wrap `func` so it can always be called as `adapted(data, event)`.
 
     `data` is a tuple of `data_args` values (RDDs). `func` may take `(*data)`,
     `(time, *data)` or `(time, *data, event)`, `time` being `event.datetime` (computed only for
-    functions that take it); the shape is chosen by its signature: the one that fills all its
-    positional parameters, as PySpark counts them for `foreachRDD` and `transform` (`def
-    f(time, rdd=None)` gets both), else the fewest arguments it can take (`def f(*args)` gets
-    the data). With `fills_parameters=False` the fewest always (PySpark's
-    `StreamingContext.transform` passes the RDDs alone). A callable whose signature cannot be
-    read is given the data alone, as PySpark would.
+    functions that take it); the shape is chosen by its signature, preferring the fewest
+    arguments it can take. A callable whose signature cannot be read is given the data alone,
+    as PySpark would.
 
     Examples:
         >>> adapted = adapt_callback(lambda rdd: rdd * 2, 1, "func", "transform")
@@ -82,19 +77,16 @@ def adapt_callback(
     if shape is None:
         return lambda data, event: func(*data)
     required, accepted = shape
-    takes = [extra for extra in (0, 1, 2) if required <= data_args + extra <= accepted]
-    if takes:
-        # all its positional parameters first (PySpark's `co_argcount` rule), else the fewest
-        extra = min(
-            takes, key=lambda extra: (fills_parameters and data_args + extra != accepted, extra)
-        )
-        if extra == 0:
-            if data_args == 1:  # most operations: no tuple unpacking per call
-                return lambda data, event: func(data[0])
-            return lambda data, event: func(*data)
-        if extra == 1:
-            return lambda data, event: func(event.datetime, *data)
-        return lambda data, event: func(event.datetime, *data, event)
+    for extra in (0, 1, 2):
+        count = data_args + extra
+        if required <= count <= accepted:
+            if extra == 0:
+                if data_args == 1:  # most operations: no tuple unpacking per call
+                    return lambda data, event: func(data[0])
+                return lambda data, event: func(*data)
+            if extra == 1:
+                return lambda data, event: func(event.datetime, *data)
+            return lambda data, event: func(event.datetime, *data, event)
     data_names = ", ".join(["rdd"] * data_args) if data_args != 2 else "rdd_a, rdd_b"
     raise InvalidCallbackError(
         f"{operation}: {argument} must take ({data_names}), (time, {data_names}) or "

@@ -189,9 +189,7 @@ class InputStreamDefinitions:
             >>> only_a = ssc.transform([a, b], lambda rdds: rdds[0].subtract(rdds[1]))
         """
         streams = self._own_streams(dstreams)
-        adapted = adapt_callback(
-            transformFunc, 1, "transformFunc", "StreamingContext.transform", fills_parameters=False
-        )
+        adapted = adapt_callback(transformFunc, 1, "transformFunc", "StreamingContext.transform")
         return TransformedDStream(
             _context(self),
             [EventDependency(stream) for stream in streams],
