@@ -91,6 +91,11 @@ def test_transactional_sink_commits_results_and_offsets_together(database: Datab
     assert sink.committedOffsets() == {("clicks", 0): 9, ("clicks", 1): 3}
     assert sink.committedOffsets("clicks") == sink.committedOffsets()
     assert sink.committedOffsets("views") == {}
+    # a batch that read nothing from one partition, run again after a crash: nothing happens
+    partly_idle = [OffsetRange("clicks", 0, 9, 12), OffsetRange("clicks", 1, 3, 3)]
+    assert sink.commit(partly_idle, add(1)) is True
+    assert sink.commit(partly_idle, add(1)) is False
+    assert rows(database, f"SELECT n FROM {totals}") == [(13,)]
 
 
 async def test_a_direct_stream_into_a_transactional_sink_counts_each_record_once(

@@ -235,8 +235,10 @@ class TransactionalSink:
                 )
                 row = cursor.fetchone()
                 stored[offsets] = None if row is None else int(row[0])
-            if ranges and all(
-                stored[offsets] == offsets.untilOffset and offsets.count() for offsets in ranges
+            # every range ends where the offsets are: committed already, unless none read
+            # anything (a batch of empty ranges cannot tell a re-run from a first run)
+            if any(offsets.count() for offsets in ranges) and all(
+                stored[offsets] == offsets.untilOffset for offsets in ranges
             ):
                 return False
             write(cursor)
