@@ -309,6 +309,29 @@ async def test_records_deleted_before_they_are_read_fail_the_batch_loudly(
     assert "offsets 0..9 are outside the retained 8..9" in str(failures[0].error)
 
 
+async def test_a_position_past_the_log_s_end_fails_the_batch_loudly(
+    sc: SparkContext, log: Any
+) -> None:
+    """A topic truncated or recreated under the stream, or `fromOffsets` past its end: the
+    stream's position is past the latest offset. Its batches read nothing, silently, and once
+    the log grew back past it the records in between were skipped."""
+    ssc = virtual(sc, start=T0)
+    tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+    ssc.directStream(log, ["clicks"], fromOffsets={("clicks", 0): 100}).foreachRDD(
+        lambda rdd: rdd.count()
+    ).bind(tick)
+    await ssc.start()
+    for n in range(3):
+        log.append("clicks", n, partition=0)
+    failures = await ssc.advanceTo(T0 + Seconds(1))
+    await ssc.stop(stopSparkContext=False)
+    assert [failure.kind for failure in failures] == ["plan"]
+    assert isinstance(failures[0].error, OffsetOutOfRangeError)
+    assert "'clicks' partition 0: the stream's position 100 is past the log's latest offset 3" in (
+        str(failures[0].error)
+    )
+
+
 async def test_a_rerun_batch_reads_the_same_offset_ranges(
     sc: SparkContext, log: Any, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ from pyspark import RDD, SparkContext
 
 from reactive_spark._validation import require_bool, require_int
 from reactive_spark.dstream.inputs import InputDStream
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import InvalidArgumentError, OffsetOutOfRangeError
 from reactive_spark.events import Event
 from reactive_spark.listener import StreamingListener
 from reactive_spark.log.backend import LogBackend, LogRecord
@@ -230,7 +230,7 @@ class DirectLogInputDStream(InputDStream):
         partitions = [(topic, p) for topic in self.topics for p in self.partitions[topic]]
         starts = [self._positions[partition] for partition in partitions]
         backlogs = [
-            max(0, self.log.latest_offset(topic, partition) - start)
+            self._backlog(topic, partition, start)
             for (topic, partition), start in zip(partitions, starts, strict=True)
         ]
         counts = self._limit(backlogs, event, span)
@@ -243,6 +243,21 @@ class DirectLogInputDStream(InputDStream):
         self._live_reads += 1
         self._last_live_read = (event.instanceId, span)
         return self._take(event, ranges), {"offsetRanges": [r.toList() for r in ranges]}
+
+    def _backlog(self, topic: str, partition: int, start: int) -> int:
+        """How many records wait past `start`; `OffsetOutOfRangeError` if the log ends before it.
+
+        A topic truncated or recreated under the stream, or `fromOffsets` past its end: reading
+        on would skip the records the log holds again up to the position, silently.
+        """
+        latest = self.log.latest_offset(topic, partition)
+        if latest < start:
+            raise OffsetOutOfRangeError(
+                f"topic {topic!r} partition {partition}: the stream's position {start} is past "
+                f"the log's latest offset {latest} (was the topic truncated or recreated, or "
+                "fromOffsets past its end?)"
+            )
+        return latest - start
 
     def _ranges_by_time(self, event: Event) -> list[OffsetRange]:
         """The ranges of `event`'s batch in a backfill: the records stamped in its span.
