@@ -281,10 +281,17 @@ def test_direct_stream_arguments(sc: SparkContext, log: Any) -> None:
         ssc.directStream(log, ["clicks", "views"])
     with pytest.raises(ValueError, match="startingOffsets must be 'latest' or 'earliest'"):
         ssc.directStream(log, ["clicks"], startingOffsets="smallest")
-    with pytest.raises(ValueError, match="maxRatePerPartition must be a positive number"):
+    with pytest.raises(ValueError, match="maxRatePerPartition must be a positive, finite number"):
         ssc.directStream(log, ["clicks"], maxRatePerPartition=0)
     with pytest.raises(ValueError, match="fromOffsets names 'clicks' partition 7"):
         ssc.directStream(log, ["clicks"], fromOffsets={("clicks", 7): 0})
+    with pytest.raises(ValueError, match=r"fromOffsets must map \(topic, partition\) pairs .* 'cl"):
+        ssc.directStream(log, ["clicks"], fromOffsets={"clicks": 0})  # type: ignore[dict-item]
+    for rate in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="maxRatePerPartition must be a positive, finite"):
+            ssc.directStream(log, ["clicks"], maxRatePerPartition=rate)
+    with pytest.raises(ValueError, match=r"topics must name each topic once, got \['clicks', 'c"):
+        ssc.directStream(log, ["clicks", "clicks"])
     with pytest.raises(ValueError, match="log must be a LogBackend"):
         ssc.directStream("log", ["clicks"])  # type: ignore[arg-type]
 

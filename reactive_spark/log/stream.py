@@ -16,6 +16,7 @@ at or before its own, found with `LogBackend.offset_for_time`, unlimited by any 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -134,6 +135,8 @@ class DirectLogInputDStream(InputDStream):
         self.topics = list(topics)
         if not self.topics or not all(isinstance(t, str) and t for t in self.topics):
             raise InvalidArgumentError(f"topics must be non-empty topic names, got {topics!r}")
+        if len(set(self.topics)) != len(self.topics):  # each record would be read once per name
+            raise InvalidArgumentError(f"topics must name each topic once, got {topics!r}")
         if startingOffsets not in ("latest", "earliest"):
             raise InvalidArgumentError(
                 f"startingOffsets must be 'latest' or 'earliest', got {startingOffsets!r}",
@@ -141,10 +144,11 @@ class DirectLogInputDStream(InputDStream):
         if maxRatePerPartition is not None and (
             isinstance(maxRatePerPartition, bool)
             or not isinstance(maxRatePerPartition, int | float)
-            or maxRatePerPartition <= 0
+            or not 0 < maxRatePerPartition < math.inf  # NaN too
         ):
             raise InvalidArgumentError(
-                f"maxRatePerPartition must be a positive number, got {maxRatePerPartition!r}",
+                "maxRatePerPartition must be a positive, finite number, got "
+                f"{maxRatePerPartition!r}",
             )
         if maxRecordsPerBatch is not None:
             require_int(maxRecordsPerBatch, "maxRecordsPerBatch")
@@ -155,7 +159,12 @@ class DirectLogInputDStream(InputDStream):
             raise InvalidArgumentError(f"messageHandler must be callable, got {messageHandler!r}")
         self.partitions = {topic: log.require_topic(topic) for topic in self.topics}
         starts = dict(fromOffsets or {})
-        for (topic, partition), offset in starts.items():
+        for key, offset in starts.items():
+            if not (isinstance(key, tuple) and len(key) == 2):
+                raise InvalidArgumentError(
+                    f"fromOffsets must map (topic, partition) pairs to offsets, got key {key!r}"
+                )
+            topic, partition = key
             if partition not in self.partitions.get(topic, []):
                 raise InvalidArgumentError(
                     f"fromOffsets names {topic!r} partition {partition!r}, which the stream "
