@@ -408,6 +408,39 @@ async def test_backlog_source_fires_when_enough_records_wait(sc: SparkContext, l
         fresh.backlogSource(fresh.queueStream([]), 1, "b")  # type: ignore[arg-type]
 
 
+async def test_a_backlog_source_fires_again_after_a_batch_that_failed(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """After firing it waits until the stream has read; a batch whose read failed (the log
+    unreachable a moment) never reads, and it never fired again while the backlog grew."""
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    reachable = log.check
+    failures_left = [1]
+
+    def flaky(offsets: Any) -> None:
+        if failures_left[0]:
+            failures_left[0] -= 1
+            raise ConnectionError("the log is unreachable")
+        reachable(offsets)
+
+    log.check = flaky  # type: ignore[method-assign]
+    ssc = virtual(sc, start=T0)
+    clicks = ssc.directStream(log, ["clicks"])
+    full = ssc.backlogSource(clicks, 3, "backlog", interval=Seconds(1))
+    sizes: list[int] = []
+    clicks.foreachRDD(lambda rdd: sizes.append(rdd.count())).bind(full)
+    await ssc.start()
+    for n in range(3):
+        log.append("clicks", n)
+    failures = await ssc.advanceTo(T0 + Seconds(1))  # fires; its read fails
+    assert [failure.kind for failure in failures] == ["plan"]
+    log.append("clicks", 3)
+    assert await ssc.advanceTo(T0 + Seconds(3)) == []
+    await ssc.stop(stopSparkContext=False)
+    assert sizes == [4]  # fired again, and read what waited
+
+
 def test_kafka_log_without_a_broker() -> None:
     from reactive_spark.log.kafka import KafkaLog, _decode_json, _encode_json, _encode_raw
 

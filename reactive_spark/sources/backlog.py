@@ -53,9 +53,10 @@ class BackloggedStream(Protocol):
 class BacklogEventSource(EventSource):
     """Every `interval`, fires a `LogEvent(backlog)` if `threshold` records wait for `stream`.
 
-    After firing it waits until the stream has read before it fires again, so a backlog that
-    a batch is about to take does not fire twice. On a virtual clock the log is checked at
-    the exact tick; on the system clock the check runs in a worker thread.
+    After firing it waits until the stream has read, or the batch it made ended without
+    reading (it failed), before it fires again: a backlog that a batch is about to take does
+    not fire twice, and one a batch failed to take fires again. On a virtual clock the log is
+    checked at the exact tick; on the system clock the check runs in a worker thread.
 
     Examples:
         >>> import asyncio, tempfile
@@ -99,6 +100,7 @@ class BacklogEventSource(EventSource):
         self._pending: rx_abc.DisposableBase | None = None
         self._stopped = True
         self._fired_at_read: int | None = None
+        self._fired: LogEvent | None = None  # the last event it fired
         self._checking: asyncio.Task[None] | None = None  # a check on the real clock
 
     def start(self) -> None:
@@ -136,9 +138,20 @@ class BacklogEventSource(EventSource):
         self._arm(max(due + self.interval, self.context.clock.now()))
 
     def _decide(self, due: Time, backlog: int) -> None:
-        if backlog >= self.threshold and self._fired_at_read != self.stream.readCount:
+        if backlog >= self.threshold and self._taken_care_of():
             self._fired_at_read = self.stream.readCount
-            self._runtime.post_from_loop(LogEvent(self, None, due, backlog))
+            self._fired = LogEvent(self, None, due, backlog)
+            self._runtime.post_from_loop(self._fired)
+
+    def _taken_care_of(self) -> bool:
+        """Whether the last event fired was taken care of.
+
+        The stream read since, or the event's batch ended without reading (its read failed).
+        """
+        fired = self._fired
+        if fired is None or self._fired_at_read != self.stream.readCount:
+            return True
+        return fired.instanceId is not None and self.context.processedThrough >= fired.instanceId
 
     def eventFromRecord(self, fields: dict[str, Any]) -> LogEvent:
         """The `LogEvent` a checkpoint recorded."""
