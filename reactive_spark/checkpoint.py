@@ -49,6 +49,8 @@ SEGMENT_RECORDS = 10_000
 _SEGMENT = re.compile(r"^segment-(\d{6,})\.jsonl$")
 
 Record = dict[str, Any]
+#: Where, in the directory, a context starting afresh sets an earlier run's checkpoint aside.
+SET_ASIDE = "replaced"
 
 
 class CheckpointError(ReactiveSparkError):
@@ -228,17 +230,23 @@ class Checkpoint:
         return records
 
     # -- writing -----------------------------------------------------------------------------
-    def discard(self) -> None:
-        """Remove what an earlier run left to recover from: metadata, log and state saves.
+    def set_aside(self) -> str:
+        """Move what an earlier run left to recover from into `<directory>/replaced/`.
 
-        A context that starts afresh in the directory (`ssc.checkpoint` alone) does: its own
-        log and saves replace them, and must not be mistaken for theirs.
+        Its metadata, log and state saves: a context that starts afresh in the directory
+        (`ssc.checkpoint` alone) writes its own, which must not be mistaken for theirs, and a
+        checkpoint meant for recovery is not lost (move them back to recover from it). What an
+        earlier fresh start set aside there is replaced. Returns where they went.
         """
-        with self._disk("discard the earlier run's checkpoint"):
-            for name in (os.path.basename(self.wal_directory), STATE_SAVES):
-                shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(self.directory, "metadata.json"))
+        aside = os.path.join(self.directory, SET_ASIDE)
+        with self._disk("set the earlier run's checkpoint aside"):
+            shutil.rmtree(aside, ignore_errors=True)
+            os.makedirs(aside)
+            for name in ("metadata.json", os.path.basename(self.wal_directory), STATE_SAVES):
+                path = os.path.join(self.directory, name)
+                if os.path.exists(path):
+                    os.replace(path, os.path.join(aside, name))
+        return aside
 
     def open(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import os
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
@@ -43,6 +44,13 @@ __all__ = ["StreamingContext"]
 _BUILDING_FOR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "reactive_spark_building_for", default=None
 )
+
+
+def _same_path(first: str | None, second: str | None) -> bool:
+    """Whether two checkpoint paths name the same directory (`./cp` and `cp/` do)."""
+    if first is None or second is None:
+        return False
+    return os.path.realpath(first) == os.path.realpath(second)
 
 
 class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
@@ -269,7 +277,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         """Checkpoint to `directory`: where the write-ahead log goes, as in pyspark.streaming.
 
         As there, this alone does not recover from what `directory` holds: the context starts
-        afresh (with a warning if there is a checkpoint) and its log replaces the one there.
+        afresh, and an earlier run's checkpoint there is set aside (with a warning) in
+        `directory/replaced/`.
         `StreamingContext.getOrCreate(directory, setupFunc)` and `StreamingContext(...,
         checkpoint=directory)` recover from it (see docs/checkpoints.md).
 
@@ -280,8 +289,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         """
         self._runtime.require_not_started("set the checkpoint directory")
         directory = require_checkpoint_path(directory, "directory")
-        self._lifecycle.recovers_checkpoint = _BUILDING_FOR.get() == directory or (
-            self._lifecycle.recovers_checkpoint and directory == self.checkpointDirectory
+        self._lifecycle.recovers_checkpoint = _same_path(_BUILDING_FOR.get(), directory) or (
+            self._lifecycle.recovers_checkpoint and _same_path(self.checkpointDirectory, directory)
         )
         self.checkpointDirectory = directory
 
@@ -309,18 +318,21 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         building = _BUILDING_FOR.set(directory)
         try:
             ssc = setupFunc()
+            if not isinstance(ssc, StreamingContext):
+                raise InvalidArgumentError(
+                    f"setupFunc must return a StreamingContext, got {ssc!r}",
+                )
+            if ssc.checkpointDirectory is not None and not _same_path(
+                ssc.checkpointDirectory, directory
+            ):
+                raise InvalidArgumentError(
+                    f"setupFunc's context checkpoints to {ssc.checkpointDirectory!r}, not to "
+                    f"checkpointPath {directory!r}",
+                )
+            # while building for it: the context recovers from it, also one made before
+            ssc.checkpoint(directory)
         finally:
             _BUILDING_FOR.reset(building)
-        if not isinstance(ssc, StreamingContext):
-            raise InvalidArgumentError(
-                f"setupFunc must return a StreamingContext, got {ssc!r}",
-            )
-        if ssc.checkpointDirectory not in (None, directory):
-            raise InvalidArgumentError(
-                f"setupFunc's context checkpoints to {ssc.checkpointDirectory!r}, not to "
-                f"checkpointPath {directory!r}",
-            )
-        ssc.checkpoint(directory)
         return ssc
 
     @classmethod

@@ -136,14 +136,16 @@ class Lifecycle:
             if self.recovers_checkpoint:
                 recovered = await self._blocking.run(self._checkpoint.load)
             elif await self._blocking.run(self._checkpoint.exists):
+                aside = await self._blocking.run(self._checkpoint.set_aside)
                 log.warning(
-                    "checkpoint: %s holds a checkpoint this context does not recover from: "
+                    "checkpoint: %s held a checkpoint this context does not recover from: "
                     "ssc.checkpoint(directory) sets where the log goes, as in "
                     "pyspark.streaming, and StreamingContext.getOrCreate(directory, setupFunc) "
-                    "recovers; starting afresh, it is replaced",
+                    "or StreamingContext(..., checkpoint=directory) recovers; starting afresh, "
+                    "the earlier run's checkpoint is set aside in %s",
                     ssc.checkpointDirectory,
+                    aside,
                 )
-                await self._blocking.run(self._checkpoint.discard)
         self.started_at = clock.now()
         self.zero_time = self.started_at if recovered is None else recovered.zero_time
         if recovered is not None and recovered.progress and clock.isVirtual:

@@ -476,9 +476,16 @@ async def test_ssc_checkpoint_alone_starts_afresh_as_in_pyspark(
     await ran(again, T0 + Days(1) + Seconds(12))  # its saves are not mistaken for older ones
     assert once == [[("k", n)] for n in range(1, 33)]
     assert twice == once[:12]
-    assert "holds a checkpoint this context does not recover from" in caplog.text
+    assert "held a checkpoint this context does not recover from" in caplog.text
+    # the first run's checkpoint is set aside, not deleted: moved back, it recovers
+    assert json.loads((Path(checkpoint) / "replaced" / "metadata.json").read_text())
     recovering = StreamingContext.getOrCreate(checkpoint, lambda: program(T0 + Days(1))[0])
     assert recovering.recovered
+    made_before, _ = program(T0 + Days(1))  # pyspark never calls setupFunc to recover
+    assert StreamingContext.getOrCreate(checkpoint, lambda: made_before).recovered
+    given = virtual(sc, 1, start=T0 + Days(1), checkpoint=checkpoint)
+    given.checkpoint(f"./{os.path.relpath(checkpoint)}/")  # the same directory
+    assert given.recovered
 
 
 async def test_state_survives_a_crash(sc: SparkContext, tmp_path: Path) -> None:
