@@ -195,6 +195,22 @@ class EventOrder(Overflow, CatchingUp):
         if queue is None:
             return
         queue.processed += count
+        self._room_made()
+
+    def dropped_accepted(self, source: EventSource, count: int) -> None:
+        """`count` accepted events of `source` were dropped by a stop, unprocessed (on the loop).
+
+        They no longer wait. Counted off `accepted`, which the loop owns: `processed` is the
+        worker's, which may count a batch ending meanwhile.
+        """
+        queue = self._queues.get(source)
+        if queue is None:
+            return
+        queue.accepted -= count
+        self._room_made()
+
+    def _room_made(self) -> None:
+        """Wake what waits for room: the flush that stalled, producers, callbacks on the loop."""
         if self._stalled and self._loop is not None:
             self._stalled = False
             self._loop.call_soon_threadsafe(self._flush_some)

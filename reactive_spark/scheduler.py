@@ -84,6 +84,7 @@ class JobScheduler:
         self._taking = threading.Lock()  # the worker takes from `_ready`, the loop may drop it
         self._taken = 0  # events the worker thread took in its busy period (its own count)
         self._run_taken: list[Event] = []  # the run it works on (a stop may abandon it)
+        self._running: Event | None = None  # the event whose batch it runs, or ran last
         # accepted events queued for the worker (counted on the loop), and those of them it
         # processed (counted by the worker): all are done when the two are equal
         self._enqueued = 0
@@ -160,7 +161,7 @@ class JobScheduler:
         runs = self._drop_ready()  # accepted, not processed yet
         self._settle(_count(runs))
         for run in runs:
-            self.order.processed(run[0].source, len(run))  # none of them waits any more
+            self.order.dropped_accepted(run[0].source, len(run))  # none of them waits any more
             dropped.setdefault(run[0].source, []).extend(run)
         for source, events in dropped.items():
             self._listeners.tell("onEventsDropped", EventsDropped.of(source.name, "stop", events))
@@ -336,29 +337,32 @@ class JobScheduler:
         """
         with self._taking:
             self.runner.abandoned = True
-            through = self.processed_through
-            unprocessed = [
+            through, running = self.processed_through, self._running
+            dropped = [
                 event
                 for event in self._run_taken
-                if event.instanceId is not None and event.instanceId > through
+                if event.instanceId is not None
+                and event.instanceId > through
+                and event is not running  # left to end in its thread
             ]
             self._run_taken = []
-        self._dropped_at_stop(unprocessed[1:])  # the first is the batch left running
+        if dropped:
+            self.order.dropped_accepted(dropped[0].source, len(dropped))
+            self._dropped_at_stop(dropped)
 
     def _dropped_in_worker(self, events: list[Event]) -> None:
         """The worker drops the rest of its run at a stop, unless the stop abandoned it."""
         with self._taking:
-            if not self.runner.abandoned:
+            if not self.runner.abandoned and events:
+                self.order.processed(events[0].source, len(events))  # none of them waits
                 self._dropped_at_stop(events)
                 self._run_taken = []
 
     def _dropped_at_stop(self, events: list[Event]) -> None:
-        """Report accepted events a stop dropped before their batch ran; none waits any more."""
-        if events:
-            self.order.processed(events[0].source, len(events))
-            self._listeners.tell(
-                "onEventsDropped", EventsDropped.of(events[0].source.name, "stop", events)
-            )
+        """Report accepted events of one source a stop dropped before their batch ran."""
+        self._listeners.tell(
+            "onEventsDropped", EventsDropped.of(events[0].source.name, "stop", events)
+        )
 
     def _note_dropped(self, source: str, times: list[int]) -> None:
         """Have events dropped past a bound recorded (on the loop), before they are reported."""
@@ -384,9 +388,8 @@ class JobScheduler:
             try:
                 self._process_queued()
             except BaseException as exc:
-                if (
-                    self.runner.abandoned
-                ):  # the stop said so, and what the batch did is not recorded
+                # the stop said so, and what the batch did is not recorded
+                if self.runner.abandoned:
                     log.info("the batch a stop left running ended with %r", exc)
                     return
                 self._on_loop(self._crashed, exc, first, self._taken)
@@ -451,6 +454,7 @@ class JobScheduler:
                 if runner.dropping:
                     self._dropped_in_worker(events[done:])
                     return
+                self._running = event  # a stop abandoning it drops the others (`_abandon`)
                 batch = plan_batch(event, keep_empty=keep_empty)
                 if batch is not None and run(event, batch):
                     graph.clear_metadata(event)
