@@ -222,11 +222,15 @@ def test_a_build_that_raises_answers_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "raising.py").write_text(
         "def build(ssc):\n    ssc.queueStream([[1]]).pprint()\n    raise RuntimeError('boom')\n"
     )
-    done = command("graph", "raising.py", cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
-    [line] = done.stderr.splitlines()
-    assert line.startswith("build(ssc) failed: RuntimeError: boom ("), line
-    assert line.endswith(f"{tmp_path / 'raising.py'}:3)"), line
+    (tmp_path / "misusing.py").write_text(
+        "def build(ssc):\n    ssc.queueStream([[1]]).pprint()\n    ssc.remember(-5)\n"
+    )
+    for program, error in (("raising", "RuntimeError: boom"), ("misusing", "InvalidArgumentE")):
+        done = command("graph", f"{program}.py", cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"build(ssc) failed: {error}"), line
+        assert line.endswith(f"{tmp_path / program}.py:3)"), line  # its line, not the library's
 
 
 #: What Spark's JVM prints as it starts, unless told otherwise.

@@ -19,6 +19,7 @@ from typing import Any
 from reactive_spark._callbacks import callable_name
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.failures import is_library_file
 
 
 def load(target: str) -> Callable[..., Any]:
@@ -75,14 +76,18 @@ def importing(module_name: str, load_module: Callable[[], Any]) -> Any:
 
 
 def one_line(exc: BaseException) -> str:
-    """`Type: message`, and the file and line it was raised at (the innermost frame).
+    """`Type: message`, and the file and line of the user's that raised it.
+
+    The innermost frame of the user's code (`failures.is_library_file`), else the innermost:
+    a `build(ssc)` whose call into reactive-spark raised names the line of `build`.
 
     Examples:
         >>> one_line(ValueError("no"))
         'ValueError: no'
     """
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    users = [frame for frame in frames if not is_library_file(frame.filename)] or frames
+    where = f" ({users[-1].filename}:{users[-1].lineno})" if users else ""
     return f"{type(exc).__name__}: {exc}{where}"
 
 
