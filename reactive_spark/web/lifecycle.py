@@ -80,6 +80,7 @@ class ContextLifecycle:
     async def stopped(self) -> None:
         """Wait until the stop begun has ended; what it raised is the cleanup's to raise."""
         if self._stopping is not None:
+            self._awaited = True  # the cleanup raises its failure: not logged as orphaned
             await asyncio.wait({self._stopping})
 
     def _ended(self, stopping: asyncio.Task[None]) -> None:
