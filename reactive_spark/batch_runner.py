@@ -44,6 +44,8 @@ class BatchRunner:
         self._before_jobs: list[BatchHook] = []
         self._after_jobs: list[BatchHook] = []
         self._job_threads: ThreadPoolExecutor | None = None
+        # jobs run at once tell listeners one at a time, as PySpark's one listener thread does
+        self._telling = threading.RLock()
         #: Every job's Spark jobs carry this tag (a stop cancels them) and a group of their own.
         self.job_group = f"reactive-spark-{id(self):x}"
         #: A stop that does not wait says so: jobs not started yet never start, and a job that
@@ -169,12 +171,14 @@ class BatchRunner:
             self._execute(job, info)
         if self.abandoned:  # the stop went on without it: nothing more is told or recorded
             return
-        if info.failed:
-            self._listeners.report(info)
-        else:
-            self._listeners.tell("onJobCompleted", info)
-        if self._listeners.active:
-            self._listeners.tell("onOutputOperationCompleted", OutputOperationInfo(copy.copy(info)))
+        with self._telling:
+            if info.failed:
+                self._listeners.report(info)
+            else:
+                self._listeners.tell("onJobCompleted", info)
+            if self._listeners.active:
+                completed = OutputOperationInfo(copy.copy(info))
+                self._listeners.tell("onOutputOperationCompleted", completed)
 
     def _execute(self, job: Job, info: JobInfo) -> None:
         if self.dropping:  # a stop that does not wait came first: it never starts
@@ -183,8 +187,10 @@ class BatchRunner:
             return
         info.startTime = now_ms()
         if self._listeners.active:
-            self._listeners.tell("onJobStarted", info)
-            self._listeners.tell("onOutputOperationStarted", OutputOperationInfo(copy.copy(info)))
+            with self._telling:
+                self._listeners.tell("onJobStarted", info)
+                started = OutputOperationInfo(copy.copy(info))
+                self._listeners.tell("onOutputOperationStarted", started)
         try:
             self._sc.setJobGroup(info.sparkJobGroup or self.job_group, job.description, True)
             self._sc.addJobTag(self.job_group)
