@@ -156,7 +156,7 @@ class Checkpoint:
             for line, record in self._read_segment(number):
                 try:
                     self._take(record, recovered, planned, completed)
-                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                except (KeyError, TypeError, ValueError, AttributeError, CheckpointError) as exc:
                     raise CheckpointError(
                         f"checkpoint record at {self._segment_path(number)} line {line} is not "
                         f"one reactive-spark writes ({exc!r}): restore the file, or start from "
@@ -173,8 +173,17 @@ class Checkpoint:
         planned: dict[int, Record],
         completed: dict[int, Record],
     ) -> None:
-        """Apply one record of the log to what is recovered so far."""
+        """Apply one record of the log to what is recovered so far.
+
+        A record of the wrong shape raises (`KeyError`, `CheckpointError`, ...): `_recover`
+        says which record it was.
+        """
         kind = record["kind"]
+        if kind in ("planned", "done"):  # what recovery reads of a batch's record
+            _require_fields(record, {"id": int, "source": str, "index": int, "time": int})
+            _require_fields(record, {"event": dict, "inputs": dict})
+        if kind in ("planned", "progress"):
+            _require_fields(record, {"progress": dict})
         if kind == "planned":
             planned[record["id"]] = record
             recovered.progress = record["progress"]
@@ -457,6 +466,14 @@ class Checkpoint:
         assert self._segment is not None
         self._segment.flush()
         os.fsync(self._segment.fileno())
+
+
+def _require_fields(record: Record, types: dict[str, type]) -> None:
+    """Raise `CheckpointError` unless `record` holds each field with a value of its type."""
+    for name, kind in types.items():
+        value = record[name]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise CheckpointError(f"{name} must be a {kind.__name__}, got {value!r:.80}")
 
 
 @contextlib.contextmanager

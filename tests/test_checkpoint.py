@@ -267,7 +267,18 @@ def test_a_corrupt_record_before_others_stops_recovery_naming_it(tmp_path: Path)
     segment = Path(store._segment_path(store._segment_number))
     store.close()
     good = [json.dumps({"kind": "completed", "id": n}).encode() for n in range(3)]
-    for bad in (b'{"kind": "compl', b"\xff\xfe{}", b"[1, 2]", b'{"id": 1}'):
+    planned_without_inputs = json.dumps(
+        {"kind": "planned", "id": 7, "source": "s", "index": 0, "time": 0, "event": {}}
+    ).encode()
+    progress_not_a_dict = b'{"kind": "progress", "progress": [1], "lastInstanceId": 3}'
+    for bad in (
+        b'{"kind": "compl',
+        b"\xff\xfe{}",
+        b"[1, 2]",
+        b'{"id": 1}',
+        planned_without_inputs,
+        progress_not_a_dict,
+    ):
         kept = segment.read_bytes()
         segment.write_bytes(kept + b"\n".join([good[0], bad, *good[1:]]) + b"\n")
         lines = segment.read_bytes().count(b"\n")
