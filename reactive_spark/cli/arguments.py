@@ -188,12 +188,12 @@ def until(text: str) -> Time | Duration:
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
     if match:
         factor = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]]
-        seconds = float(match[1]) * factor
-        if not (math.isfinite(seconds) and seconds >= 0.001):
+        span = float(match[1]) * factor
+        if not (math.isfinite(span) and span >= 0.001):
             raise InvalidArgumentError(
                 f"--until must be a duration of at least 1ms or a time, got {text!r}"
             )
-        return to_duration(seconds, "--until")
+        return to_duration(span, "--until")
     return instant(text, "--until", "an ISO time or a duration such as 90s, 10m, 2h")
 
 
