@@ -334,7 +334,9 @@ class Checkpoint:
     def _needed(self) -> list[Record]:
         """The completed batches windows may need (the last `count` per source, and more).
 
-        Also every batch within the retention's `duration` of the latest one.
+        Also every batch within the retention's `duration` of the latest one, and each input's
+        last read: where it goes on from after a restart, even when its source's later
+        batches read nothing of it (the read failed).
         """
         records = sorted(self._recent.values(), key=lambda record: record["id"])
         if not records:
@@ -342,11 +344,14 @@ class Checkpoint:
         horizon = records[-1]["time"] - self._retention.duration.milliseconds
         keep = max(self._retention.count, 1)
         seen: dict[str, int] = {}
+        read: set[str] = set()  # inputs whose last read is in a later record
         needed = []
         for record in reversed(records):
             seen[record["source"]] = seen.get(record["source"], 0) + 1
-            if seen[record["source"]] <= keep or record["time"] >= horizon:
+            inputs = record["inputs"].keys()
+            if seen[record["source"]] <= keep or record["time"] >= horizon or inputs - read:
                 needed.append(record)
+            read.update(inputs)
         return needed[::-1]
 
     def history(self) -> list[Record]:

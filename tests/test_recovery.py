@@ -16,6 +16,7 @@ from pyspark import SparkContext
 
 from reactive_spark import Days, Event, Hours, Minutes, StreamingContext, StreamingListener, Time
 from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.log import FileLog
 
 from .helpers import virtual
 
@@ -265,3 +266,47 @@ async def test_two_sources_may_not_share_a_name(sc: SparkContext) -> None:
     first = rest.filter(lambda e: e.path == "/a")
     second = rest.filter(lambda e: e.path == "/b")
     assert first.name != second.name and second.name == f"{first.name}#2"
+
+
+async def test_a_restart_after_a_failed_read_goes_on_where_the_stream_stopped(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The last batch before the stop failed to read the log: the restart neither reads the
+    stream's earlier records again nor skips the ones that batch did not read."""
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def build(ssc: StreamingContext) -> list[list[int]]:
+        tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+        clicks = ssc.directStream(log, "clicks", startingOffsets="earliest")
+        seen: list[list[int]] = []
+        clicks.foreachRDD(lambda rdd: seen.append(sorted(v for _, v in rdd.collect()))).bind(tick)
+        return seen
+
+    def unreachable(topic: str, partition: int) -> int:
+        raise ConnectionError("the log is unreachable")
+
+    for n in range(3):
+        log.append("clicks", n)
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    before = build(first)
+    await first.start()
+    assert await first.advanceTo(T0 + Minutes(1)) == []
+    for n in range(3, 6):
+        log.append("clicks", n)
+    reachable, log.latest_offset = log.latest_offset, unreachable  # type: ignore[method-assign]
+    [failure] = await first.advanceTo(T0 + Minutes(2))
+    log.latest_offset = reachable  # type: ignore[method-assign]
+    await first.stop(stopSparkContext=False)
+    assert isinstance(failure.error, ConnectionError)
+
+    for n in range(6, 9):
+        log.append("clicks", n)
+    second = virtual(sc, start=T0 + Minutes(2), checkpoint=checkpoint)
+    after = build(second)
+    await second.start()
+    assert await second.advanceTo(T0 + Minutes(3)) == []
+    await second.stop(stopSparkContext=False)
+    assert before == [[0, 1, 2]]
+    assert after == [[3, 4, 5, 6, 7, 8]]

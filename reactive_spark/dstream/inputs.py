@@ -43,11 +43,18 @@ class InputDStream(DStream[Any]):
         ssc.graph.add_input(self)
 
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
-        """Read for `event` (or what a re-planned batch read before), and record it."""
-        replayed = None if reads.replayed is None else reads.replayed_read(self)
-        if replayed is None:
+        """Read for `event` (or what a re-planned batch read before), and record it.
+
+        A re-planned batch in which the stream read nothing the first time (its read failed,
+        or the stream is new) reads nothing again: read live, it would take what later batches
+        read, and a rebuilt batch's would never be processed.
+        """
+        if reads.replayed is None:
             rdd, read = self._read(event)
         else:
+            replayed = reads.replayed_read(self)
+            if replayed is None:
+                return None
             rdd, read = self._replay(event, replayed), replayed
         reads.recorded[self] = read
         return rdd
