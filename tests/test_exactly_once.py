@@ -486,3 +486,105 @@ async def test_a_merge_of_event_sources_replays_in_the_same_order_after_a_restar
     await second.stop(stopSparkContext=False)
     assert seen + caught_up == expected
     assert [name for _, name, _ in expected[:5]] == ["a", "a", "b", "a", "c"]
+
+
+class Outage:
+    """A fold that raises while the database is `down`, as one whose store cannot be reached."""
+
+    def __init__(self) -> None:
+        self.down = False
+
+    def __call__(self, total: int, value: int) -> int:
+        if self.down:
+            raise ConnectionError("the database is unreachable")
+        return total + value
+
+
+def summed_clicks(
+    ssc: StreamingContext, log: FileLog, store: StateStore, fold: Outage
+) -> list[list[int]]:
+    """`clicks` summed into `store` every minute; returns what a second output of the same
+    stream sees, batch by batch."""
+    tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+    clicks = ssc.directStream(log, "clicks", store.committedOffsets(), "earliest")
+    clicks.map(lambda kv: ("all", kv[1])).aggregateExactlyOnce(store, 0, fold).bind(tick)
+    seen: list[list[int]] = []
+    clicks.foreachRDD(lambda rdd: seen.append(sorted(v for _, v in rdd.collect()))).bind(tick)
+    return seen
+
+
+async def test_a_batch_that_fails_before_its_commit_is_read_again_by_the_next(
+    sc: SparkContext, tmp_path: Path, database: Database
+) -> None:
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    store, fold = StateStore(database, store_name()), Outage()
+    ssc = virtual(sc, start=T0)
+    seen = summed_clicks(ssc, log, store, fold)
+    await ssc.start()
+    failures = []
+    for minute, down in enumerate([True, False, True, False], start=1):  # the first and third
+        for n in range(3):
+            log.append("clicks", 10 * minute + n)
+        fold.down = down
+        failures += await ssc.advanceTo(T0 + Minutes(minute))
+    await ssc.stop(stopSparkContext=False)
+    assert [str(failure.error) for failure in failures] == ["the database is unreachable"] * 2
+    assert store.items() == {"all": sum(10 * m + n for m in range(1, 5) for n in range(3))}
+    assert store.committedOffsets() == {("clicks", 0): 12}
+    # the stream's other output sees a failed batch's records again (at least once)
+    assert seen == [[10, 11, 12], [10, 11, 12, 20, 21, 22], [30, 31, 32], [30, 31, 32, 40, 41, 42]]
+
+
+async def test_a_restart_after_a_failed_commit_folds_what_it_missed(
+    sc: SparkContext, tmp_path: Path, database: Database
+) -> None:
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    name, checkpoint = store_name(), str(tmp_path / "checkpoint")
+    fold = Outage()
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    summed_clicks(first, log, StateStore(database, name), fold)
+    await first.start()
+    log.append("clicks", 1)
+    assert await first.advanceTo(T0 + Minutes(1)) == []
+    log.append("clicks", 2)
+    fold.down = True
+    [failure] = await first.advanceTo(T0 + Minutes(2))  # the last batch before the stop
+    await first.stop(stopSparkContext=False)
+    assert isinstance(failure.error, ConnectionError)
+
+    log.append("clicks", 4)
+    store = StateStore(database, name)
+    second = virtual(sc, start=T0 + Minutes(2), checkpoint=checkpoint)
+    summed_clicks(second, log, store, Outage())
+    await second.start()
+    assert await second.advanceTo(T0 + Minutes(3)) == []  # no gap: it reads from the commit
+    await second.stop(stopSparkContext=False)
+    assert store.items() == {"all": 7}
+
+
+async def test_batches_of_other_sources_do_not_go_back_to_an_aggregates_commit(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The stream also feeds an output bound to a faster timer: its batches read on, each
+    record once; the aggregate's batches read everything since its last commit."""
+    log = FileLog(str(tmp_path / "log"))
+    log.create_topic("clicks")
+    store = StateStore(Database.sqlite(str(tmp_path / "state.db")), "totals")
+    ssc = virtual(sc, start=T0)
+    minutely = ssc.timer(T0 + Minutes(1), None, Minutes(1), "minutely")
+    hourly = ssc.timer(T0 + Minutes(60), None, Minutes(60), "hourly")
+    clicks = ssc.directStream(log, "clicks", startingOffsets="earliest")
+    clicks.map(lambda kv: ("all", kv[1])).aggregateExactlyOnce(
+        store, 0, lambda total, n: total + n
+    ).bind(hourly)
+    seen: list[int] = []
+    clicks.foreachRDD(lambda rdd: seen.extend(v for _, v in rdd.collect())).bind(minutely)
+    await ssc.start()
+    for minute in range(1, 121):
+        log.append("clicks", minute)
+        assert await ssc.advanceTo(T0 + Minutes(minute)) == []
+    await ssc.stop(stopSparkContext=False)
+    assert seen == list(range(1, 121))  # each once: they never went back
+    assert store.items() == {"all": sum(range(1, 121))}

@@ -70,6 +70,8 @@ class ExactlyOnceAggregateDStream(ForEachDStream):
         _require_fold(fold)
         self.inputs = log_inputs(parent)
         super().__init__(parent, self._commit, "aggregateExactlyOnce", fold)
+        for stream in self.inputs:  # a batch that fails before its commit is read again
+            stream.follow_commits(store.committedOffsets, self.reactsToSource)
         self.store = store
         self._zero = zeroValue
         self._fold = fold

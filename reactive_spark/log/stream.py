@@ -25,7 +25,7 @@ from pyspark import RDD, SparkContext
 from reactive_spark._validation import require_bool, require_int
 from reactive_spark.dstream.inputs import InputDStream
 from reactive_spark.errors import InvalidArgumentError, OffsetOutOfRangeError
-from reactive_spark.events import Event
+from reactive_spark.events import Event, EventSource
 from reactive_spark.listener import StreamingListener
 from reactive_spark.log.backend import LogBackend, LogRecord
 from reactive_spark.log.rate import PIDRateEstimator, require_rate, split_records
@@ -179,6 +179,10 @@ class DirectLogInputDStream(InputDStream):
         self._max_records = maxRecordsPerBatch
         self._handler = messageHandler or key_and_value
         self._positions: dict[TopicPartition, int] = {}
+        self._started_from: dict[TopicPartition, int] = {}  # this run's first positions
+        self._commits: list[  # see `follow_commits`
+            tuple[Callable[[], Mapping[TopicPartition, int]], Callable[[EventSource], bool]]
+        ] = []
         self._last_time: Time | None = None
         self._live_reads = 0  # batches read since this context started (not replayed ones)
         self._initial_rate = initial
@@ -200,6 +204,35 @@ class DirectLogInputDStream(InputDStream):
                 else:
                     offset = self.log.latest_offset(topic, partition)
                 self._positions[(topic, partition)] = offset
+        self._started_from = dict(self._positions)
+
+    def follow_commits(
+        self,
+        committed: Callable[[], Mapping[TopicPartition, int]],
+        reacts: Callable[[EventSource], bool],
+    ) -> None:
+        """Before batches of sources `reacts` to, go back to the offsets `committed()` gives.
+
+        What a consumer that commits offsets (`aggregateExactlyOnce`) did not commit, because
+        its batch failed, is read again by its next batch, in this run and after a restart;
+        else every later batch would leave a gap that its commit refuses. With several, the
+        furthest commit of each partition counts. Never before where this run started the
+        partition: a stream started past the commits leaves the gap it was told to.
+        """
+        self._commits.append((committed, reacts))
+
+    def _back_to_commits(self, source: EventSource) -> None:
+        furthest: dict[TopicPartition, int] = {}
+        for committed, reacts in self._commits:
+            if not reacts(source):
+                continue
+            offsets = committed()
+            for partition, start in self._started_from.items():
+                offset = max(offsets.get(partition, start), start)
+                furthest[partition] = max(offset, furthest.get(partition, offset))
+        for partition, offset in furthest.items():
+            if offset < self._positions[partition]:
+                self._positions[partition] = offset
 
     @property
     def estimatedRate(self) -> float | None:
@@ -235,6 +268,8 @@ class DirectLogInputDStream(InputDStream):
         if self._runtime.backfilling:
             ranges = self._ranges_by_time(event)
             return self._take(event, ranges), {"offsetRanges": [r.toList() for r in ranges]}
+        if self._commits:
+            self._back_to_commits(event.source)
         span = self._span(event)
         partitions = [(topic, p) for topic in self.topics for p in self.partitions[topic]]
         starts = [self._positions[partition] for partition in partitions]
