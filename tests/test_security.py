@@ -163,6 +163,21 @@ async def test_a_service_plugs_in_its_own_auth(sc: SparkContext) -> None:
         assert as_ops.status == 202
 
 
+async def test_a_link_from_another_site_opens_a_mounted_console_with_or_without_its_slash(
+    sc: SparkContext,
+) -> None:
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    build(ssc)
+    service = web.Application()
+    setup(service, ssc, prefix="/reactive")
+    link = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
+    async with TestClient(TestServer(service)) as client:
+        for path in ("/reactive?x=1", "/reactive/?x=1"):
+            page = await client.get(path, headers=link)
+            assert page.status == 200 and page.content_type == "text/html", path
+        assert (await client.get("/reactive/api/sources", headers=link)).status == 403
+
+
 # -- a console without auth answers this machine only -------------------------------------------
 async def mounted_console_answers(
     sc: SparkContext, peer: str, requests: list[tuple[str, str, dict[str, str]]], **options: Any

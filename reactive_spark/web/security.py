@@ -35,8 +35,9 @@ __all__ = ["LOOPBACK_NAMES", "PAGE_ROUTES", "answered_hosts", "guard", "security
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 #: Methods that only read.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-#: Routes a browser may load from another site's page: the dashboard and its files (no data).
-PAGE_ROUTES = frozenset({"index", "static"})
+#: Routes a browser may load from another site's page: the dashboard and its files (no data),
+#: and, mounted, the prefix alone, which sends it on to the dashboard.
+PAGE_ROUTES = frozenset({"index", "prefix", "static"})
 #: What the dashboard may load: its own files, nothing inline, nothing from elsewhere.
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
