@@ -2,7 +2,7 @@
 
 Examples:
     >>> from aiohttp import web
-    >>> from reactive_spark.web import setup
+    >>> from reactive_spark.web import BearerToken, setup
     >>> service = web.Application()
     >>> console = setup(service, ssc, prefix="/reactive", auth=BearerToken("s3cret-token"))
 """
