@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import ClientResponse, ClientSession
+from aiohttp import ClientResponse, ClientSession, ClientTimeout
 from pyspark import SparkContext
 from reactivex.subject import Subject
 
@@ -36,7 +36,7 @@ from reactive_spark.ordering import EventOrder
 from reactive_spark.runtime import Runtime
 from reactive_spark.source_queue import SourceQueue
 from reactive_spark.sources import rest as rest_module
-from reactive_spark.sources.http import RETRY_AFTER, offer
+from reactive_spark.sources.http import CLIENT_CHECK, RETRY_AFTER, offer
 
 from .helpers import ChildProcess
 
@@ -501,9 +501,9 @@ class HeldRest:
             if self.crash:
                 raise Crash("driver died")
 
-        def reaching(source: Any, event: Event) -> Coroutine[Any, Any, None]:
+        def reaching(source: Any, event: Event, request: Any) -> Coroutine[Any, Any, None]:
             self.arrived.put_nowait(event)
-            return offer(source, event)
+            return offer(source, event, request)
 
         monkeypatch.setattr(rest_module, "offer", reaching)
         self.ssc.queueStream([], default=[1]).foreachRDD(job).bind(self.rest)
@@ -639,6 +639,29 @@ async def test_a_request_that_went_away_leaves_the_line_of_those_waiting_for_roo
     await held.ssc.stop(stopSparkContext=False, stopGracefully=True)
     assert events[0].instanceId is None  # it never ran
     assert events[1].instanceId is not None and events[1].instanceId < last_id
+
+
+async def test_a_request_whose_client_gave_up_leaves_the_line_and_never_runs(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp lets a handler run on when its client goes away: the request still leaves the
+    line, so its event never runs and the next callers wait in its place, not refused."""
+    held = HeldRest(sc, monkeypatch, 2)
+    await held.start()
+    async with ClientSession() as session:
+        await held.fill(session)
+        async with ClientSession(timeout=ClientTimeout(total=0.5)) as impatient:
+            with pytest.raises(asyncio.TimeoutError):
+                await impatient.post(held.url)  # waits in line, then its client gives up
+        gone = await held.arrived.get()
+        await asyncio.sleep(CLIENT_CHECK * 3)  # the handler sees the client gone
+        waiting = [await held.waiting(session) for _ in range(2)]  # both places are free
+        held.gate.release(4)
+        answers = [await asyncio.wait_for(answer, 30) for answer in waiting]
+        assert [answer.status for answer in answers] == [202, 202]
+    await held.ssc.stop(stopSparkContext=False, stopGracefully=True)
+    assert gone.instanceId is None  # it never ran
+    assert held.ssc.processedThrough == 3  # the two filling the queue, the two that waited
 
 
 @pytest.mark.parametrize("how", ["stop", "graceful stop", "crash"])

@@ -63,6 +63,8 @@ MAX_JSON_DEPTH = 256
 BODY_TIMEOUT = 10.0
 #: Seconds a caller refused for a full queue is told to wait before trying again.
 RETRY_AFTER = 1
+#: Seconds between looks at whether the client of a request waiting for room went away.
+CLIENT_CHECK = 0.25
 #: The `Server` header of every answer (no aiohttp or Python version).
 SERVER = "reactive-spark"
 #: The `Content-Encoding`s aiohttp decodes before a handler reads the body (by default).
@@ -117,13 +119,13 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
 
 
 # -- posting within the bound -------------------------------------------------------------------
-async def offer(source: EventSource, event: Event) -> None:
+async def offer(source: EventSource, event: Event, request: web.Request | None = None) -> None:
     """Post a request's `event` to `source` within its bound, as its overflow policy says.
 
-    Under `"block"` the request waits for room in its source's `RoomLine` (the loop goes on);
-    under `"reject"` a full queue is a 503 with `Retry-After`. A request answered 202 has its
-    event queued, never merged or dropped behind its back, so these are the only two policies
-    an HTTP source has.
+    Under `"block"` the request waits for room in its source's `RoomLine` (the loop goes on),
+    and leaves it if its client goes away; under `"reject"` a full queue is a 503 with
+    `Retry-After`. A request answered 202 has its event queued, never merged or dropped behind
+    its back, so these are the only two policies an HTTP source has.
 
     Raises:
         web.HTTPServiceUnavailable: the queue is full under `"reject"`, as many requests as
@@ -135,7 +137,7 @@ async def offer(source: EventSource, event: Event) -> None:
         line = lines.get(source)
         if line is None:
             line = lines[source] = RoomLine()
-        await line.post(source, event)
+        await line.post(source, event, request)
         return
     try:
         source.post(event)
@@ -162,7 +164,9 @@ class RoomLine:
     arrival order, while the source has room, resolves each request's future, and registers
     again if some still wait. So a freed slot resumes as many requests as it has room for, not
     every one, and a request that arrives while others wait goes behind them even when there
-    happens to be room. Requests whose client went away (cancelled) leave the line.
+    happens to be room. Requests whose client went away leave the line: cancelled (a server
+    with `handler_cancellation`), or seen gone within `CLIENT_CHECK` seconds (aiohttp's
+    default, which lets a handler run on).
 
     At most the source's bound (`maxQueued`) requests wait, each holding its parsed body: one
     more is refused with 503 and `Retry-After`. Once the context stops accepting, the next
@@ -175,10 +179,13 @@ class RoomLine:
         self._waiting: deque[tuple[Event, asyncio.Future[None]]] = deque()
         self._wake_registered = False
 
-    async def post(self, source: EventSource, event: Event) -> None:
+    async def post(
+        self, source: EventSource, event: Event, request: web.Request | None = None
+    ) -> None:
         """Post `event` to `source` now if it has room and no request waits, else in turn.
 
-        Returns once the event is posted.
+        Returns once the event is posted. Waiting, it leaves the line if `request`'s client
+        goes away.
 
         Raises:
             web.HTTPServiceUnavailable: the context stopped (before or while it waited), or
@@ -200,8 +207,14 @@ class RoomLine:
         self._waiting.append(entry)
         if not self._wake_registered:
             self._wake_when_room(runtime, source)
+        answer = entry[1]
         try:
-            await entry[1]
+            while not answer.done():
+                await asyncio.wait((answer,), timeout=CLIENT_CHECK)
+                if not answer.done() and request is not None and request.transport is None:
+                    self._waiting.remove(entry)  # nobody reads the answer: it needs none
+                    raise json_error(web.HTTPBadRequest, "the client went away")
+            answer.result()
         except asyncio.CancelledError:  # its client went away, or the server stopped
             with contextlib.suppress(ValueError):  # unless it was posted already
                 self._waiting.remove(entry)

@@ -240,7 +240,7 @@ class RestEventSource(EventSource):
         accepted = asyncio.get_running_loop().create_future()
         self._accepted[id(event)] = accepted
         try:
-            await offer(self, event)
+            await offer(self, event, request)
             await accepted
         finally:
             self._accepted.pop(id(event), None)

@@ -165,7 +165,7 @@ async def fire(request: web.Request) -> web.Response:
         raise json_error(web.HTTPServiceUnavailable, "the StreamingContext is not running")
     numbered = history.numbered(event)
     try:
-        await offer(source, event)  # 503 with Retry-After past the bound (see `offer`)
+        await offer(source, event, request)  # 503 with Retry-After past the bound (see `offer`)
         # posted, it runs: as a request to a REST trigger, wait until it is accepted (202),
         # however long the sources downstream take to make room, unless the context stops
         await numbered
