@@ -179,12 +179,15 @@ async def test_a_stop_drops_answers_a_client_does_not_read() -> None:
     assert received < ANSWER_BYTES, "the connection stayed open until the client read it all"
 
 
+@pytest.mark.parametrize(
+    "path", ["/triggers/run", "/reactive/api/sources/triggers/fire"], ids=["trigger", "fire"]
+)
 async def test_a_body_trickling_to_a_mounted_trigger_holds_no_service_shutdown(
-    sc: SparkContext,
+    sc: SparkContext, path: str
 ) -> None:
-    """Mounted in a service, a trigger's request is the service's to wait for: one trickling
-    its body held the service's shutdown until the body timed out (10 s). The stop answers it
-    503 at once (its event never runs), so the shutdown goes on."""
+    """Mounted in a service, a trigger's request (or a console fire) is the service's to wait
+    for: one trickling its body held the service's shutdown until the body timed out (10 s).
+    The stop answers it 503 at once (its event never runs), so the shutdown goes on."""
     from reactive_spark.web import setup
 
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
@@ -201,8 +204,8 @@ async def test_a_body_trickling_to_a_mounted_trigger_holds_no_service_shutdown(
     port = runner.addresses[0][1]
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(
-        b"POST /triggers/run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        b"Content-Length: 1000\r\n\r\n["
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n[".encode()
     )
     trickling = asyncio.create_task(trickle(writer))
     await asyncio.sleep(0.5)

@@ -43,6 +43,7 @@ __all__ = [
     "RAW_BODIES_KEY",
     "RETRY_AFTER",
     "SERVER",
+    "BodyReads",
     "RoomLine",
     "bearer_token",
     "cross_site",
@@ -335,6 +336,43 @@ def parse_json(raw: bytes) -> Any:
     if depth > MAX_JSON_DEPTH:
         refuse(web.HTTPBadRequest, f"body is nested too deeply (more than {MAX_JSON_DEPTH})")
     return value
+
+
+class BodyReads:
+    """The request bodies still arriving at a server, which its stop cuts short (503 at once).
+
+    A client sending its body slowly would otherwise hold the stop, or the shutdown of a
+    service the server is mounted in, for up to `BODY_TIMEOUT` seconds.
+    """
+
+    def __init__(self) -> None:
+        self._reading: set[asyncio.Task[Any]] = set()
+        #: Whether `stop` was called: bodies are refused from then on.
+        self.stopped = False
+
+    async def read(self, request: web.Request, max_size: int) -> Any:
+        """`read_json(request, max_size)`, answered 503 if the stop comes first."""
+        if self.stopped:
+            raise stopped_answer()
+        reading = asyncio.ensure_future(read_json(request, max_size))
+        self._reading.add(reading)
+        try:
+            return await reading
+        except asyncio.CancelledError:
+            handler = asyncio.current_task()
+            if self.stopped and not (handler is not None and handler.cancelling()):
+                refused = stopped_answer()
+                refused.force_close()  # the rest of its body is not waited for
+                raise refused from None
+            raise  # the request itself was cancelled (its client left, the server stops)
+        finally:
+            self._reading.discard(reading)
+
+    def stop(self) -> None:
+        """Answer every body still arriving 503 now, and every later one."""
+        self.stopped = True
+        for reading in self._reading:
+            reading.cancel()
 
 
 async def read_json(request: web.Request, max_size: int) -> Any:

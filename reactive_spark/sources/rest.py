@@ -21,6 +21,7 @@ from reactive_spark.errors import (
 )
 from reactive_spark.events import Event, EventSource, RestEvent
 from reactive_spark.sources.http import (
+    BodyReads,
     bearer_token,
     cross_site,
     host_name,
@@ -28,7 +29,6 @@ from reactive_spark.sources.http import (
     json_error,
     json_errors,
     offer,
-    read_json,
     require_token,
     same_token,
     stopped_answer,
@@ -108,8 +108,7 @@ class RestEventSource(EventSource):
         self.maxBodySize = maxBodySize
         self._routes: dict[str, set[str]] = {}
         self._accepted: dict[int, asyncio.Future[Event]] = {}
-        self._reading: set[asyncio.Task[Any]] = set()  # bodies still arriving (see `stop`)
-        self._stopped = False
+        self._bodies = BodyReads()  # bodies still arriving (see `stop`)
         self._server: HttpServer | None = None
         self.app = web.Application(middlewares=[json_errors])
         self.app[SOURCE_KEY] = self
@@ -252,21 +251,7 @@ class RestEventSource(EventSource):
 
     async def _read_body(self, request: web.Request) -> Any:
         """The request's JSON body; a stop meanwhile answers 503 at once (see `stop`)."""
-        if self._stopped:
-            raise stopped_answer()
-        reading = asyncio.ensure_future(read_json(request, self.maxBodySize))
-        self._reading.add(reading)
-        try:
-            return await reading
-        except asyncio.CancelledError:
-            handler = asyncio.current_task()
-            if self._stopped and not (handler is not None and handler.cancelling()):
-                refused = stopped_answer()
-                refused.force_close()  # the rest of its body is not waited for
-                raise refused from None
-            raise  # the request itself was cancelled (its client left, the server stops)
-        finally:
-            self._reading.discard(reading)
+        return await self._bodies.read(request, self.maxBodySize)
 
     def _answer(self, event: Event) -> None:
         """Answer the request whose event was accepted (202)."""
@@ -312,9 +297,7 @@ class RestEventSource(EventSource):
         are cancelled after `http_server.SHUTDOWN_TIMEOUT` seconds: no client can make a stop
         wait.
         """
-        self._stopped = True
-        for reading in self._reading:  # a body still arriving holds neither the stop nor a
-            reading.cancel()  # service's shutdown: the request is answered 503 now
+        self._bodies.stop()  # bodies still arriving hold no stop, nor a service's shutdown
         self._refuse_unaccepted()
         if self._server is not None:
             await self._server.stop()

@@ -15,12 +15,12 @@ from aiohttp import web
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, RestEvent
 from reactive_spark.runtime import Runtime
-from reactive_spark.sources.http import bearer_token, json_error, offer, read_json
+from reactive_spark.sources.http import bearer_token, json_error, offer
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource, valid_traceparent
 from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
 from reactive_spark.web.history import EventMergedError, Record, redacted
-from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
+from reactive_spark.web.keys import BODIES_KEY, CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
 from reactive_spark.web.metrics import CONTENT_TYPE
 from reactive_spark.web.values import json_response
 
@@ -152,7 +152,7 @@ async def fire(request: web.Request) -> web.Response:
         refuse_without(grant, "control")
     if source is None:
         raise json_error(web.HTTPNotFound, f"no event source named {name!r}")
-    body = await read_json(request, MAX_FIRE_BODY)
+    body = await request.app[BODIES_KEY].read(request, MAX_FIRE_BODY)
     if isinstance(source, ManualEventSource):
         event: Event = source.event(body)
     elif isinstance(source, RestEventSource):

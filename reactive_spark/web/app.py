@@ -19,7 +19,7 @@ from reactive_spark._validation import require_bool, require_timeout
 from reactive_spark.context import StreamingContext
 from reactive_spark.errors import InvalidArgumentError, JobFailedError
 from reactive_spark.runtime import Runtime
-from reactive_spark.sources.http import is_loopback, json_error, json_errors
+from reactive_spark.sources.http import BodyReads, is_loopback, json_error, json_errors
 from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.web import api
 from reactive_spark.web.auth import (
@@ -29,7 +29,13 @@ from reactive_spark.web.auth import (
     require_authenticator,
 )
 from reactive_spark.web.history import History
-from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, LIFECYCLE_KEY, PREFIX_KEY
+from reactive_spark.web.keys import (
+    BODIES_KEY,
+    CONTEXT_KEY,
+    HISTORY_KEY,
+    LIFECYCLE_KEY,
+    PREFIX_KEY,
+)
 from reactive_spark.web.lifecycle import DEFAULT_STOP_TIMEOUT, ContextLifecycle
 from reactive_spark.web.openapi import openapi
 from reactive_spark.web.security import LOOPBACK_NAMES, answered_hosts, guard, security_headers
@@ -132,6 +138,8 @@ def create_app(
     app.router.add_get("/static/{name}", _static, name="static")
     app.on_response_prepare.append(security_headers)
     app.on_shutdown.append(_end_live_streams)
+    app[BODIES_KEY] = BodyReads()
+    app.on_shutdown.append(_end_body_reads)
     app[LIFECYCLE_KEY] = ContextLifecycle(ssc, stop_timeout)
     app[LIFECYCLE_KEY].attach(app)
     return app
@@ -182,6 +190,11 @@ def setup(
 async def _end_live_streams(app: web.Application) -> None:
     """`on_shutdown`: end every server-sent-event stream, so the server need not wait."""
     app[HISTORY_KEY].live.close()
+
+
+async def _end_body_reads(app: web.Application) -> None:
+    """`on_shutdown`: answer the fires whose bodies still arrive 503, so none holds the stop."""
+    app[BODIES_KEY].stop()
 
 
 async def _index(request: web.Request) -> web.StreamResponse:

@@ -14,10 +14,11 @@ from aiohttp import web
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
+    from reactive_spark.sources.http import BodyReads
     from reactive_spark.web.history import History
     from reactive_spark.web.lifecycle import ContextLifecycle
 
-__all__ = ["CONTEXT_KEY", "HISTORY_KEY", "LIFECYCLE_KEY", "PREFIX_KEY"]
+__all__ = ["BODIES_KEY", "CONTEXT_KEY", "HISTORY_KEY", "LIFECYCLE_KEY", "PREFIX_KEY"]
 
 CONTEXT_KEY: web.AppKey[StreamingContext] = web.AppKey("reactive_spark_context")
 HISTORY_KEY: web.AppKey[History] = web.AppKey("reactive_spark_history")
@@ -25,3 +26,5 @@ HISTORY_KEY: web.AppKey[History] = web.AppKey("reactive_spark_history")
 PREFIX_KEY: web.AppKey[str] = web.AppKey("reactive_spark_prefix")
 #: How the context starts and stops with the application (`web.lifecycle`).
 LIFECYCLE_KEY: web.AppKey[ContextLifecycle] = web.AppKey("reactive_spark_lifecycle")
+#: The fire bodies still arriving, which the application's shutdown answers 503 at once.
+BODIES_KEY: web.AppKey[BodyReads] = web.AppKey("reactive_spark_bodies")
