@@ -137,12 +137,19 @@ class Overflow:
         self._queue_again(queue, stand_in)
 
     def _wait_on_loop(self, queue: SourceQueue) -> None:
-        """A producer on the loop waits for room: what can be accepted is, then the worker."""
+        """A producer on the loop waits for room: what can be accepted is, then the worker.
+
+        Not once the worker has nothing left to process: what waits is then held for the loop
+        itself (behind a timer's next tick), which this producer holds, so the event goes in
+        past the bound rather than wait for ever.
+        """
         if self._flushing:  # posted while events are accepted: it cannot wait for itself
             return
         while queue.full and not self._closed:
             self.flush()
             if not queue.full:
+                return
+            if all(other.accepted <= other.processed for other in self._queues.values()):
                 return
             with self._room:
                 self._waiting_producers += 1

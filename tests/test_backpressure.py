@@ -5,6 +5,7 @@ event it produced is accounted for: run, dropped (reported) or coalesced (counte
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import itertools
 import resource
@@ -207,6 +208,39 @@ async def test_a_blocked_timer_catches_up_as_its_policy_says(sc: SparkContext) -
     assert deepest <= 2
     assert 5 <= len(ran) <= 30  # about one tick per job, not one per 10 ms
     assert ran == sorted(ran)
+
+
+async def test_a_producer_on_the_loop_never_waits_for_room_only_the_loop_can_make(
+    sc: SparkContext,
+) -> None:
+    """A roll-up's source under "block", triggered on the loop faster than its 0.2 s batches
+    run: once a tick of the timer it reads falls due while the producer waits, what it posts
+    waits behind that tick, which only the loop fires. The producer goes on (past the bound)
+    once the worker has nothing left, instead of holding the loop for ever."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    now = ssc.clock.now().milliseconds
+    tick = ssc.timer(Time(now + 300), None, Milliseconds(200), "tick")
+    days = ssc.queueStream([], default=[1])
+    days.foreachRDD(lambda rdd: None).bind(tick)
+    rollups = ssc.manualSource("rollups").overflow(2, "block")
+    ran: list[int] = []
+
+    def rollup(time: Any, rdd: Any, event: Any) -> None:
+        ran.append(event.value)
+        time_sleep(0.2)
+
+    days.tailWindow(1).foreachRDD(rollup).bind(rollups)
+    await ssc.start()
+    await asyncio.sleep(0.5)
+    hung = threading.Timer(60, _thread.interrupt_main)  # a loop held for ever fails the run
+    hung.start()
+    try:
+        for value in range(12):
+            rollups.trigger(value)  # type: ignore[attr-defined]
+    finally:
+        hung.cancel()
+    await ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=60)
+    assert ran == list(range(12))
 
 
 @pytest.mark.parametrize("policy", ["all", "latest"])
