@@ -32,6 +32,7 @@ from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from reactive_spark.catching_up import CatchingUp
+from reactive_spark.listener import EventsDropped
 from reactive_spark.overflow import Overflow
 from reactive_spark.source_queue import DEFAULT_MAX_QUEUED, SourceQueue
 from reactive_spark.waiting import MISSED, OrderKey, Waiting
@@ -340,12 +341,22 @@ class EventOrder(Overflow, CatchingUp):
         return self._posts_open or (not self._closed and bool(event.source.parents))
 
     def _arrive(self, event: Event, queue: SourceQueue | None) -> None:
-        """An event posted from another thread reaches the loop."""
+        """An event posted from another thread reaches the loop.
+
+        One that arrives closed was posted before the stop (its producer may have waited for
+        room meanwhile): the stop dropped it, and says so as it does of what waited here.
+        """
         if queue is not None:
             with self._room:
                 queue.in_transit -= 1
                 if self._waiting_producers:
                     self._room.notify_all()
+        if self._closed:
+            self._dropped_posted = True
+            self._listeners.tell(
+                "onEventsDropped", EventsDropped.of(event.source.name, "stop", [event])
+            )
+            return
         self.accept(event)
 
     def accept(self, event: Event) -> None:

@@ -243,6 +243,47 @@ async def test_a_producer_on_the_loop_never_waits_for_room_only_the_loop_can_mak
     assert ran == list(range(12))
 
 
+async def test_a_stop_reports_the_event_of_a_producer_thread_waiting_for_room(
+    sc: SparkContext,
+) -> None:
+    """A thread's `on_next` waits for room under "block" when a stop that does not wait
+    begins: its event, posted before the stop, is reported dropped as what waited on the
+    loop is, not only logged."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    subject: Subject[int] = Subject()
+    produced = ssc.rxEventSource(subject, "produced").overflow(2, "block")
+    gate = threading.Event()
+    ran: list[int] = []
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        ran.append(event.value)
+        gate.wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(produced)
+    drops = Drops()
+    ssc.addStreamingListener(drops)
+    await ssc.start()
+    entered: list[int] = []
+
+    def produce() -> None:
+        for value in range(3):
+            entered.append(value)
+            subject.on_next(value)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    while len(entered) < 3 or produced.queueDepth < 2:  # 0 runs, 1 waits, 2 waits for room
+        await asyncio.sleep(0.01)
+    stopping = asyncio.ensure_future(ssc.stop(stopSparkContext=False, stopGracefully=False))
+    await asyncio.sleep(0.2)  # posts are refused: the producer's wait for room ends
+    gate.set()  # the running batch may end: the stop waits for it
+    await stopping
+    producer.join(10)
+    reported = [event.value for event in drops.events]
+    assert sorted(ran + reported) == [0, 1, 2]
+    assert set(drops.counts) == {"stop"}
+
+
 @pytest.mark.parametrize("policy", ["all", "latest"])
 async def test_a_roll_up_waits_for_the_ticks_its_blocked_timer_missed(
     sc: SparkContext, policy: str
