@@ -16,6 +16,7 @@ from pyspark import SparkContext
 
 from reactive_spark import Days, Minutes, StreamingContext, Time, VirtualClock
 from reactive_spark.backfill import Backfill, BackfillConflictError
+from reactive_spark.dstream.files import BATCH_MARKER
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.log import Database, FileLog, StateStore
 
@@ -80,8 +81,15 @@ def outputs(workdir: Path) -> dict[str, dict[str, tuple[bytes, int]]]:
 
 
 def contents(batches: dict[str, dict[str, tuple[bytes, int]]]) -> dict[str, dict[str, bytes]]:
+    """What Spark wrote in each batch directory: not the `_BATCH` file (and its checksum) that
+    names the event that wrote it, which a backfill numbers afresh."""
     return {
-        name: {part: data for part, (data, _) in files.items()} for name, files in batches.items()
+        name: {
+            part: data
+            for part, (data, _) in files.items()
+            if part not in (BATCH_MARKER, f".{BATCH_MARKER}.crc")
+        }
+        for name, files in batches.items()
     }
 
 

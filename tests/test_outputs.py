@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark import SparkContext
@@ -52,6 +53,50 @@ async def test_existing_batch_directory_is_not_written_again(
     assert read_text_dir(committed) == ["already"]
     assert read_text_dir(tmp_path / "out-7000") == ["second"]
     assert sorted(os.listdir(tmp_path)) == ["out-6000", "out-7000"]
+
+
+class Crash(BaseException):
+    """A simulated crash: the process dies here (a BaseException is never caught as a failure)."""
+
+
+async def test_batches_of_one_millisecond_each_get_a_directory_and_a_rerun_writes_none(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Two uploads triggered in one millisecond (as two files caught up with one modification
+    time): the second batch's output went nowhere, its directory name being the first's. The
+    crash after both writes re-runs the second batch, which finds its own directory."""
+    prefix, checkpoint = str(tmp_path / "out" / "o"), str(tmp_path / "checkpoint")
+
+    def build(ssc: Any, crash: bool) -> Any:
+        uploads = ssc.manualSource("uploads")
+        batches = ssc.queueStream([["upload A"], ["upload B"]])
+        batches.saveAsTextFiles(prefix).bind(uploads)
+
+        def die_after_the_second(time: Any, rdd: Any, event: Any) -> None:
+            if crash and event.value == "B":
+                raise Crash("killed after the second batch's write")
+
+        batches.foreachRDD(die_after_the_second).bind(uploads)
+        return uploads
+
+    first = virtual(sc, None, T0, checkpoint=checkpoint)
+    uploads = build(first, crash=True)
+    await first.start()
+    uploads.trigger("A")
+    uploads.trigger("B")
+    with pytest.raises(Crash):
+        await first.advanceTo(T0)
+    await first.stop(stopSparkContext=False)
+    written = {name: read_text_dir(tmp_path / "out" / name) for name in ["o-5000", "o-5000-2"]}
+    assert written == {"o-5000": ["upload A"], "o-5000-2": ["upload B"]}
+
+    second = virtual(sc, None, T0, checkpoint=checkpoint)
+    build(second, crash=False)
+    await second.start()  # re-runs the second batch: both directories are there already
+    assert await second.advanceTo(T0) == []
+    await second.stop(stopSparkContext=False)
+    assert sorted(os.listdir(tmp_path / "out")) == ["o-5000", "o-5000-2"]
+    assert read_text_dir(tmp_path / "out" / "o-5000-2") == ["upload B"]
 
 
 async def test_failed_write_leaves_nothing_behind(sc: SparkContext, tmp_path: Path) -> None:

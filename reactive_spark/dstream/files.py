@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import functools
+import itertools
+import json
 import logging
 import os
 import re
@@ -28,7 +30,9 @@ from reactive_spark.errors import ReactiveSparkError
 from reactive_spark.time import Time
 
 __all__ = [
+    "BATCH_MARKER",
     "OutputWriteError",
+    "batch_directory",
     "batch_path",
     "exchange",
     "hadoop_configuration",
@@ -38,22 +42,72 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: The file in a batch directory naming the batch that wrote it; Hadoop's readers skip names
+#: starting with `_`, as they skip `_SUCCESS`.
+BATCH_MARKER = "_BATCH"
+
 
 class OutputWriteError(ReactiveSparkError, OSError):
     """A batch's output could not be moved into place."""
 
 
-def batch_path(prefix: str, suffix: str | None, time: Time) -> str:
+def batch_path(prefix: str, suffix: str | None, time: Time, number: int = 1) -> str:
     """`prefix-<time ms>[.suffix]`, as pyspark's `rddToFileName`; local prefixes made absolute.
+
+    The `number`-th batch of one millisecond (from 1) is `prefix-<time ms>-<number>[.suffix]`
+    from the second on (see `batch_directory`).
 
     Examples:
         >>> batch_path("/data/out", "txt", Time(1000))
         '/data/out-1000.txt'
+        >>> batch_path("/data/out", "txt", Time(1000), 2)
+        '/data/out-1000-2.txt'
     """
     if not urlparse(prefix).scheme:
         prefix = os.path.abspath(prefix)
-    name = f"{prefix}-{time.milliseconds}"
+    name = f"{prefix}-{time.milliseconds}" + ("" if number == 1 else f"-{number}")
     return name if suffix is None else f"{name}.{suffix}"
+
+
+def batch_directory(
+    sc: Any, prefix: str, suffix: str | None, time: Time, batch: dict[str, Any], *, replacing: bool
+) -> str:
+    """Where the batch `batch` (its event's `describe()`) goes: `batch_path(prefix, suffix, time)`.
+
+    Unless another batch of the same millisecond wrote that directory (two files caught up
+    with one modification time, two triggers in one millisecond): then the first of
+    `prefix-<time ms>-2[.suffix]`, `-3`, ... that is free or the batch's own. Each directory
+    names the batch that wrote it (`BATCH_MARKER`); one without (written before there were
+    markers) counts as the batch's own. Replacing (a backfill), a directory is the batch's own
+    if the same event wrote it, whatever index the event had then.
+    """
+    batch = json.loads(json.dumps(batch))  # as a marker reads back (a tuple as a list)
+    for number in itertools.count(1):
+        path = batch_path(prefix, suffix, time, number)
+        final, fs = _hadoop(sc, path)
+        if not fs.exists(final):
+            return path
+        marker = _hadoop(sc, f"{path}/{BATCH_MARKER}")[0]
+        if not fs.exists(marker):
+            return path
+        written = json.loads(_read_text(sc, fs, marker))
+        if _same_batch(written, batch, replacing=replacing):
+            return path
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _same_batch(written: dict[str, Any], batch: dict[str, Any], *, replacing: bool) -> bool:
+    if replacing:  # a backfill numbers its events afresh
+        return {**written, "index": None} == {**batch, "index": None}
+    return written == batch
+
+
+def _read_text(sc: Any, fs: Any, path: Any) -> str:
+    stream = fs.open(path)
+    try:
+        return str(sc._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))  # noqa: SLF001
+    finally:
+        stream.close()
 
 
 def hadoop_configuration(sc: Any) -> Any:
@@ -73,14 +127,20 @@ def _hadoop(sc: Any, path: str) -> tuple[Any, Any]:
 
 
 def save_atomically(
-    rdd: RDD[Any], path: str, write: Callable[[RDD[Any], str], None], *, replace: bool = False
+    rdd: RDD[Any],
+    path: str,
+    write: Callable[[RDD[Any], str], None],
+    *,
+    replace: bool = False,
+    batch: dict[str, Any] | None = None,
 ) -> bool:
     """Write `rdd` with `write(rdd, tmp)` and rename it to `path`; skip if `path` exists.
 
     With `replace` (a backfill), an existing `path` is replaced by the new batch instead, in one
     swap on a local file system (see `exchange`); on other file systems the old batch is moved
     aside, the new one renamed into place, then the old one deleted. Works on any Hadoop file
-    system Spark can write to. Returns whether the batch was written.
+    system Spark can write to. With `batch` (its event's `describe()`), the directory names it
+    in a `BATCH_MARKER` file (see `batch_directory`). Returns whether the batch was written.
     """
     final, fs = _hadoop(rdd.context, path)
     if fs.exists(final) and not replace:
@@ -89,6 +149,12 @@ def save_atomically(
     # a crash from here until the rename leaves `temporary` behind: see remove_interrupted_writes
     try:
         write(rdd, temporary.toString())
+        if batch is not None:
+            marker = fs.create(_hadoop(rdd.context, f"{temporary.toString()}/{BATCH_MARKER}")[0])
+            try:
+                marker.write(json.dumps(batch, sort_keys=True).encode())
+            finally:
+                marker.close()
         if replace and fs.exists(final):
             _replace(fs, temporary, final, _hidden_beside(rdd.context, final))
             return True
@@ -215,8 +281,8 @@ def remove_interrupted_writes(sc: Any, prefix: str, suffix: str | None = None) -
     """Delete the temporary directories of `prefix`'s batches that a crash left behind.
 
     Only names `save_atomically` makes for this prefix match (`_temporary-<name>-<time ms>
-    [.suffix]-<hex>`), so other outputs in the same directory are left alone. Returns the
-    deleted paths.
+    [-<number>][.suffix]-<hex>`), so other outputs in the same directory are left alone.
+    Returns the deleted paths.
 
     Examples:
         >>> import tempfile
@@ -230,7 +296,7 @@ def remove_interrupted_writes(sc: Any, prefix: str, suffix: str | None = None) -
         prefix = os.path.abspath(prefix)
     parent, _, name = prefix.rpartition("/")
     ending = "" if suffix is None else re.escape(f".{suffix}")
-    pattern = re.compile(rf"^_temporary-{re.escape(name)}-\d+{ending}-[0-9a-f]{{32}}$")
+    pattern = re.compile(rf"^_temporary-{re.escape(name)}-\d+(-\d+)?{ending}-[0-9a-f]{{32}}$")
     directory, fs = _hadoop(sc, parent)
     if not fs.exists(directory):
         return []
