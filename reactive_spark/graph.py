@@ -213,6 +213,10 @@ class DStreamGraph:
         for receiver in self.receivers():
             receiver.drop_unread()
 
+    def reaching(self, stream: DStream[Any]) -> set[EventSource]:
+        """The sources whose events make `stream` compute an RDD (once started)."""
+        return set(self._reaching.get(stream.id, ()))
+
     def _reaching_sources(self) -> dict[int, set[EventSource]]:
         """For each stream, the sources whose events make it compute an RDD.
 

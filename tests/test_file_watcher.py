@@ -13,6 +13,7 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Event, FileEvent, Seconds, StreamingContext, SystemClock, Time
+from reactive_spark.errors import DirectoryNotFoundError
 from reactive_spark.failures import SourceErrorInfo
 from reactive_spark.sources import file_watcher
 from reactive_spark.sources.file_completion import COMPLETE, WRITING, Arrivals, WriteEvidence
@@ -364,3 +365,34 @@ async def test_a_file_moved_in_as_soon_as_start_returns_fires(
         finally:
             await ssc.stop(stopSparkContext=False)
         assert [event.paths for event in fired] == [(str(incoming / staged.name),)]
+
+
+async def test_a_file_stream_fed_by_a_watcher_starts_before_its_directory_exists(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The documented upload pattern on a fresh deployment: the watcher creates the directory
+    as it starts, so the file stream it feeds needs none beforehand (bound to a timer it
+    does; a file stream fed by both checks too)."""
+    incoming = tmp_path / "incoming"
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    uploads = ssc.fileWatcher(str(incoming), "uploads")
+    out, seen = gather(ssc.textFileStream(str(incoming)))
+    out.bind(uploads)
+    await ssc.start()
+    staged = tmp_path / "first.txt"
+    staged.write_text("hello\n")
+    staged.replace(incoming / "first.txt")
+    try:
+        await until_read(seen, incoming / "first.txt")
+    finally:
+        await ssc.stop(stopSparkContext=False)
+    assert [lines for _, lines in seen] == [["hello"]]
+
+    elsewhere = tmp_path / "elsewhere"
+    mixed = StreamingContext(sc, None, clock=SystemClock())
+    watcher = mixed.fileWatcher(str(elsewhere), "uploads")
+    ticks = mixed.timer(Time(0), None, Seconds(60), "ticks")
+    mixed.textFileStream(str(elsewhere)).foreachRDD(lambda rdd: None).bind(watcher).bind(ticks)
+    with pytest.raises(DirectoryNotFoundError, match="does not exist"):
+        await mixed.start()
+    assert not elsewhere.exists()

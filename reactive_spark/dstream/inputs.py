@@ -26,6 +26,7 @@ from reactive_spark.dstream.text_files import (
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
 from reactive_spark.sources.derived import DerivedEvent
+from reactive_spark.sources.file_watcher import FileWatcherEventSource
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -227,9 +228,16 @@ class FileInputDStream(InputDStream):
     def start(self) -> None:
         """Check that the directory exists (a missing one would only give empty batches).
 
+        Unless only file watchers of the directory make it read: they create it as they start.
         Also reads how the Hadoop configuration splits files and ends lines.
         """
         self._format = line_format(hadoop_configuration(self._ssc.sparkContext).get)
+        reaching = self._ssc.graph.reaching(self)
+        if reaching and all(
+            isinstance(source, FileWatcherEventSource) and source.path == self.directory
+            for source in reaching
+        ):
+            return
         if not os.path.isdir(self.directory):
             found = "is not a directory" if os.path.exists(self.directory) else "does not exist"
             raise DirectoryNotFoundError(
