@@ -356,10 +356,10 @@ async def test_a_timer_never_holds_back_the_sources_it_feeds(sc: SparkContext) -
 
 
 async def test_a_coalesced_event_a_stop_drops_counts_what_it_stood_for(sc: SparkContext) -> None:
-    """Three triggers coalesced into one event (bound 1) that a stop drops before it runs:
+    """Three triggers coalesced into one event (bound 2) that a stop drops before it runs:
     the stop's report counts the three, as a drop past the bound counts a stand-in."""
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
-    manual = ssc.manualSource("m").overflow(1, "coalesce")
+    manual = ssc.manualSource("m").overflow(2, "coalesce")
     ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(manual)
     drops = Drops()
     ssc.addStreamingListener(drops)
@@ -378,6 +378,13 @@ def test_overflow_arguments_are_checked(sc: SparkContext) -> None:
         tick.overflow(maxQueued=0)
     with pytest.raises(InvalidArgumentError, match="policy must be one of block, reject"):
         tick.overflow(policy="drop")
+    for policy in ("coalesce", "drop-oldest"):  # one runs while the next waits to merge
+        with pytest.raises(InvalidArgumentError, match=f"at least 2 under '{policy}'.*got 1"):
+            tick.overflow(1, policy)
+        tick.overflow(maxQueued=1)
+        with pytest.raises(InvalidArgumentError, match=f"at least 2 under '{policy}'"):
+            tick.overflow(policy=policy)
+        tick.overflow(maxQueued=10_000)
     rest = ssc.restServer(None, name="jobs")
     with pytest.raises(InvalidArgumentError, match="REST trigger must be 'reject' or 'block'"):
         rest.overflow(policy="drop-oldest")

@@ -202,13 +202,20 @@ class EventSource(ABC):
         self._runtime.require_not_started(f"change the overflow of {self.name!r}")
         if maxQueued is not None:
             require_int(maxQueued, "maxQueued")
+        if policy is not None and policy not in OVERFLOW_POLICIES:
+            raise InvalidArgumentError(
+                f"policy must be one of {', '.join(OVERFLOW_POLICIES)}, got {policy!r}",
+            )
+        bound = self.maxQueued if maxQueued is None else maxQueued
+        chosen = self._overflow if policy is None else policy
+        if chosen in ("coalesce", "drop-oldest") and bound < 2:
+            raise InvalidArgumentError(
+                f"maxQueued must be at least 2 under {chosen!r} (one event runs while the "
+                f"next waits to be merged or dropped), got {bound} for source {self.name!r}"
+            )
+        if maxQueued is not None:
             self._max_queued = maxQueued
-        if policy is not None:
-            if policy not in OVERFLOW_POLICIES:
-                raise InvalidArgumentError(
-                    f"policy must be one of {', '.join(OVERFLOW_POLICIES)}, got {policy!r}",
-                )
-            self._overflow = policy
+        self._overflow = chosen
         return self
 
     @property
