@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from reactive_spark.events.source import coalesced
 from reactive_spark.waiting import MISSED
 
 if TYPE_CHECKING:
@@ -73,7 +74,9 @@ class CatchingUp:
         Under `block`, an event past its source's bound (or behind others waiting so) waits in
         order as the events missed during downtime do: in the order heap under its own key,
         counted against the bound (sources feeding it wait too), accepted as room frees,
-        reported dropped by a stop that does not wait for it. Otherwise, or off the loop, as
+        reported dropped by a stop that does not wait for it. A source that coalesces
+        losslessly (a file watcher) merges it into the last waiting event once as many as its
+        bound wait, so they never pile up. Otherwise, or off the loop, as
         `post`. How the library's own producers on the loop post (`delay`, `pipe`, a file
         watcher, a backlog check).
         """
@@ -85,6 +88,10 @@ class CatchingUp:
             and self.on_loop()
             and queue.full
         ):
+            waiting = self._missed.get(queue)
+            if waiting and len(waiting) >= queue.bound and event.source.coalescesLosslessly:
+                waiting.append(coalesced(event.source, [waiting.pop(), event]))  # one for two
+                return
             self._miss(queue, event)
             return
         self.post(event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -396,3 +397,40 @@ async def test_a_file_stream_fed_by_a_watcher_starts_before_its_directory_exists
     with pytest.raises(DirectoryNotFoundError, match="does not exist"):
         await mixed.start()
     assert not elsewhere.exists()
+
+
+async def test_files_arriving_while_the_queue_is_full_wait_merged_within_the_bound(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Under "block" a watcher's events past the bound wait their turn; beyond as many as the
+    bound they merge (every file still read once) instead of piling up, one per file."""
+    incoming, staging = tmp_path / "in", tmp_path / "staging"
+    incoming.mkdir()
+    staging.mkdir()
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    uploads = ssc.fileWatcher(str(incoming), "uploads").overflow(2, "block")
+    gate = threading.Event()
+    read: list[list[str]] = []
+
+    def job(rdd: Any) -> None:
+        gate.wait(30)  # the first batch holds the worker while the files arrive
+        read.append(rdd.collect())
+
+    ssc.textFileStream(str(incoming)).foreachRDD(job).bind(uploads)
+    await ssc.start()
+    await uploads.ready()
+    for number in range(20):
+        staged = staging / f"f{number:02d}.txt"
+        staged.write_text(f"{number}\n")
+        staged.replace(incoming / staged.name)
+        await asyncio.sleep(0.05)  # each is an event of its own
+    await asyncio.sleep(1)  # the watcher has reported every file
+    gate.set()
+    for _ in range(120):
+        if sum(len(lines) for lines in read) == 20:
+            break
+        await asyncio.sleep(0.25)
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    assert sorted(int(line) for lines in read for line in lines) == list(range(20))  # once each
+    # the running one, one accepted, one posted in turn, and the bound's two waiting behind it
+    assert len(read) <= 5, [len(lines) for lines in read]

@@ -181,6 +181,10 @@ class EventSource(ABC):
     # -- backpressure ----------------------------------------------------------------------
     #: The overflow policy of this kind of source unless told otherwise (`overflow`).
     defaultOverflow = "block"
+    #: Whether `coalesce` keeps what each event carries (a file watcher's stand-in lists every
+    #: file): then, under `"block"`, what it fires on the loop past the bound merges once as
+    #: many events as the bound wait their turn, instead of piling up (`post_in_turn`).
+    coalescesLosslessly = False
 
     def overflow(self, maxQueued: int | None = None, policy: str | None = None) -> EventSource:
         """Bound this source's waiting events and say what happens past the bound; returns it.

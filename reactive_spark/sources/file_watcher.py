@@ -68,6 +68,7 @@ class FileWatcherEventSource(EventSource):
     """
 
     kind = "fileWatcher"
+    coalescesLosslessly = True
 
     def __init__(
         self,
@@ -269,11 +270,16 @@ class FileWatcherEventSource(EventSource):
         ]
 
     def coalesce(self, events: list[Event]) -> Event:
-        """One event with every file of `events`, at the last one's time."""
+        """One event with every file of `events`, at the last one's time.
+
+        Its `change` is theirs if they agree, else `"mixed"`.
+        """
         paths = tuple(
             dict.fromkeys(path for event in events for path in getattr(event, "paths", ()))
         )
-        return FileEvent(self, None, events[-1].time, paths, "added")
+        changes = {getattr(event, "change", "added") for event in events}
+        change = changes.pop() if len(changes) == 1 else "mixed"
+        return FileEvent(self, None, events[-1].time, paths, change)
 
     def eventFromRecord(self, fields: dict[str, Any]) -> FileEvent:
         """The `FileEvent` a checkpoint recorded."""
