@@ -94,6 +94,10 @@ MISTAKES = {
         ["run", "app.py", "--until", "0s"],
         "--until must be a duration of at least 1ms or a time, got '0s'",
     ),
+    "a past --until": (
+        ["run", "app.py", "--until", "2020-01-01"],
+        "--until 2020-01-01T00:00:00Z has passed: give a later time, or a duration such as 90s",
+    ),
     "a FUNC taking more": (
         ["run", "app.py:report"],
         "app.py:report takes (ssc, days); reactive-spark calls report(ssc) with a StreamingContext",

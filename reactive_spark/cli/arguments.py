@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import time
 from datetime import UTC, datetime
 
 from reactive_spark.errors import InvalidArgumentError
@@ -182,8 +183,13 @@ def until(text: str) -> Time | Duration:
     Examples:
         >>> until("90s")
         Duration(90000 ms)
-        >>> until("2026-12-01T00:00").isoformat()
-        '2026-12-01T00:00:00Z'
+        >>> until("2099-12-01T00:00").isoformat()
+        '2099-12-01T00:00:00Z'
+        >>> until("2020-01-01")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: --until 2020-01-01T00:00:00Z has passed: \
+give a later time, or a duration such as 90s, 10m, 2h
     """
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
     if match:
@@ -194,7 +200,13 @@ def until(text: str) -> Time | Duration:
                 f"--until must be a duration of at least 1ms or a time, got {text!r}"
             )
         return to_duration(span, "--until")
-    return instant(text, "--until", "an ISO time or a duration such as 90s, 10m, 2h")
+    moment = instant(text, "--until", "an ISO time or a duration such as 90s, 10m, 2h")
+    if moment.milliseconds <= time.time() * 1000:  # the run would stop as it starts
+        raise InvalidArgumentError(
+            f"--until {moment.isoformat()} has passed: give a later time, or a duration such "
+            "as 90s, 10m, 2h"
+        )
+    return moment
 
 
 def instant(
