@@ -96,7 +96,8 @@ MISTAKES = {
     ),
     "a past --until": (
         ["run", "app.py", "--until", "2020-01-01"],
-        "--until 2020-01-01T00:00:00Z has passed: give a later time, or a duration such as 90s",
+        "--until 2020-01-01T00:00:00Z has passed (and there is no --checkpoint to catch up): "
+        "give a later time, or a duration such as 90s",
     ),
     "a FUNC taking more": (
         ["run", "app.py:report"],

@@ -185,11 +185,6 @@ def until(text: str) -> Time | Duration:
         Duration(90000 ms)
         >>> until("2099-12-01T00:00").isoformat()
         '2099-12-01T00:00:00Z'
-        >>> until("2020-01-01")
-        Traceback (most recent call last):
-        ...
-        reactive_spark.errors.InvalidArgumentError: --until 2020-01-01T00:00:00Z has passed: \
-give a later time, or a duration such as 90s, 10m, 2h
     """
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", text.strip())
     if match:
@@ -200,13 +195,32 @@ give a later time, or a duration such as 90s, 10m, 2h
                 f"--until must be a duration of at least 1ms or a time, got {text!r}"
             )
         return to_duration(span, "--until")
-    moment = instant(text, "--until", "an ISO time or a duration such as 90s, 10m, 2h")
-    if moment.milliseconds <= time.time() * 1000:  # the run would stop as it starts
+    return instant(text, "--until", "an ISO time or a duration such as 90s, 10m, 2h")
+
+
+def require_future(stop_at: Time | Duration | None, checkpoint: str | None) -> None:
+    """Refuse an `--until` time that has passed, unless there is a checkpoint to catch up.
+
+    Without one the run would stop as it starts; with one, a supervisor restarting the run
+    after that time has it process what it missed, then stop.
+
+    Examples:
+        >>> require_future(until("2020-01-01"), None)
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: --until 2020-01-01T00:00:00Z has passed \
+(and there is no --checkpoint to catch up): give a later time, or a duration such as 90s
+        >>> require_future(until("2020-01-01"), "checkpoints/")
+    """
+    if (
+        isinstance(stop_at, Time)
+        and stop_at.milliseconds <= time.time() * 1000
+        and checkpoint is None
+    ):
         raise InvalidArgumentError(
-            f"--until {moment.isoformat()} has passed: give a later time, or a duration such "
-            "as 90s, 10m, 2h"
+            f"--until {stop_at.isoformat()} has passed (and there is no --checkpoint to catch "
+            "up): give a later time, or a duration such as 90s"
         )
-    return moment
 
 
 def instant(

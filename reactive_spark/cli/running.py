@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console as Terminal
 from rich.table import Table
 
-from reactive_spark.cli.arguments import until
+from reactive_spark.cli.arguments import require_future, until
 from reactive_spark.cli.output import progress_bar, terminal
 from reactive_spark.cli.program import build, load, on_path
 from reactive_spark.cli.spark_start import quiet_spark, spark
@@ -92,6 +92,7 @@ async def run(args: argparse.Namespace) -> int:
     """Run a user's program on the system clock until it stops, `--until`, SIGINT or SIGTERM."""
     # the command line, the module and its function first: a mistake answers before Spark starts
     stop_at = None if args.until is None else until(args.until)
+    require_future(stop_at, args.checkpoint)
     py_files = [path for paths in args.py_files for path in paths.split(",") if path]
     on_path(py_files)  # the module may import from them, as its executors will
     function = load(args.target)
