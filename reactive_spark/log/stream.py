@@ -217,14 +217,17 @@ class DirectLogInputDStream(InputDStream):
         its batch failed, is read again by its next batch, in this run and after a restart;
         else every later batch would leave a gap that its commit refuses. With several, the
         furthest commit of each partition counts. Never before where this run started the
-        partition: a stream started past the commits leaves the gap it was told to.
+        partition (after a restart, where the batches it replays read from): a stream started
+        past the commits leaves the gap it was told to. Nor when batches of sources it does
+        not react to read the stream too: they would read again what they read.
         """
         self._commits.append((committed, reacts))
 
     def _back_to_commits(self, source: EventSource) -> None:
         furthest: dict[TopicPartition, int] = {}
+        reading = self._ssc.graph.reaching(self)
         for committed, reacts in self._commits:
-            if not reacts(source):
+            if not reacts(source) or not all(reacts(other) for other in reading):
                 continue
             offsets = committed()
             for partition, start in self._started_from.items():
@@ -390,7 +393,12 @@ class DirectLogInputDStream(InputDStream):
         )
 
     def _replay(self, event: Event, read: dict[str, Any]) -> RDD[Any] | None:
-        return self._take(event, [OffsetRange.fromList(item) for item in read["offsetRanges"]])
+        ranges = [OffsetRange.fromList(item) for item in read["offsetRanges"]]
+        for offsets in ranges:  # a restarted run starts where what it replays read from
+            partition = (offsets.topic, offsets.partition)
+            start = self._started_from.get(partition, offsets.fromOffset)
+            self._started_from[partition] = min(start, offsets.fromOffset)
+        return self._take(event, ranges)
 
     def record_count(self, read: dict[str, Any]) -> int:
         """Records in the read's offset ranges."""
