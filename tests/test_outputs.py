@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,9 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Seconds, Time
+from reactive_spark.dstream.files import batch_marker
+from reactive_spark.events import Event, RestEvent
+from reactive_spark.sources.derived import DerivedEvent
 
 from .helpers import virtual
 
@@ -55,6 +59,13 @@ async def test_existing_batch_directory_is_not_written_again(
     assert sorted(os.listdir(tmp_path)) == ["out-6000", "out-7000"]
 
 
+class NamedSource:
+    """Stands for an event source in events built by hand: only its name is read."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
 class Crash(BaseException):
     """A simulated crash: the process dies here (a BaseException is never caught as a failure)."""
 
@@ -87,16 +98,16 @@ async def test_batches_of_one_millisecond_each_get_a_directory_and_a_rerun_write
     with pytest.raises(Crash):
         await first.advanceTo(T0)
     await first.stop(stopSparkContext=False)
-    written = {name: read_text_dir(tmp_path / "out" / name) for name in ["o-5000", "o-5000-2"]}
-    assert written == {"o-5000": ["upload A"], "o-5000-2": ["upload B"]}
+    written = {name: read_text_dir(tmp_path / "out" / name) for name in ["o-5000", "o-5000_2"]}
+    assert written == {"o-5000": ["upload A"], "o-5000_2": ["upload B"]}
 
     second = virtual(sc, None, T0, checkpoint=checkpoint)
     build(second, crash=False)
     await second.start()  # re-runs the second batch: both directories are there already
     assert await second.advanceTo(T0) == []
     await second.stop(stopSparkContext=False)
-    assert sorted(os.listdir(tmp_path / "out")) == ["o-5000", "o-5000-2"]
-    assert read_text_dir(tmp_path / "out" / "o-5000-2") == ["upload B"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["o-5000", "o-5000_2"]
+    assert read_text_dir(tmp_path / "out" / "o-5000_2") == ["upload B"]
 
 
 async def test_failed_write_leaves_nothing_behind(sc: SparkContext, tmp_path: Path) -> None:
@@ -157,3 +168,21 @@ async def test_foreachRDD_callback_shapes(sc: SparkContext) -> None:
     await ssc.runUntil(T0 + Seconds(1))
     await ssc.stop(stopSparkContext=False)
     assert calls == [("rdd", [1]), ("time", 6.0), ("event", 0), ("p", 1), ("callable", True)]
+
+
+def test_a_batch_marker_names_the_event_without_its_contents_or_numbering() -> None:
+    """A backfill renumbers a derived event and its parents: the marker matches it but for the
+    index. A value JSON cannot sort keeps no marker from being written, and a request's body
+    is not copied into the output."""
+    rest = NamedSource("triggers")
+    tick = NamedSource("tick")
+    live = DerivedEvent.of(rest, T0, Event(tick, 4, T0, 9), {1: "a", "b": float("nan")})
+    live.index, live.instanceId = 7, 11
+    backfilled = DerivedEvent.of(rest, T0, Event(tick, 0, T0, 2), {1: "a", "b": float("nan")})
+    backfilled.index = 1
+    marker, again = batch_marker(live), batch_marker(backfilled)
+    assert marker["index"] == 7 and again["index"] == 1
+    assert {**marker, "index": None} == {**again, "index": None}
+    assert batch_marker(live) == marker  # the same each time (NaN included)
+    request = RestEvent(rest, 0, T0, "POST", "/run", {}, {"password": "s3cret"})
+    assert "s3cret" not in json.dumps(batch_marker(request))

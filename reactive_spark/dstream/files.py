@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import functools
+import hashlib
 import itertools
 import json
 import logging
@@ -33,6 +34,7 @@ __all__ = [
     "BATCH_MARKER",
     "OutputWriteError",
     "batch_directory",
+    "batch_marker",
     "batch_path",
     "exchange",
     "hadoop_configuration",
@@ -54,52 +56,86 @@ class OutputWriteError(ReactiveSparkError, OSError):
 def batch_path(prefix: str, suffix: str | None, time: Time, number: int = 1) -> str:
     """`prefix-<time ms>[.suffix]`, as pyspark's `rddToFileName`; local prefixes made absolute.
 
-    The `number`-th batch of one millisecond (from 1) is `prefix-<time ms>-<number>[.suffix]`
-    from the second on (see `batch_directory`).
+    The `number`-th batch of one millisecond (from 1) is `prefix-<time ms>_<number>[.suffix]`
+    from the second on (see `batch_directory`): a name read as `prefix-<time>` fails to parse
+    rather than give the number as the time.
 
     Examples:
         >>> batch_path("/data/out", "txt", Time(1000))
         '/data/out-1000.txt'
         >>> batch_path("/data/out", "txt", Time(1000), 2)
-        '/data/out-1000-2.txt'
+        '/data/out-1000_2.txt'
     """
     if not urlparse(prefix).scheme:
         prefix = os.path.abspath(prefix)
-    name = f"{prefix}-{time.milliseconds}" + ("" if number == 1 else f"-{number}")
+    name = f"{prefix}-{time.milliseconds}" + ("" if number == 1 else f"_{number}")
     return name if suffix is None else f"{name}.{suffix}"
 
 
+def batch_marker(event: Any) -> dict[str, Any]:
+    """What a batch directory's `BATCH_MARKER` says of the batch of `event`.
+
+    Its source, time and index, and a digest of what else the event carries (parents
+    included, without their indexes): enough to tell two batches of one millisecond apart and
+    to know a re-run's own directory, without copying a request's body into the output.
+
+    Examples:
+        >>> from reactive_spark.events import Event
+        >>> sorted(batch_marker(Event(None, 3, Time(5))))
+        ['event', 'index', 'source', 'time']
+    """
+    fields = event.describe()
+    # as a checkpoint gives it back to a re-run: JSON's keys, lists, reprs of the rest
+    text = json.dumps(json.loads(json.dumps(_without_numbers(fields), default=repr)))
+    return {
+        "source": fields["source"],
+        "time": fields["time"],
+        "index": fields["index"],
+        "event": hashlib.sha256(text.encode()).hexdigest(),
+    }
+
+
+def _without_numbers(fields: Any) -> Any:
+    """`fields` without what numbering gives an event (a backfill numbers afresh)."""
+    if not isinstance(fields, dict):
+        return fields
+    return {
+        key: _without_numbers(value)
+        for key, value in fields.items()
+        if key not in ("index", "instanceId", "standsFor")
+    }
+
+
 def batch_directory(
-    sc: Any, prefix: str, suffix: str | None, time: Time, batch: dict[str, Any], *, replacing: bool
+    sc: Any, prefix: str, suffix: str | None, time: Time, marker: dict[str, Any], *, replacing: bool
 ) -> str:
-    """Where the batch `batch` (its event's `describe()`) goes: `batch_path(prefix, suffix, time)`.
+    """Where the batch with `marker` (`batch_marker`) goes: `batch_path(prefix, suffix, time)`.
 
     Unless another batch of the same millisecond wrote that directory (two files caught up
     with one modification time, two triggers in one millisecond): then the first of
-    `prefix-<time ms>-2[.suffix]`, `-3`, ... that is free or the batch's own. Each directory
+    `prefix-<time ms>_2[.suffix]`, `_3`, ... that is free or the batch's own. Each directory
     names the batch that wrote it (`BATCH_MARKER`); one without (written before there were
     markers) counts as the batch's own. Replacing (a backfill), a directory is the batch's own
     if the same event wrote it, whatever index the event had then.
     """
-    batch = json.loads(json.dumps(batch))  # as a marker reads back (a tuple as a list)
     for number in itertools.count(1):
         path = batch_path(prefix, suffix, time, number)
         final, fs = _hadoop(sc, path)
         if not fs.exists(final):
             return path
-        marker = _hadoop(sc, f"{path}/{BATCH_MARKER}")[0]
-        if not fs.exists(marker):
+        found = _hadoop(sc, f"{path}/{BATCH_MARKER}")[0]
+        if not fs.exists(found):
             return path
-        written = json.loads(_read_text(sc, fs, marker))
-        if _same_batch(written, batch, replacing=replacing):
+        written = json.loads(_read_text(sc, fs, found))
+        if _same_batch(written, marker, replacing=replacing):
             return path
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _same_batch(written: dict[str, Any], batch: dict[str, Any], *, replacing: bool) -> bool:
+def _same_batch(written: dict[str, Any], marker: dict[str, Any], *, replacing: bool) -> bool:
     if replacing:  # a backfill numbers its events afresh
-        return {**written, "index": None} == {**batch, "index": None}
-    return written == batch
+        return {**written, "index": None} == {**marker, "index": None}
+    return written == marker
 
 
 def _read_text(sc: Any, fs: Any, path: Any) -> str:
@@ -132,14 +168,14 @@ def save_atomically(
     write: Callable[[RDD[Any], str], None],
     *,
     replace: bool = False,
-    batch: dict[str, Any] | None = None,
+    marker: dict[str, Any] | None = None,
 ) -> bool:
     """Write `rdd` with `write(rdd, tmp)` and rename it to `path`; skip if `path` exists.
 
     With `replace` (a backfill), an existing `path` is replaced by the new batch instead, in one
     swap on a local file system (see `exchange`); on other file systems the old batch is moved
     aside, the new one renamed into place, then the old one deleted. Works on any Hadoop file
-    system Spark can write to. With `batch` (its event's `describe()`), the directory names it
+    system Spark can write to. With `marker` (`batch_marker`), the directory names its batch
     in a `BATCH_MARKER` file (see `batch_directory`). Returns whether the batch was written.
     """
     final, fs = _hadoop(rdd.context, path)
@@ -149,12 +185,12 @@ def save_atomically(
     # a crash from here until the rename leaves `temporary` behind: see remove_interrupted_writes
     try:
         write(rdd, temporary.toString())
-        if batch is not None:
-            marker = fs.create(_hadoop(rdd.context, f"{temporary.toString()}/{BATCH_MARKER}")[0])
+        if marker is not None:
+            file = fs.create(_hadoop(rdd.context, f"{temporary.toString()}/{BATCH_MARKER}")[0])
             try:
-                marker.write(json.dumps(batch, sort_keys=True).encode())
+                file.write(json.dumps(marker).encode())
             finally:
-                marker.close()
+                file.close()
         if replace and fs.exists(final):
             _replace(fs, temporary, final, _hidden_beside(rdd.context, final))
             return True
@@ -281,7 +317,7 @@ def remove_interrupted_writes(sc: Any, prefix: str, suffix: str | None = None) -
     """Delete the temporary directories of `prefix`'s batches that a crash left behind.
 
     Only names `save_atomically` makes for this prefix match (`_temporary-<name>-<time ms>
-    [-<number>][.suffix]-<hex>`), so other outputs in the same directory are left alone.
+    [_<number>][.suffix]-<hex>`), so other outputs in the same directory are left alone.
     Returns the deleted paths.
 
     Examples:
@@ -296,7 +332,7 @@ def remove_interrupted_writes(sc: Any, prefix: str, suffix: str | None = None) -
         prefix = os.path.abspath(prefix)
     parent, _, name = prefix.rpartition("/")
     ending = "" if suffix is None else re.escape(f".{suffix}")
-    pattern = re.compile(rf"^_temporary-{re.escape(name)}-\d+(-\d+)?{ending}-[0-9a-f]{{32}}$")
+    pattern = re.compile(rf"^_temporary-{re.escape(name)}-\d+(_\d+)?{ending}-[0-9a-f]{{32}}$")
     directory, fs = _hadoop(sc, parent)
     if not fs.exists(directory):
         return []

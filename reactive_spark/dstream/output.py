@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import RDD
 
 from reactive_spark._callbacks import adapt_callback
-from reactive_spark.dstream.files import batch_directory, save_atomically
+from reactive_spark.dstream.files import batch_directory, batch_marker, save_atomically
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.runtime import Runtime
 
@@ -116,7 +116,7 @@ class OutputOperations:
         Each batch is written to a hidden temporary directory and renamed into place; a batch
         directory that already exists is not written again, but by a backfill, which swaps the
         new one in its place atomically (`StreamingContext.backfill`). A second batch of the
-        same millisecond writes `prefix-<time ms>-2[.suffix]` (see docs/concepts.md, outputs).
+        same millisecond writes `prefix-<time ms>_2[.suffix]` (see docs/concepts.md, outputs).
 
         Examples:
             >>> import asyncio, tempfile
@@ -165,11 +165,10 @@ class OutputOperations:
         runtime = Runtime.of(self.context())
 
         def save(rdds: tuple[RDD[Any], ...], event: Any) -> None:
-            batch = {key: value for key, value in event.describe().items() if key != "instanceId"}
-            replace = runtime.replaces_outputs
+            marker, replace = batch_marker(event), runtime.replaces_outputs
             path = batch_directory(
-                rdds[0].context, prefix, suffix, event.time, batch, replacing=replace
+                rdds[0].context, prefix, suffix, event.time, marker, replacing=replace
             )
-            save_atomically(rdds[0], path, write, replace=replace, batch=batch)
+            save_atomically(rdds[0], path, write, replace=replace, marker=marker)
 
         return self._output(save, f"{operation}({prefix})", target=(prefix, suffix))
