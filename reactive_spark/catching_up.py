@@ -44,6 +44,8 @@ class CatchingUp:
 
         def _waiting(self, key: OrderKey, queue: SourceQueue | None = None) -> Waiting: ...
 
+        def _dropped(self, queue: SourceQueue, reason: str, events: list[Event]) -> None: ...
+
     def __init__(self) -> None:
         # per catching-up source, its missed events not posted yet (see `catch_up`)
         self._missed: dict[SourceQueue, deque[Event]] = {}
@@ -76,9 +78,9 @@ class CatchingUp:
         counted against the bound (sources feeding it wait too), accepted as room frees,
         reported dropped by a stop that does not wait for it. A source that coalesces
         losslessly (a file watcher) merges it into the last waiting event once as many as its
-        bound wait, so they never pile up. Otherwise, or off the loop, as
-        `post`. How the library's own producers on the loop post (`delay`, `pipe`, a file
-        watcher, a backlog check).
+        bound wait, so they never pile up (reported as coalesced, `onEventsDropped`).
+        Otherwise, or off the loop, as `post`. How the library's own producers on the loop post
+        (`delay`, `pipe`, a file watcher, a backlog check).
         """
         queue = self._queues.get(event.source)
         if (
@@ -90,7 +92,9 @@ class CatchingUp:
         ):
             waiting = self._missed.get(queue)
             if waiting and len(waiting) >= queue.bound and event.source.coalescesLosslessly:
-                waiting.append(coalesced(event.source, [waiting.pop(), event]))  # one for two
+                last = waiting.pop()
+                waiting.append(coalesced(event.source, [last, event]))  # one for two
+                self._dropped(queue, "coalesce", [last])  # merged away: never silently
                 return
             self._miss(queue, event)
             return

@@ -13,7 +13,16 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Event, FileEvent, Seconds, StreamingContext, SystemClock, Time
+from reactive_spark import (
+    Event,
+    EventsDropped,
+    FileEvent,
+    Seconds,
+    StreamingContext,
+    StreamingListener,
+    SystemClock,
+    Time,
+)
 from reactive_spark.errors import DirectoryNotFoundError
 from reactive_spark.failures import SourceErrorInfo
 from reactive_spark.sources import file_watcher
@@ -417,6 +426,8 @@ async def test_files_arriving_while_the_queue_is_full_wait_merged_within_the_bou
         read.append(rdd.collect())
 
     ssc.textFileStream(str(incoming)).foreachRDD(job).bind(uploads)
+    merged: list[EventsDropped] = []
+    ssc.addStreamingListener(Listening(merged))
     await ssc.start()
     await uploads.ready()
     for number in range(20):
@@ -424,7 +435,7 @@ async def test_files_arriving_while_the_queue_is_full_wait_merged_within_the_bou
         staged.write_text(f"{number}\n")
         staged.replace(incoming / staged.name)
         await asyncio.sleep(0.05)  # each is an event of its own
-    await asyncio.sleep(1)  # the watcher has reported every file
+    await asyncio.sleep(2)  # the watcher has reported every file
     gate.set()
     for _ in range(120):
         if sum(len(lines) for lines in read) == 20:
@@ -434,3 +445,14 @@ async def test_files_arriving_while_the_queue_is_full_wait_merged_within_the_bou
     assert sorted(int(line) for lines in read for line in lines) == list(range(20))  # once each
     # the running one, one accepted, one posted in turn, and the bound's two waiting behind it
     assert len(read) <= 5, [len(lines) for lines in read]
+    assert merged and {drop.reason for drop in merged} == {"coalesce"}  # never silently
+
+
+class Listening(StreamingListener):
+    """Keeps what `onEventsDropped` reports."""
+
+    def __init__(self, reports: list[EventsDropped]) -> None:
+        self.reports = reports
+
+    def onEventsDropped(self, dropped: EventsDropped) -> None:
+        self.reports.append(dropped)
