@@ -146,10 +146,11 @@ class Overflow:
         if self._flushing:  # posted while events are accepted: it cannot wait for itself
             return
         while queue.full and not self._closed:
+            idle = self._worker_idle()  # before the flush: a batch ending meanwhile makes room
             self.flush()
             if not queue.full:
                 return
-            if all(other.accepted <= other.processed for other in self._queues.values()):
+            if idle and self._worker_idle():
                 return
             with self._room:
                 self._waiting_producers += 1
@@ -157,6 +158,10 @@ class Overflow:
                     self._room.wait(WAIT_SLICE)
                 finally:
                     self._waiting_producers -= 1
+
+    def _worker_idle(self) -> bool:
+        """Whether every accepted event was processed: the worker makes no more room."""
+        return all(queue.accepted <= queue.processed for queue in self._queues.values())
 
     def _queue_again(self, queue: SourceQueue, event: Event) -> None:
         key = (event.time.milliseconds, event.source.rank, 0)
