@@ -232,11 +232,13 @@ async def test_a_producer_on_the_loop_never_waits_for_room_only_the_loop_can_mak
     days.tailWindow(1).foreachRDD(rollup).bind(rollups)
     await ssc.start()
     await asyncio.sleep(0.5)
-    hung = threading.Timer(60, _thread.interrupt_main)  # a loop held for ever fails the run
+    hung = threading.Timer(60, _thread.interrupt_main)  # a loop held for ever: interrupted
     hung.start()
     try:
         for value in range(12):
             rollups.trigger(value)  # type: ignore[attr-defined]
+    except KeyboardInterrupt:
+        pytest.fail("a producer on the loop waited 60 s for room only the loop could make")
     finally:
         hung.cancel()
     await ssc.stop(stopSparkContext=False, stopGracefully=True, timeout=60)
@@ -275,10 +277,15 @@ async def test_a_stop_reports_the_event_of_a_producer_thread_waiting_for_room(
     while len(entered) < 3 or produced.queueDepth < 2:  # 0 runs, 1 waits, 2 waits for room
         await asyncio.sleep(0.01)
     stopping = asyncio.ensure_future(ssc.stop(stopSparkContext=False, stopGracefully=False))
-    await asyncio.sleep(0.2)  # posts are refused: the producer's wait for room ends
+    while ssc.acceptingEvents:  # posts are refused: the producer's wait for room ends
+        await asyncio.sleep(0.01)
     gate.set()  # the running batch may end: the stop waits for it
     await stopping
-    producer.join(10)
+    await asyncio.to_thread(producer.join, 10)
+    for _ in range(1000):  # its event reaches the loop after the stop began: reported then
+        if len(ran) + len(drops.events) == 3:
+            break
+        await asyncio.sleep(0.01)
     reported = [event.value for event in drops.events]
     assert sorted(ran + reported) == [0, 1, 2]
     assert set(drops.counts) == {"stop"}
