@@ -387,7 +387,7 @@ async def test_a_file_stream_fed_by_a_watcher_starts_before_its_directory_exists
     ssc = StreamingContext(sc, None, clock=SystemClock())
     uploads = ssc.fileWatcher(str(incoming), "uploads")
     out, seen = gather(ssc.textFileStream(str(incoming)))
-    out.bind(uploads)
+    out.bind(uploads.filter(lambda event: True))  # through an operator too
     await ssc.start()
     staged = tmp_path / "first.txt"
     staged.write_text("hello\n")
