@@ -43,7 +43,6 @@ __all__ = [
     "RAW_BODIES_KEY",
     "RETRY_AFTER",
     "SERVER",
-    "BodyReads",
     "RoomLine",
     "bearer_token",
     "cross_site",
