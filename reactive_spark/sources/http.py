@@ -165,8 +165,8 @@ class RoomLine:
     again if some still wait. So a freed slot resumes as many requests as it has room for, not
     every one, and a request that arrives while others wait goes behind them even when there
     happens to be room. Requests whose client went away leave the line: cancelled (a server
-    with `handler_cancellation`), or seen gone within `CLIENT_CHECK` seconds (aiohttp's
-    default, which lets a handler run on).
+    with `handler_cancellation`), or seen gone by a look at the whole line every
+    `CLIENT_CHECK` seconds (aiohttp's default lets their handlers run on).
 
     At most the source's bound (`maxQueued`) requests wait, each holding its parsed body: one
     more is refused with 503 and `Retry-After`. Once the context stops accepting, the next
@@ -176,8 +176,9 @@ class RoomLine:
     """
 
     def __init__(self) -> None:
-        self._waiting: deque[tuple[Event, asyncio.Future[None]]] = deque()
+        self._waiting: deque[tuple[Event, asyncio.Future[None], web.Request | None]] = deque()
         self._wake_registered = False
+        self._sweep: asyncio.TimerHandle | None = None  # the next look for clients gone
 
     async def post(
         self, source: EventSource, event: Event, request: web.Request | None = None
@@ -203,22 +204,36 @@ class RoomLine:
                 "as many as its bound; retry later, or raise the bound with "
                 ".overflow(maxQueued, 'block')"
             )
-        entry = (event, asyncio.get_running_loop().create_future())
+        entry = (event, asyncio.get_running_loop().create_future(), request)
         self._waiting.append(entry)
         if not self._wake_registered:
             self._wake_when_room(runtime, source)
-        answer = entry[1]
+        if self._sweep is None and request is not None:
+            self._sweep = asyncio.get_running_loop().call_later(CLIENT_CHECK, self._leave_gone)
         try:
-            while not answer.done():
-                await asyncio.wait((answer,), timeout=CLIENT_CHECK)
-                if not answer.done() and request is not None and request.transport is None:
-                    self._waiting.remove(entry)  # nobody reads the answer: it needs none
-                    raise json_error(web.HTTPBadRequest, "the client went away")
-            answer.result()
+            await entry[1]
         except asyncio.CancelledError:  # its client went away, or the server stopped
             with contextlib.suppress(ValueError):  # unless it was posted already
                 self._waiting.remove(entry)
             raise
+
+    def _leave_gone(self) -> None:
+        """Take the requests whose client went away out of the line (every `CLIENT_CHECK` s).
+
+        aiohttp lets their handlers run on (unless a server asks for `handler_cancellation`):
+        one look at the whole line, rather than a wake-up per waiting request.
+        """
+        self._sweep = None
+        staying = deque[tuple[Event, asyncio.Future[None], web.Request | None]]()
+        for entry in self._waiting:
+            _, answer, request = entry
+            if not answer.done() and request is not None and request.transport is None:
+                answer.set_exception(json_error(web.HTTPBadRequest, "the client went away"))
+            else:
+                staying.append(entry)
+        self._waiting = staying
+        if any(request is not None for *_, request in staying):
+            self._sweep = asyncio.get_running_loop().call_later(CLIENT_CHECK, self._leave_gone)
 
     def _wake_when_room(self, runtime: Runtime, source: EventSource) -> None:
         self._wake_registered = True  # first: `when_room` calls at once if there is room
@@ -229,7 +244,7 @@ class RoomLine:
         self._wake_registered = False
         waiting = self._waiting
         while waiting:
-            event, answer = waiting[0]
+            event, answer, _ = waiting[0]
             if answer.done():  # cancelled: it leaves the line itself
                 waiting.popleft()
             elif not runtime.accepting:
