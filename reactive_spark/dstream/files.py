@@ -13,7 +13,6 @@ import ctypes
 import errno
 import functools
 import hashlib
-import itertools
 import json
 import logging
 import os
@@ -118,18 +117,16 @@ def batch_directory(
     markers) counts as the batch's own. Replacing (a backfill), a directory is the batch's own
     if the same event wrote it, whatever index the event had then.
     """
-    for number in itertools.count(1):
+    number = 1
+    while True:
         path = batch_path(prefix, suffix, time, number)
         final, fs = _hadoop(sc, path)
-        if not fs.exists(final):
-            return path
         found = _hadoop(sc, f"{path}/{BATCH_MARKER}")[0]
-        if not fs.exists(found):
+        if not (fs.exists(final) and fs.exists(found)):
+            return path  # free, or written before there were markers
+        if _same_batch(json.loads(_read_text(sc, fs, found)), marker, replacing=replacing):
             return path
-        written = json.loads(_read_text(sc, fs, found))
-        if _same_batch(written, marker, replacing=replacing):
-            return path
-    raise AssertionError("unreachable")  # pragma: no cover
+        number += 1
 
 
 def _same_batch(written: dict[str, Any], marker: dict[str, Any], *, replacing: bool) -> bool:
