@@ -219,6 +219,25 @@ def test_arrivals_wait_for_what_the_os_says_or_for_quiet(tmp_path: Path) -> None
     assert arrivals.ready(115.0) == {paths["open"]: "modified"}  # idle and open for maxDelay
 
 
+def test_a_file_reported_again_unchanged_since_it_fired_does_not_fire_again(
+    tmp_path: Path,
+) -> None:
+    """watchfiles may report one write twice (added, then modified after the close) on a busy
+    machine: the second report, of the file as it fired, reads nothing new; a change does."""
+    path = str(tmp_path / "b")
+    Path(path).write_text("b\n")
+    arrivals = Arrivals(settle=1.0, max_delay=3.0, evidence_available=True)
+    arrivals.report([("added", path)], now=100.0)
+    arrivals.hear({path: COMPLETE}, lost=False)
+    assert arrivals.ready(100.0) == {path: "added"}
+    arrivals.report([("modified", path)], now=100.1)  # no word from the OS: the close was heard
+    assert arrivals.ready(105.0) == {} and not arrivals.waiting
+    Path(path).write_text("b, longer\n")
+    arrivals.report([("modified", path)], now=110.0)
+    arrivals.hear({path: COMPLETE}, lost=False)
+    assert arrivals.ready(110.0) == {path: "modified"}
+
+
 class SourceErrors(Recorder):
     def __init__(self) -> None:
         super().__init__()

@@ -188,7 +188,9 @@ class Arrivals:
     """Decides when reported files fire; `settle` and `max_delay` (`maxDelay`) in seconds.
 
     Feed it watchfiles' reports (`report`) and the OS's evidence (`hear`); `ready(now)` gives
-    the files to fire now, with how each arrived (`"added"` or `"modified"`).
+    the files to fire now, with how each arrived (`"added"` or `"modified"`). A file reported
+    again as it was when it fired (watchfiles reporting one write twice, the second after the
+    close) does not fire again.
     """
 
     settle: float
@@ -196,6 +198,8 @@ class Arrivals:
     evidence_available: bool
     _said: dict[str, str] = field(default_factory=dict)
     _waiting: dict[str, _Waiting] = field(default_factory=dict)
+    # the files fired last, as they were then (at most MAX_HEARD, the oldest forgotten first)
+    _fired: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def hear(self, said: dict[str, str], lost: bool) -> None:
         """Take what the OS said; after an overflow, nothing earlier counts."""
@@ -249,9 +253,15 @@ class Arrivals:
                 or (said == WRITING and quiet >= self.max_delay)
                 or (said is None and quiet >= self.settle)
             ):
-                fired[path] = waiting.change
                 del self._waiting[path]
                 self._said.pop(path, None)
+                if self._fired.get(path) == signature:  # a late report of the write it fired
+                    continue
+                fired[path] = waiting.change
+                self._fired.pop(path, None)
+                self._fired[path] = signature
+                if len(self._fired) > MAX_HEARD:
+                    del self._fired[next(iter(self._fired))]
         return fired
 
 
