@@ -32,6 +32,7 @@ from reactive_spark.clock import VirtualClock
 from reactive_spark.dstream.base import ForEachDStream
 from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import Event, EventSource
+from reactive_spark.events.source import roots
 from reactive_spark.planning import reached
 from reactive_spark.runtime import INITIALIZED, Runtime
 from reactive_spark.sources.derived import DerivedEventSource
@@ -171,7 +172,7 @@ class Backfill:
                         f"sources names no source of the program: {name!r} (its sources: {known})"
                     )
                 if source.parents:
-                    named = ", ".join(sorted(root.name for root in _roots(source)))
+                    named = ", ".join(sorted(root.name for root in roots(source)))
                     raise InvalidArgumentError(
                         f"sources names {name!r}, which is derived from {named}: name those; "
                         "derived sources fire from their events"
@@ -190,9 +191,9 @@ class Backfill:
                 )
         picked = set(chosen)
         for source in self._ssc.sources:
-            roots = _roots(source)
-            if source.parents and picked & roots and not roots <= picked:
-                missing = ", ".join(sorted(root.name for root in roots - picked))
+            origins = roots(source)
+            if source.parents and picked & origins and not origins <= picked:
+                missing = ", ".join(sorted(root.name for root in origins - picked))
                 raise InvalidArgumentError(
                     f"source {source.name!r} derives from sources backfilled and not ({missing}): "
                     "name all of its sources in sources=, or none"
@@ -205,7 +206,7 @@ class Backfill:
         for source in self._ssc.sources:
             if source in picked:
                 events.extend(source.between(self.start, self.end))
-            elif source.parents and _roots(source) <= picked:
+            elif source.parents and roots(source) <= picked:
                 events.extend(
                     event
                     for event in source.between(self.start, self.end)
@@ -333,7 +334,7 @@ class Backfill:
         """Start the sources derived from the chosen ones only; a failure is theirs to report."""
         picked = set(self.sources)
         for source in self._ssc.sources:
-            if isinstance(source, DerivedEventSource) and _roots(source) <= picked:
+            if isinstance(source, DerivedEventSource) and roots(source) <= picked:
                 try:
                     source.start()
                 except Exception as exc:
@@ -351,19 +352,6 @@ def backfillable(source: EventSource) -> bool:
         False
     """
     return type(source).between is not EventSource.between
-
-
-def _roots(source: EventSource) -> set[EventSource]:
-    """The primary sources `source` derives from (itself, if it is one)."""
-    found: set[EventSource] = set()
-    waiting = [source]
-    while waiting:
-        current = waiting.pop()
-        if current.parents:
-            waiting.extend(current.parents)
-        else:
-            found.add(current)
-    return found
 
 
 def _root_events(event: Event) -> list[Event]:

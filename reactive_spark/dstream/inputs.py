@@ -24,7 +24,8 @@ from reactive_spark.dstream.text_files import (
     text_splits,
 )
 from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
-from reactive_spark.events import Event, EventSource, FileEvent
+from reactive_spark.events import Event, FileEvent
+from reactive_spark.events.source import roots
 from reactive_spark.sources.derived import DerivedEvent
 from reactive_spark.sources.file_watcher import FileWatcherEventSource
 from reactive_spark.time import Duration, Time
@@ -162,12 +163,6 @@ class QueueInputDStream(InputDStream):
         return items[0] if len(items) == 1 else self._ssc.sparkContext.union(items)
 
 
-def _roots(source: EventSource) -> list[EventSource]:
-    """The primary sources whose events `source`'s derive from (itself, if primary)."""
-    parents = source.parents
-    return [root for parent in parents for root in _roots(parent)] if parents else [source]
-
-
 def _as_rdd(sc: Any, item: RDD[Any] | Iterable[Any], argument: str) -> RDD[Any]:
     if isinstance(item, RDD):
         return item
@@ -239,7 +234,7 @@ class FileInputDStream(InputDStream):
         Also reads how the Hadoop configuration splits files and ends lines.
         """
         self._format = line_format(hadoop_configuration(self._ssc.sparkContext).get)
-        primaries = [first for source in self._ssc.graph.reaching(self) for first in _roots(source)]
+        primaries = [root for source in self._ssc.graph.reaching(self) for root in roots(source)]
         if primaries and all(
             isinstance(source, FileWatcherEventSource) and source.path == self.directory
             for source in primaries

@@ -547,6 +547,26 @@ def _listener_callable(listener: ListenerLike) -> Callable[[Event], Any]:
     )
 
 
+def roots(source: EventSource) -> set[EventSource]:
+    """The primary sources `source` derives from (itself, if it is one).
+
+    Examples:
+        >>> from reactive_spark import Days
+        >>> daily = ssc.timer(t0, None, Days(1), "daily")
+        >>> [root.name for root in roots(daily.filter(lambda event: True))]
+        ['daily']
+    """
+    found: set[EventSource] = set()
+    waiting = [source]
+    while waiting:
+        current = waiting.pop()
+        if current.parents:
+            waiting.extend(current.parents)
+        else:
+            found.add(current)
+    return found
+
+
 def coalesced(source: EventSource, events: list[Event]) -> Event:
     """`source.coalesce(events)`, standing for as many events as `events` stood for.
 
