@@ -361,12 +361,11 @@ class BodyReads:
 
     def __init__(self) -> None:
         self._reading: set[asyncio.Task[Any]] = set()
-        #: Whether `stop` was called: bodies are refused from then on.
-        self.stopped = False
+        self._stopped = False  # bodies are refused from then on
 
     async def read(self, request: web.Request, max_size: int) -> Any:
         """`read_json(request, max_size)`, answered 503 if the stop comes first."""
-        if self.stopped:
+        if self._stopped:
             raise stopped_answer()
         reading = asyncio.ensure_future(read_json(request, max_size))
         self._reading.add(reading)
@@ -374,7 +373,7 @@ class BodyReads:
             return await reading
         except asyncio.CancelledError:
             handler = asyncio.current_task()
-            if self.stopped and not (handler is not None and handler.cancelling()):
+            if self._stopped and not (handler is not None and handler.cancelling()):
                 refused = stopped_answer()
                 refused.force_close()  # the rest of its body is not waited for
                 raise refused from None
@@ -384,7 +383,7 @@ class BodyReads:
 
     def stop(self) -> None:
         """Answer every body still arriving 503 now, and every later one."""
-        self.stopped = True
+        self._stopped = True
         for reading in self._reading:
             reading.cancel()
 
