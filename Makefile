@@ -42,4 +42,4 @@ docs: $(STAMP)
 	$(PY) -m mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache reactive-spark-demo
