@@ -24,6 +24,24 @@ def require_callable(func: object, argument: str, operation: str) -> None:
         raise InvalidCallbackError(f"{operation}: {argument} must be callable, got {func!r}")
 
 
+def require_positional(func: object, count: int, argument: str, operation: str) -> None:
+    """Raise `InvalidCallbackError` unless `func` can be called with `count` positional arguments.
+
+    A callable whose signature cannot be read is taken at its word.
+
+    Examples:
+        >>> require_positional(lambda done, total, time: None, 3, "progress", "backfill")
+        >>> require_positional(print, 3, "progress", "backfill")
+    """
+    require_callable(func, argument, operation)
+    shape = _positional_range(func)  # type: ignore[arg-type] # callable, checked above
+    if shape is not None and not shape[0] <= count <= shape[1]:
+        raise InvalidCallbackError(
+            f"{operation}: {argument} must take {count} positional arguments; "
+            f"{callable_name(func)} takes {_describe(*shape)}"
+        )
+
+
 def callable_name(func: object) -> str:
     """A readable name for a user function (qualified name, or the partial's function)."""
     target = func

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from pyspark import SparkContext
 
-from reactive_spark._callbacks import require_callable
+from reactive_spark._callbacks import require_callable, require_positional
 from reactive_spark._validation import (
     require_bool,
     require_checkpoint_path,
@@ -445,6 +445,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             >>> [str(batch.time.date()) for batch in report.batches], report.failures
             (['2024-01-02', '2024-01-03'], [])
         """
+        if progress is not None:  # before anything runs, not after the first instant did
+            require_positional(progress, 3, "progress", "backfill")
         planned = Backfill(self, start, end, sources, overwrite=overwrite)
         return await planned.run(checkpoint, progress, self._lifecycle.launch)
 

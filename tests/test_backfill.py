@@ -172,6 +172,7 @@ def test_the_plan_names_each_batch_its_source_and_streams(sc: SparkContext, tmp_
         ((START, START + DAY, ["weekly", "rerun-daily"]), "source 'either' derives from sources"),
         ((START - DAY, START), "start must not be before the clock's time 2026-01-05T00:00:00Z"),
         (("2026-01-05", START), "start must be"),
+        ((START, START + DAY, 123), "sources must name some sources, got 123"),
     ],
 )
 def test_mistakes_are_named_before_anything_runs(
@@ -186,6 +187,24 @@ def test_mistakes_are_named_before_anything_runs(
     ssc.queueStream([], default=[1]).foreachRDD(print).bind(either).bind(rerun)
     with pytest.raises((InvalidArgumentError, TypeError), match=re.escape(message)):
         Backfill(ssc, *arguments)
+
+
+@pytest.mark.parametrize(
+    ("progress", "message"),
+    [
+        ("not a function", "backfill: progress must be callable, got 'not a function'"),
+        (lambda done: None, "backfill: progress must take 3 positional arguments; "),
+    ],
+)
+async def test_a_progress_it_cannot_call_is_refused_before_anything_runs(
+    sc: SparkContext, tmp_path: Path, progress: Any, message: str
+) -> None:
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    daily = ssc.timer(START + DAY, None, DAY, "daily")
+    ssc.queueStream([], default=["new"]).saveAsTextFiles(str(tmp_path / "d")).bind(daily)
+    with pytest.raises(TypeError, match=re.escape(message)):
+        await ssc.backfill(START + DAY, START + DAY * 3, progress=progress)
+    assert list(tmp_path.iterdir()) == []  # not one instant ran
 
 
 def test_a_stream_read_from_a_socket_cannot_be_backfilled(sc: SparkContext) -> None:
