@@ -49,6 +49,9 @@ def collect(
         >>> results
         [['1'], ['2']]
     """
+    if not isinstance(stream, DStream):
+        raise InvalidArgumentError(f"collect: stream must be a DStream, got {stream!r}")
+    require_bool(sort, "sort")
     batches: list[list[Any]] = []
 
     def gather(rdd: RDD[Any]) -> None:

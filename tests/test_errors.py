@@ -26,6 +26,7 @@ from reactive_spark import (
     StreamingContext,
     SystemClock,
     Time,
+    VirtualClock,
 )
 from reactive_spark.errors import DirectoryNotFoundError
 
@@ -241,6 +242,18 @@ async def test_run_batches_names_a_bad_argument(sc: SparkContext) -> None:
     with pytest.raises(InvalidArgumentError, match="build must return a DStream, got None"):
         await run_batches(sc, lambda s: None, [[1]])  # type: ignore[arg-type,return-value]
     assert await run_batches(sc, lambda s: s.map(str), [[1], [2]]) == [["1"], ["2"]]
+
+
+def test_collect_names_a_bad_argument(sc: SparkContext) -> None:
+    """A stream that was not one failed on its missing foreachRDD; a sort that was not a bool
+    was taken as one."""
+    from reactive_spark.testing import collect
+
+    ssc = StreamingContext(sc, clock=VirtualClock(T0))
+    with pytest.raises(InvalidArgumentError, match="collect: stream must be a DStream, got None"):
+        collect(None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="sort must be a bool, got 'yes'"):
+        collect(ssc.queueStream([[1]]), sort="yes")  # type: ignore[arg-type]
 
 
 async def test_async_with_stops_context_not_spark(sc: SparkContext) -> None:
