@@ -337,6 +337,10 @@ def to_duration(
     if isinstance(value, Duration):
         result = value
     elif isinstance(value, timedelta):
+        if value.microseconds % 1000:
+            raise InvalidArgumentError(
+                f"{name} must be a whole number of milliseconds, got {value!r}",
+            )
         result = Duration(_timedelta_ms(value))
     elif isinstance(value, int | float) and not isinstance(value, bool):
         if not math.isfinite(value):

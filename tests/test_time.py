@@ -73,6 +73,10 @@ def test_conversions_name_the_argument() -> None:
         to_duration(-1, "period")
     with pytest.raises(InvalidArgumentError, match="whole number of milliseconds"):
         to_duration(0.0001, "period")
+    for sub_millisecond in (timedelta(microseconds=1500), timedelta(microseconds=500)):
+        # a timedelta was cut to whole milliseconds: 1 ms, or "must be positive" for 0.5 ms
+        with pytest.raises(InvalidArgumentError, match="period must be a whole number of mill"):
+            to_duration(sub_millisecond, "period")
     with pytest.raises(InvalidArgumentError, match="milliseconds must be an int"):
         Duration(1.5)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
