@@ -5,8 +5,9 @@
 Everything lives under `$CLUSTER_APP_DIR`: a file watcher on `incoming/` triggers a word count
 saved by the executors under `out/words`, and a direct stream over the file log `log/` (topic
 `clicks`) counts clicks per page into `totals.db` with a transactional sink, on a backlog
-source. `started` is written once the context runs (with the driver's pid), and
-`executors.json` says where executors imported `cluster_jobs` and reactive_spark from.
+source. `master` holds the master the driver runs on, `started` is written once the context
+runs (with the driver's pid), and `executors.json` says where executors imported
+`cluster_jobs` and reactive_spark from.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Started(StreamingListener):
 
 
 def build(ssc: StreamingContext) -> None:
+    (WORKDIR / "master").write_text(ssc.sparkContext.master)  # the one it was launched with
     uploads = ssc.fileWatcher(str(WORKDIR / "incoming"), "uploads")
     (
         ssc.textFileStream(str(WORKDIR / "incoming"))

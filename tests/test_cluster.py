@@ -162,6 +162,8 @@ def test_a_program_on_the_cluster_runs_file_and_log_jobs_on_shipped_code(
         started = tmp_path / "started"
         wait_for(started.exists, 120, "the context did not start", driver, output)
         driver_pid = int(started.read_text())
+        # spark-submit's --master, not local[*] in its place: its jobs would run in the driver
+        assert (tmp_path / "master").read_text() == spark_cluster.masterUrl
 
         rng = random.Random(5)
         pages = [rng.choice(["/", "/docs", "/pricing"]) for _ in range(40)]

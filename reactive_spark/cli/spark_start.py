@@ -20,6 +20,9 @@ from pyspark import SparkConf, SparkContext
 
 from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
 
+#: Set by spark-submit for the Python program it starts: the port of its JVM's gateway.
+SUBMITTED = "PYSPARK_GATEWAY_PORT"
+
 
 def spark(
     master: str | None,
@@ -36,11 +39,14 @@ def spark(
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = SparkConf().set("spark.ui.showConsoleProgress", "false")
+    # under spark-submit, its JVM holds --master, --name and --conf: the SparkContext reads them
+    # as it connects, so only what this command was told is set here
+    submitted = SUBMITTED in os.environ
     if master is not None:
         conf.setMaster(master)
-    elif not conf.contains("spark.master"):
+    elif not submitted:
         conf.setMaster("local[*]")
-    if not conf.contains("spark.app.name"):
+    if not submitted:
         conf.setAppName(name)
     for setting in settings:
         key, equals, value = setting.partition("=")
