@@ -126,6 +126,7 @@ async def run(args: argparse.Namespace) -> int:
             if console is not None:
                 await console.stop()
             await ssc.stop(stopSparkContext=True, stopGracefully=True)
+        failed += await failed_while_stopping(ssc)
     finally:
         unhandle()
     return 1 if failed else 0
@@ -183,6 +184,19 @@ async def supervise(ssc: StreamingContext, deadline: Time | None, stopping: asyn
     finally:
         stop_requested.cancel()
     return failed
+
+
+async def failed_while_stopping(ssc: StreamingContext) -> int:
+    """1 if a batch the graceful stop let finish failed (printed), else 0.
+
+    `supervise` stops waiting when the stop begins; what fails after is still the run's.
+    """
+    try:
+        await ssc.awaitTerminationOrTimeout(0)
+    except JobFailedError as failure:
+        terminal.print(f"[red]{failure.failures[0].describe()}")
+        return 1
+    return 0
 
 
 async def catching_up(ssc: StreamingContext) -> None:
