@@ -22,7 +22,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -173,8 +173,16 @@ class Demo:
             daily.addListener(lambda event: report(_index(event) + 1))
         return ssc
 
-    async def run(self, ssc: StreamingContext | None = None) -> DemoSummary:
-        """Generate the logs, run the days, and summarise (a context may be given, unstarted)."""
+    async def run(
+        self,
+        ssc: StreamingContext | None = None,
+        launch: Callable[[], Awaitable[object]] | None = None,
+    ) -> DemoSummary:
+        """Generate the logs, run the days, and summarise (a context may be given, unstarted).
+
+        `launch()` starts the context once the logs are there (default: `ssc.start()`); the
+        command serves its console so.
+        """
         began = time.perf_counter()
         shutil.rmtree(self.workdir / "out", ignore_errors=True)
         shutil.rmtree(self.workdir / "logs", ignore_errors=True)
@@ -186,7 +194,7 @@ class Demo:
         )
         failures: list[str] = []
         if ssc.state == "initialized":
-            await ssc.start()
+            await (ssc.start() if launch is None else launch())
         try:
             end = start + self.day * self.days
             if isinstance(ssc.clock, VirtualClock):

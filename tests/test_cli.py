@@ -214,6 +214,14 @@ def test_demo_shows_progress_and_a_summary_table(tmp_path: Path) -> None:
     assert len(list((tmp_path / "reactive-spark-demo" / "out").glob("weekly-logs-*"))) == 1
 
 
+def test_demo_serves_its_console_in_a_new_directory(tmp_path: Path) -> None:
+    """With --ui the context started before the demo wrote its logs: a missing directory."""
+    done = command("demo", "--ui", "--port", "0", "--days", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "console: http://127.0.0.1:" in done.stderr
+    assert len(list((tmp_path / "reactive-spark-demo" / "out").glob("daily-logs-*"))) == 2
+
+
 def test_run_runs_a_program_until_the_given_time(tmp_path: Path) -> None:
     done = command("run", f"{APP}:build", "--master", "local[1]", "--until", "3s", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -43,11 +43,15 @@ async def demo(args: argparse.Namespace) -> int:
         with quiet_spark(not args.verbose):
             sc = runner.spark()
         ssc = runner.context(sc, runner.clock(), freezeHeap=True)
-        console = await start_console(ssc, args) if args.ui else None
+        consoles: list[Console] = []
+
+        async def serve() -> None:  # once the logs it reads are there: it starts the context
+            consoles.append(await start_console(ssc, args))
+
         try:
-            summary = await runner.run(ssc)
+            summary = await runner.run(ssc, serve if args.ui else None)
         finally:
-            if console is not None:
+            for console in consoles:
                 await console.stop()
         progress.update(days, completed=summary.days)
     print_summary(summary)
