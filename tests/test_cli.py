@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -226,7 +227,15 @@ def test_run_runs_a_program_until_the_given_time(tmp_path: Path) -> None:
     done = command("run", f"{APP}:build", "--master", "local[1]", "--until", "3s", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "('a', 2)" in done.stdout and "('b', 1)" in done.stdout
-    assert "batch tick#" in done.stderr  # one INFO line per batch
+    # one INFO line per batch, whole, with its UTC time: rich wrapped it at 80 columns
+    batches = [line for line in done.stderr.splitlines() if "batch tick#" in line]
+    assert batches, done.stderr
+    for line in batches:
+        assert re.fullmatch(
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO reactive_spark\.\w+: batch tick#\d+ at "
+            r"\S+Z: \d+ job\(s\) in [\d.]+ s: .*pprint\[\d+\].*",
+            line,
+        ), line
     assert not spark_noise(done.stderr)
 
 

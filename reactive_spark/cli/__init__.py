@@ -18,14 +18,12 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from rich.logging import RichHandler
-
 from reactive_spark.backfill import BackfillConflictError
 from reactive_spark.cli.arguments import parser
 from reactive_spark.cli.backfilling import backfill
 from reactive_spark.cli.graphing import graph
 from reactive_spark.cli.local_cluster import cluster
-from reactive_spark.cli.output import terminal
+from reactive_spark.cli.output import log_handler, terminal
 from reactive_spark.cli.running import demo, run
 from reactive_spark.cli.spark_start import SparkStartError
 from reactive_spark.cluster import ClusterStartError
@@ -46,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.WARNING,
         format="%(message)s",
-        handlers=[RichHandler(console=terminal, show_path=False)],
+        handlers=[log_handler()],
     )
     logging.getLogger("reactive_spark").setLevel(level)
     try:

@@ -5,7 +5,11 @@ Progress bars, the log and error lines share it, so that a bar stays below what 
 
 from __future__ import annotations
 
+import logging
+import time
+
 from rich.console import Console as Terminal
+from rich.logging import RichHandler
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,6 +20,23 @@ from rich.progress import (
 )
 
 terminal = Terminal(stderr=True)
+
+
+def log_handler() -> logging.Handler:
+    """Where the log goes: rich's columns on a terminal, else one line per record.
+
+    Outside a terminal (a file, journald, `kubectl logs`) a record is one line with its UTC
+    time, so a batch can be found with grep; rich would wrap it at 80 columns.
+    """
+    if terminal.is_terminal:
+        return RichHandler(console=terminal, show_path=False)
+    handler = logging.StreamHandler()  # stderr, as the terminal's
+    formatter = logging.Formatter(
+        "%(asctime)s.%(msecs)03dZ %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S"
+    )
+    formatter.converter = time.gmtime
+    handler.setFormatter(formatter)
+    return handler
 
 
 def progress_bar(title: str, *details: ProgressColumn) -> Progress:
