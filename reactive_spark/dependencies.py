@@ -80,11 +80,6 @@ class Dependency(ABC):
     #: (a window ending with the event): the sources of those events go first at the instant.
     reads_its_instant = False
 
-    #: Whether it reads what its parent generated for earlier events (a window): an unbound
-    #: parent then has a batch whenever the bound streams it derives from do
-    #: (`DStreamGraph.start`), not only on the events of the window's readers.
-    reads_history = False
-
     def save_state(self) -> Any:
         """The state before computing the current event, as JSON (see `stateful`)."""
         return None
@@ -122,7 +117,6 @@ class TailDependency(Dependency):
     """
 
     reads_its_instant = True
-    reads_history = True
 
     def __init__(
         self,
@@ -244,8 +238,6 @@ class TimeWindowDependency(Dependency):
     On each event, the candidate is the window that ends just after the latest parent event
     before the last window end at or before the event; it is emitted once, unless empty.
     """
-
-    reads_history = True
 
     def __init__(
         self,

@@ -39,7 +39,6 @@ class DStreamGraph:
         self.remember_duration: Duration | None = None
         self._reaching: dict[int, set[EventSource]] = {}
         self._plans: dict[EventSource, Plan] = {}  # per bound source, fixed at start
-        self._window_parents: set[int] = set()  # bound at start, computing without a job
 
     # -- building ----------------------------------------------------------------------------
     def add_stream(self, stream: DStream[Any]) -> int:
@@ -163,7 +162,6 @@ class DStreamGraph:
     def start(self, zeroTime: Time, sources: list[EventSource]) -> None:
         """Fix zero time, the streams' memory needs and the order of simultaneous events."""
         self.validate()
-        self._bind_window_parents()
         self.zero_time = zeroTime
         for streams in self._bindings.values():
             streams.sort(key=lambda stream: stream.id)
@@ -179,33 +177,13 @@ class DStreamGraph:
         for source, rank in self._lineage_ranks(sources).items():
             source.rank = rank
 
-    def _bind_window_parents(self) -> None:
-        """Bind each unbound stream a window reads to the sources of the bound streams above it.
-
-        A window reads its parent's batches: an unbound parent derived from a stream bound to a
-        daily timer (`days.map(f).window(...)`, or the per-batch reduction that
-        `reduceByKeyAndWindow` keeps) needs a batch each day, as the stream above it has, not
-        only on the events of the window's readers, which that stream does not react to. It
-        computes its RDD on those events without a job of its own: the window's job runs it.
-        """
-        for stream in self.streams:
-            for dependency in stream.dependencies:
-                parent = dependency.parent
-                if dependency.reads_history and not parent.boundSources:
-                    for source in _bound_above(parent):
-                        parent.bind(source)
-                        self._window_parents.add(parent.id)
-
     def make_plans(self) -> None:
         """Make every bound source's plan, once started (may take a while: a worker calls it).
 
         Each plan compiles its steps into a function, about 0.2 ms per stream at most: too long
         to hold the event loop for a large lineage.
         """
-        self._plans = {
-            source: Plan(source, streams, jobless=self._window_parents)
-            for source, streams in self._bindings.items()
-        }
+        self._plans = {source: Plan(source, streams) for source, streams in self._bindings.items()}
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what writes interrupted by a crash left behind (before batches re-run)."""
@@ -451,22 +429,6 @@ class DStreamGraph:
         for rdd in {id(rdd): rdd for rdd in cached}.values():
             if id(rdd) not in remembered:
                 rdd.unpersist(blocking=False)
-
-
-def _bound_above(stream: DStream[Any]) -> list[EventSource]:
-    """The sources of the nearest bound streams above `stream`, on every path up."""
-    found: dict[EventSource, None] = {}
-    waiting, seen = list(stream.parents), set()
-    while waiting:
-        current = waiting.pop()
-        if current.id in seen:
-            continue
-        seen.add(current.id)
-        if current.boundSources:
-            found.update(dict.fromkeys(current.boundSources))
-        else:
-            waiting.extend(current.parents)
-    return list(found)
 
 
 def _windowed(streams: list[DStream[Any]]) -> set[int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import textwrap
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,14 +81,11 @@ class Plan:
         ['queueStream[0]', 'map[1](str)', 'foreachRDD[2](print)']
     """
 
-    def __init__(
-        self, source: EventSource, bound: list[DStream[Any]], *, jobless: Collection[int] = ()
-    ) -> None:
+    def __init__(self, source: EventSource, bound: list[DStream[Any]]) -> None:
         #: The streams that compute for the source's events, in the order they do.
         self.streams = reached(source, bound)
         computing = {stream.id for stream in self.streams}
-        # a bound stream yields a job, except those bound for a window to read (`jobless` ids)
-        bound = [stream for stream in bound if stream.id in computing and stream.id not in jobless]
+        bound = [stream for stream in bound if stream.id in computing]
         #: The source code of the plan's function (see `_compile`), made once.
         self.code = _compile(self.streams, bound)
         self._plan = _function(self.code, self.streams, bound, source)

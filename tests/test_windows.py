@@ -4,7 +4,6 @@ expected outputs of pyspark's own test_dstream.py window tests."""
 from __future__ import annotations
 
 import operator
-from collections import Counter
 
 import pytest
 from pyspark import SparkContext
@@ -19,7 +18,7 @@ from reactive_spark import (
 )
 from reactive_spark.testing import run_batches
 
-from .helpers import Recorder, gather, virtual
+from .helpers import gather, virtual
 
 T0 = Time(0)
 
@@ -400,52 +399,6 @@ async def test_legacy_window_over_a_daily_timer(sc: SparkContext) -> None:
     await ssc.runUntil(T0 + Days(14))
     await ssc.stop(stopSparkContext=False)
     assert [sorted(items) for _, items in seen] == [list(range(1, 8)), list(range(8, 15))]
-
-
-async def test_a_weekly_window_of_a_stream_derived_from_a_daily_one_sees_every_day(
-    sc: SparkContext,
-) -> None:
-    """A window's unbound parent (a user's map, or the per-batch reduction the reducing
-    windows keep) ran only on the weekly events, which the daily stream above it does not
-    react to: every such window came out empty, without an error."""
-    ssc = virtual(sc)
-    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
-    weekly = ssc.timer(T0 + Days(7), None, Days(7), "weekly")
-    days = ssc.queueStream([[("d", day)] for day in range(1, 15)]).bind(daily)
-    add = operator.add
-    windows = {
-        "map.window": days.map(lambda kv: kv).window(Days(7), Days(7)).reduceByKey(add),
-        "map.tailWindow": days.map(lambda kv: kv).tailWindow(7, 7).reduceByKey(add),
-        "map.timeWindow": days.map(lambda kv: kv).timeWindow(Days(7), Days(7)).reduceByKey(add),
-        "timeWindow": days.timeWindow(Days(7), Days(7)).reduceByKey(add),
-        "reduceByKeyAndWindow": days.reduceByKeyAndWindow(add, None, Days(7), Days(7)),
-        "with invFunc": days.reduceByKeyAndWindow(add, operator.sub, Days(7), Days(7)),
-        "reduceByWindow": days.map(lambda kv: kv).reduceByWindow(
-            lambda a, b: ("d", a[1] + b[1]), None, Days(7), Days(7)
-        ),
-        "countByWindow": days.countByWindow(Days(7), Days(7)).map(lambda n: ("d", n * 4)),
-    }
-    seen = {}
-    for name, stream in windows.items():
-        out, seen[name] = gather(stream)
-        out.bind(weekly)
-    recorder = Recorder()
-    ssc.addStreamingListener(recorder)
-    await ssc.start()
-    await ssc.runUntil(T0 + Days(14))
-    await ssc.stop(stopSparkContext=False)
-    for name in ("map.window", "map.tailWindow", "reduceByKeyAndWindow", "with invFunc"):
-        assert [items for _, items in seen[name]] == [[("d", 28)], [("d", 77)]], name
-    assert [items for _, items in seen["reduceByWindow"]] == [[("d", 28)], [("d", 77)]]
-    assert [items for _, items in seen["countByWindow"]] == [[("d", 28)], [("d", 28)]]
-    # a time window [end - 7 days, end) leaves out the day it ends on, over the map as not
-    assert [items for _, items in seen["map.timeWindow"]] == [[("d", 21)], [("d", 70)]]
-    assert seen["map.timeWindow"] == seen["timeWindow"]
-    assert days.boundSources == [daily]  # the user's bindings stay as they were
-    # the streams the windows read compute on the daily events without a job of their own:
-    # each day runs only the job materialising `days`, which the program bound
-    daily_jobs = Counter(job.event.time for job in recorder.jobs if job.event.source is daily)
-    assert sorted(daily_jobs.values()) == [1] * 14
 
 
 async def test_legacy_window_without_a_regular_period_fails_at_start(sc: SparkContext) -> None:
