@@ -240,21 +240,24 @@ def test_run_runs_a_program_until_the_given_time(tmp_path: Path) -> None:
 
 
 def test_a_job_that_fails_while_the_stop_waits_for_it_fails_the_run(tmp_path: Path) -> None:
-    """The run exited 0: failures were counted only until the stop began."""
+    """The run exited 0: failures were counted only until the stop began. A failure is printed
+    as it reads, though it looks like rich's markup."""
     (tmp_path / "late.py").write_text(
         "import time\n"
         "from reactive_spark import Seconds\n"
         "def fail_late(rdd):\n"
-        "    time.sleep(4)\n"
-        "    raise ValueError('boom in the job')\n"
+        "    time.sleep(6)\n"
+        "    raise ValueError('boom [/b] in the job')\n"
         "def build(ssc):\n"
-        "    tick = ssc.timer(ssc.clock.now() + Seconds(2), None, Seconds(60), 'tick')\n"
+        "    tick = ssc.timer(ssc.clock.now() + Seconds(4), None, Seconds(60), 'tick')\n"
         "    ssc.queueStream([], default=[1]).foreachRDD(fail_late).bind(tick)\n"
     )
-    # the tick comes within 2 s of the start, the stop at 3 s, while the job runs
-    done = command("run", "late.py", "--master", "local[1]", "--until", "3s", cwd=tmp_path)
+    # the tick comes within 4 s of the start (if starting takes under 4 s), the stop at 6 s,
+    # while the job runs (if starting took under 4 s)
+    done = command("run", "late.py", "--master", "local[1]", "--until", "6s", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
-    assert "ValueError: boom in the job" in done.stderr
+    assert "ValueError: boom [/b] in the job" in done.stderr
+    assert "MarkupError" not in done.stderr  # rich read the failure as markup, and raised
 
 
 def test_a_build_that_raises_answers_in_one_line(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from reactive_spark.cli.arguments import parser
 from reactive_spark.cli.backfilling import backfill
 from reactive_spark.cli.graphing import graph
 from reactive_spark.cli.local_cluster import cluster
-from reactive_spark.cli.output import log_handler, terminal
+from reactive_spark.cli.output import log_handler, print_error
 from reactive_spark.cli.running import demo, run
 from reactive_spark.cli.spark_start import SparkStartError
 from reactive_spark.cluster import ClusterStartError
@@ -34,7 +34,7 @@ __all__ = ["main", "parser"]
 
 def error(exc: Exception) -> None:
     """The error as one red line on stderr (never wrapped, never read as markup)."""
-    terminal.print(str(exc), style="red", markup=False, highlight=False, soft_wrap=True)
+    print_error(str(exc))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from rich.progress import TextColumn
 
 from reactive_spark.backfill import Backfill
 from reactive_spark.cli.arguments import instant, source_names
-from reactive_spark.cli.output import progress_bar, terminal
+from reactive_spark.cli.output import print_error, progress_bar, terminal
 from reactive_spark.cli.program import build, load, on_path
 from reactive_spark.cli.spark_start import spark
 from reactive_spark.clock import VirtualClock
@@ -59,7 +59,7 @@ async def backfill(args: argparse.Namespace) -> int:
             progress=progress,
         )
     for failure in report.failures:
-        terminal.print(f"[red]{failure.describe()}")
+        print_error(failure.describe())
     sources = sorted({batch.source for batch in report.batches})
     print(
         f"backfilled {len(report.batches)} batches of {', '.join(sources) or 'no source'} "

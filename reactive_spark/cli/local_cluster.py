@@ -6,7 +6,7 @@ import argparse
 import signal
 import time
 
-from reactive_spark.cli.output import terminal
+from reactive_spark.cli.output import print_error, terminal
 from reactive_spark.cluster import StandaloneCluster
 
 
@@ -23,7 +23,7 @@ def cluster(args: argparse.Namespace) -> int:
             )
             while len(running.pids) == 2:
                 time.sleep(0.5)
-            terminal.print(f"[red]the cluster stopped by itself; logs in {running.workdir}/logs")
+            print_error(f"the cluster stopped by itself; logs in {running.workdir}/logs")
             return 1
     except KeyboardInterrupt:
         return 0

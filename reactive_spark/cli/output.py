@@ -22,6 +22,15 @@ from rich.progress import (
 terminal = Terminal(stderr=True)
 
 
+def print_error(message: str) -> None:
+    """`message` as one red line on stderr: never wrapped, never read as markup.
+
+    A job's failure may hold anything (`[/b]` in it would make rich raise), and outside a
+    terminal a wrapped line could not be found with grep.
+    """
+    terminal.print(message, style="red", markup=False, highlight=False, soft_wrap=True)
+
+
 def log_handler() -> logging.Handler:
     """Where the log goes: rich's columns on a terminal, else one line per record.
 

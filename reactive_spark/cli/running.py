@@ -17,7 +17,7 @@ from rich.console import Console as Terminal
 from rich.table import Table
 
 from reactive_spark.cli.arguments import require_future, until
-from reactive_spark.cli.output import progress_bar, terminal
+from reactive_spark.cli.output import print_error, progress_bar, terminal
 from reactive_spark.cli.program import build, load, on_path
 from reactive_spark.cli.spark_start import quiet_spark, spark
 from reactive_spark.clock import SystemClock
@@ -75,7 +75,7 @@ def print_summary(summary: DemoSummary) -> None:
     table.add_row("wall time", f"{summary.seconds:.1f} s")
     Terminal().print(table)
     for failure in summary.failures:
-        terminal.print(f"[red]{failure}")
+        print_error(failure)
 
 
 async def start_console(ssc: StreamingContext, args: argparse.Namespace) -> Console:
@@ -184,7 +184,7 @@ async def supervise(ssc: StreamingContext, deadline: Time | None, stopping: asyn
                     break
             except JobFailedError as failure:
                 failed += 1
-                terminal.print(f"[red]{failure.failures[0].describe()}")
+                print_error(failure.failures[0].describe())
     finally:
         stop_requested.cancel()
     return failed
@@ -198,7 +198,7 @@ async def failed_while_stopping(ssc: StreamingContext) -> int:
     try:
         await ssc.awaitTerminationOrTimeout(0)
     except JobFailedError as failure:
-        terminal.print(f"[red]{failure.failures[0].describe()}")
+        print_error(failure.failures[0].describe())
         return 1
     return 0
 
