@@ -32,10 +32,11 @@ def print_error(message: str) -> None:
 
 
 def log_handler() -> logging.Handler:
-    """Where the log goes: rich's columns on a terminal, else one line per record.
+    """Where the log goes: rich's columns on a terminal, else a line per record.
 
-    Outside a terminal (a file, journald, `kubectl logs`) a record is one line with its UTC
-    time, so a batch can be found with grep; rich would wrap it at 80 columns.
+    Outside a terminal (a file, journald, `kubectl logs`) each record starts a line of its own
+    with its UTC time (a traceback follows it), so a batch can be found with grep; rich would
+    wrap it at 80 columns.
     """
     if terminal.is_terminal:
         return RichHandler(console=terminal, show_path=False)
