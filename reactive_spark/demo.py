@@ -32,6 +32,7 @@ from pyspark import SparkConf, SparkContext
 from reactive_spark._validation import require_int
 from reactive_spark.clock import Clock, SystemClock, VirtualClock
 from reactive_spark.context import StreamingContext
+from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event
 from reactive_spark.time import Days, Duration, Seconds, Time, to_time
 
@@ -180,9 +181,11 @@ class Demo:
     ) -> DemoSummary:
         """Generate the logs, run the days, and summarise (a context may be given, unstarted).
 
-        `launch()` starts the context once the logs are there (default: `ssc.start()`); the
-        command serves its console so.
+        `launch()` starts the given context once the logs are there (default: `ssc.start()`);
+        the command serves its console so. Whatever fails, the context is stopped.
         """
+        if launch is not None and ssc is None:
+            raise InvalidArgumentError("launch starts the context given as ssc: pass both")
         began = time.perf_counter()
         shutil.rmtree(self.workdir / "out", ignore_errors=True)
         shutil.rmtree(self.workdir / "logs", ignore_errors=True)
@@ -193,9 +196,9 @@ class Demo:
             generate_logs, self.workdir / "logs", start, self.days, self.day
         )
         failures: list[str] = []
-        if ssc.state == "initialized":
-            await (ssc.start() if launch is None else launch())
         try:
+            if ssc.state == "initialized":
+                await (ssc.start() if launch is None else launch())
             end = start + self.day * self.days
             if isinstance(ssc.clock, VirtualClock):
                 failures = [f.describe() for f in await ssc.advanceTo(end)]

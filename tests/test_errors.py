@@ -256,6 +256,18 @@ def test_collect_names_a_bad_argument(sc: SparkContext) -> None:
         collect(ssc.queueStream([[1]]), sort="yes")  # type: ignore[arg-type]
 
 
+async def test_demo_run_refuses_a_launch_without_the_context_it_starts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """It made a context of its own, and launch() could not start that one."""
+    from reactive_spark.demo import Demo
+
+    async def launch() -> None:
+        raise AssertionError("never called")
+
+    with pytest.raises(InvalidArgumentError, match="launch starts the context given as ssc"):
+        await Demo(workdir=tmp_path).run(launch=launch)
+    assert list(tmp_path.iterdir()) == []  # before it wrote anything
+
+
 async def test_async_with_stops_context_not_spark(sc: SparkContext) -> None:
     async with virtual(sc, Seconds(1)) as ssc:
         _, seen = gather(ssc.queueStream([[5]]))
