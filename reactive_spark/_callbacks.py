@@ -36,9 +36,12 @@ def require_positional(func: object, count: int, argument: str, operation: str) 
     require_callable(func, argument, operation)
     shape = _positional_range(func)  # type: ignore[arg-type] # callable, checked above
     if shape is not None and not shape[0] <= count <= shape[1]:
+        takes = (
+            "has required keyword-only parameters" if shape[0] < 0 else f"takes {_describe(*shape)}"
+        )
         raise InvalidCallbackError(
             f"{operation}: {argument} must take {count} positional arguments; "
-            f"{callable_name(func)} takes {_describe(*shape)}"
+            f"{callable_name(func)} {takes}"
         )
 
 

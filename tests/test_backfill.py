@@ -194,6 +194,7 @@ def test_mistakes_are_named_before_anything_runs(
     [
         ("not a function", "backfill: progress must be callable, got 'not a function'"),
         (lambda done: None, "backfill: progress must take 3 positional arguments; "),
+        (lambda done, total, time, *, at: None, "<lambda> has required keyword-only parameters"),
     ],
 )
 async def test_a_progress_it_cannot_call_is_refused_before_anything_runs(
