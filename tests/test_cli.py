@@ -260,6 +260,35 @@ def test_a_job_that_fails_while_the_stop_waits_for_it_fails_the_run(tmp_path: Pa
     assert "MarkupError" not in done.stderr  # rich read the failure as markup, and raised
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "    ssc.textFileStream('no-such-dir').count().pprint().bind(tick)\n",
+            "no-such-dir does not exist; create it before starting",
+        ),
+        (
+            "    ssc.queueStream([], default=[1]).count().pprint()\n",
+            "are bound to no source and the context has no batchDuration",
+        ),
+    ],
+)
+def test_a_program_that_cannot_start_says_why_in_one_line(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    """It ended with the library's own traceback, the reason on its last line."""
+    (tmp_path / "unstartable.py").write_text(
+        "from reactive_spark import Seconds\n"
+        "def build(ssc):\n"
+        "    tick = ssc.timer(ssc.clock.now(), None, Seconds(1), 'tick')\n" + body
+    )
+    done = command("run", "unstartable.py", "--master", "local[1]", "--until", "5s", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "could not start" in line]
+    assert line.startswith("the StreamingContext could not start: ") and message in line, line
+
+
 def test_a_build_that_raises_answers_in_one_line(tmp_path: Path) -> None:
     """As an import that raises does: where it raised, not the command's own frames."""
     (tmp_path / "raising.py").write_text(

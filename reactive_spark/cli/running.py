@@ -23,7 +23,7 @@ from reactive_spark.cli.spark_start import quiet_spark, spark
 from reactive_spark.clock import SystemClock
 from reactive_spark.context import StreamingContext
 from reactive_spark.demo import Demo, DemoSummary
-from reactive_spark.errors import JobFailedError
+from reactive_spark.errors import JobFailedError, ReactiveSparkError
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -115,10 +115,15 @@ async def run(args: argparse.Namespace) -> int:
     unhandle = on_stop_signals(ssc, stopping)
     try:
         console = None
-        if args.ui:
-            console = await start_console(ssc, args)  # starts ssc too
-        else:
-            await ssc.start()
+        try:
+            if args.ui:
+                console = await start_console(ssc, args)  # starts ssc too
+            else:
+                await ssc.start()
+        except ReactiveSparkError as exc:  # it cannot start as built: why, in one line
+            print_error(f"the StreamingContext could not start: {exc}")
+            sc.stop()
+            return 1
         deadline = ssc.clock.now() + stop_at if isinstance(stop_at, Duration) else stop_at
         shown = asyncio.ensure_future(catching_up(ssc)) if ssc.recovered else None
         try:
