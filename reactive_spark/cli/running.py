@@ -122,7 +122,7 @@ async def run(args: argparse.Namespace) -> int:
                 await ssc.start()
         except ReactiveSparkError as exc:  # it cannot start as built: why, in one line
             print_error(f"the StreamingContext could not start: {exc}")
-            sc.stop()
+            await ssc.stop(stopSparkContext=True)  # Spark stops off the loop, as at every stop
             return 1
         deadline = ssc.clock.now() + stop_at if isinstance(stop_at, Duration) else stop_at
         shown = asyncio.ensure_future(catching_up(ssc)) if ssc.recovered else None
