@@ -160,7 +160,8 @@ class Backfill:
         if names is None:
             chosen, argument = primaries, None
         else:
-            listed = [names] if isinstance(names, str) else list(_or_none(names))
+            iterable = isinstance(names, Iterable)  # else it is refused, naming it
+            listed = [names] if isinstance(names, str) else list(names) if iterable else []
             if not listed or not all(isinstance(name, str) for name in listed):
                 raise InvalidArgumentError(f"sources must name some sources, got {names!r}")
             chosen, argument = [], ", ".join(listed)
@@ -339,11 +340,6 @@ class Backfill:
                     source.start()
                 except Exception as exc:
                     runtime.report_source_error(source, "start", exc)
-
-
-def _or_none(names: Iterable[str]) -> Iterable[str]:
-    """`names`, or nothing if it is not iterable (`sources=` is then refused, naming it)."""
-    return names if isinstance(names, Iterable) else ()
 
 
 def backfillable(source: EventSource) -> bool:
