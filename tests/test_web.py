@@ -101,6 +101,35 @@ async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: An
     assert batch["event"]["firedBy"] == "console" and not batch["event"]["protected"]
 
 
+async def test_a_trigger_s_status_lists_the_batches_of_the_events_derived_from_it(
+    sc: SparkContext,
+) -> None:
+    """The job runs on the trigger's filter (then a map of that): the 202's link names the
+    trigger's own event, which has no batch; its page lists the events derived from it and
+    their batches, and an event the filter refused lists none."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="triggers").post("/report").post("/other")
+    report = rest.filter(lambda e: e.path == "/report", name="report").map(
+        lambda e: e.body, name="body"
+    )
+    ssc.queueStream([], default=[1]).count().foreachRDD(lambda rdd: rdd.collect()).bind(report)
+    async with TestClient(TestServer(create_app(ssc))) as client:
+        fired = await ok(await fire(client, "/api/sources/triggers/fire", {"path": "/report"}), 202)
+        other = await ok(await fire(client, "/api/sources/triggers/fire", {"path": "/other"}), 202)
+        await ssc.advanceTo(T0)
+        batch = await ok(await client.get(fired["status"]))
+        assert batch["status"] == "no jobs"
+        assert [(d["source"], d["status"]) for d in batch["derived"]] == [
+            ("report", "no jobs"),
+            ("body", "succeeded"),
+        ]
+        [_, mapped] = batch["derived"]
+        ran = await ok(await client.get(f"/api/batches/{mapped['instanceId']}"))
+        assert ran["status"] == "succeeded" and ran["event"]["source"] == "body"
+        assert ran["derived"] == []
+        assert (await ok(await client.get(other["status"])))["derived"] == []
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "message"),
     [

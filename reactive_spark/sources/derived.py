@@ -18,7 +18,7 @@ from reactive_spark.events.source import fired_between
 from reactive_spark.runtime import Runtime
 from reactive_spark.time import Time
 
-__all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent"]
+__all__ = ["DerivedEvent", "DerivedEventSource", "JoinEvent", "parent_events"]
 
 
 class _Missing:
@@ -136,6 +136,21 @@ class JoinEvent(Event):
             "left": self.left.describe(),
             "right": self.right.describe(),
         }
+
+
+def parent_events(event: Event) -> list[Event]:
+    """The events `event` was derived from: a derived event's parent, a join's two sides.
+
+    Examples:
+        >>> tick = Event(None, 0, Time(5))
+        >>> parent_events(DerivedEvent.of(None, Time(5), tick)) == [tick]
+        True
+    """
+    if isinstance(event, DerivedEvent):
+        return [] if event.parent is None else [event.parent]
+    if isinstance(event, JoinEvent):
+        return [event.left, event.right]
+    return []
 
 
 class DerivedEventSource(EventSource):

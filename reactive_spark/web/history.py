@@ -32,6 +32,7 @@ from reactive_spark.listener import (
     ReceiverInfo,
     StreamingListener,
 )
+from reactive_spark.sources.derived import parent_events
 from reactive_spark.time import Time, now_ms
 from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
@@ -223,6 +224,8 @@ class History(StreamingListener, HoldsUntilStop):
         self._events: deque[Record] = deque(maxlen=limit)
         self._batches: OrderedDict[int, Record] = OrderedDict()
         self._accepted: OrderedDict[int, float] = OrderedDict()  # instanceId -> wall ms
+        #: instanceId -> the events derived from it, directly or not (a trigger's filter's)
+        self._derived: OrderedDict[int, list[Record]] = OrderedDict()
         self._stats: dict[str, SourceStats] = {}
         self._deadlines: deque[Record] = deque(maxlen=limit)
         self.live = Broadcast()
@@ -247,22 +250,36 @@ class History(StreamingListener, HoldsUntilStop):
         return [{key: value for key, value in r.items() if key != "inputs"} for r in records]
 
     def batch(self, instance_id: int) -> Record | None:
-        """The batch of event `instance_id`, with its jobs and inputs.
+        """The batch of event `instance_id`, with its jobs and inputs, and `derived`.
 
         An accepted event without a batch record is `"queued"` until the scheduler reached it,
-        then `"no jobs"`; None for an event the history never saw.
+        then `"no jobs"`; None for an event the history never saw. `derived` lists the events
+        derived from it (a REST trigger's `filter`, say), with their batches' status: the
+        batches a request made run.
         """
         with self._lock:
-            record = self._batches.get(instance_id)
-            if record is not None:
-                return dict(record)
-            event = self._event(instance_id)
-        if event is None:
+            batch = self._batches.get(instance_id)
+            event = self._event(instance_id) if batch is None else None
+            derived = list(self._derived.get(instance_id, ()))
+        if batch is not None:
+            record = dict(batch)
+        elif event is not None:
+            record = {**_batch_head(event), "status": self._status(event), "jobs": [], "inputs": {}}
+        else:
             return None
+        record["derived"] = [{**head, "status": self._status(head)} for head in derived]
+        return record
+
+    def _status(self, record: Record) -> str:
+        """The status of `record`'s batch: its record's, else `"queued"` or `"no jobs"`."""
+        instance_id = record["instanceId"]
+        with self._lock:
+            batch = self._batches.get(instance_id)
+        if batch is not None:
+            return str(batch["status"])
         processed = self.ssc.processedThrough >= instance_id
-        bound = self.ssc.graph.bound_streams(self._source(event["source"]))
-        status = "no jobs" if processed or not bound else "queued"
-        return {**_batch_head(event), "status": status, "jobs": [], "inputs": {}}
+        bound = self.ssc.graph.bound_streams(self._source(record["source"]))
+        return "no jobs" if processed or not bound else "queued"
 
     def sources(self) -> list[Record]:
         """Every source with what it fired, its next fire time and its catch-up policy."""
@@ -374,6 +391,7 @@ class History(StreamingListener, HoldsUntilStop):
         assert event.instanceId is not None
         with self._lock:
             self._events.append(record)
+            self._derived_from(event)
             stats = self._stats.setdefault(event.source.name, SourceStats())
             stats.events += 1
             stats.last = event.time.milliseconds
@@ -382,6 +400,18 @@ class History(StreamingListener, HoldsUntilStop):
                 self._accepted.popitem(last=False)
         self.metrics.event(event.source.name)
         self._publish("event", record)
+
+    def _derived_from(self, event: Event) -> None:
+        """List `event` under every event it derives from, directly or not (under the lock)."""
+        head = {"instanceId": event.instanceId, "source": event.source.name}
+        waiting = parent_events(event)
+        while waiting:
+            parent = waiting.pop()
+            if parent.instanceId is not None:
+                self._derived.setdefault(parent.instanceId, []).append(head)
+                while len(self._derived) > self.limit:
+                    self._derived.popitem(last=False)
+            waiting.extend(parent_events(parent))
 
     def onBatchSubmitted(self, batchSubmitted: BatchInfo) -> None:
         """Record the planned batch."""

@@ -178,6 +178,20 @@ SCHEMAS: dict[str, Schema] = {
             "event": {"$ref": "#/components/schemas/Event"},
             "jobs": {"type": "array", "items": {"$ref": "#/components/schemas/Job"}},
             "inputs": {"type": "object"},
+            "derived": {
+                "type": "array",
+                "description": "The events derived from this one, directly or not (a REST "
+                "trigger's filter, say), with their batches' status: the batches it made run.",
+                "items": {
+                    "type": "object",
+                    "required": ["instanceId", "source", "status"],
+                    "properties": {
+                        "instanceId": {"type": "integer"},
+                        "source": {"type": "string"},
+                        "status": {"type": "string"},
+                    },
+                },
+            },
         },
     },
     "Graph": {
