@@ -174,9 +174,13 @@ class JobScheduler:
         Should cancelling fail, the worker thread still ends (after the batch it runs), and
         then the failure is raised. A batch that has not ended `ABANDON_AFTER` seconds after
         its jobs were cancelled is left to end in its thread, and `ContextStateError` says so.
+        A stop that finds the batch left so by another (escalated beside it) ends at once: that
+        one said so.
         """
         if self._worker is None or self._idle is None:
             self._close(dropping=False)
+            return
+        if self.runner.abandoned:
             return
         failure: Exception | None = None
         abandoned = False

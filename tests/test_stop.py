@@ -481,6 +481,43 @@ async def test_a_stop_does_not_wait_for_a_batch_stuck_in_a_function_of_yours(
     assert again == [1]
 
 
+async def test_a_graceful_stop_escalated_beside_it_ends_when_the_stuck_batch_is_left(
+    sc: SparkContext,
+) -> None:
+    """A graceful stop waits for a batch stuck in a function of yours; a stop that does not
+    wait, called beside it (a second SIGTERM), leaves the batch in its thread and says so. The
+    graceful stop then ends too, rather than waiting for the thread it left."""
+    stuck, release = threading.Event(), threading.Event()
+
+    def hangs(rdd: Any) -> None:
+        stuck.set()
+        release.wait(60)
+
+    ssc = virtual(sc, Seconds(1))
+    ssc.queueStream([], default=[1]).foreachRDD(hangs)
+    await ssc.start()
+    advancing = asyncio.ensure_future(ssc.advanceTo(ssc.zeroTime + Seconds(1)))
+    await asyncio.get_running_loop().run_in_executor(None, stuck.wait, 30)
+    try:
+        graceful = asyncio.ensure_future(ssc.stop(stopSparkContext=False, stopGracefully=True))
+        await asyncio.sleep(0.2)
+        assert not graceful.done()  # it waits for the batch
+        with pytest.raises(StopError, match="did not end 2 s after its Spark jobs"):
+            await asyncio.wait_for(ssc.stop(stopSparkContext=False), 30)
+        done, _ = await asyncio.wait([graceful], timeout=10)
+        assert done, "the graceful stop waited for the batch the other stop left"
+        await graceful  # the stop that left the batch said so
+        assert ssc.state == "stopped"
+        assert await asyncio.wait_for(advancing, 10) == []
+    finally:
+        release.set()
+    for _ in range(100):  # the worker ends once the batch returns
+        if "reactive-spark-worker" not in our_threads():
+            break
+        await asyncio.sleep(0.05)
+    assert "reactive-spark-worker" not in our_threads()
+
+
 async def test_a_stop_abandoning_a_stuck_batch_reports_the_rest_of_its_run_dropped(
     sc: SparkContext,
 ) -> None:
