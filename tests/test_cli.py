@@ -432,6 +432,56 @@ def test_a_restart_obeys_until_and_stop_signals_while_it_catches_up(tmp_path: Pa
     assert "stopping gracefully" in rest
 
 
+STUCK_APP = """\
+import time
+from reactive_spark import Seconds
+
+def stuck(rdd):
+    print("stuck in the job", flush=True)
+    time.sleep(300)
+
+def build(ssc):
+    tick = ssc.timer(ssc.clock.now() + Seconds(1), None, Seconds(60), "tick")
+    ssc.queueStream([], default=[1]).foreachRDD(stuck).bind(tick)
+"""
+
+
+def test_a_second_sigterm_ends_a_run_whose_job_is_stuck(tmp_path: Path) -> None:
+    """The first SIGTERM waits for the job; the second stops at once: the run says in one line
+    that the stuck batch is left in its thread, and ends with status 1. It went on waiting for
+    the job, and asyncio reported the second stop's error as never retrieved."""
+    (tmp_path / "stuck.py").write_text(STUCK_APP)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "reactive_spark", "run", "stuck.py", "--master", "local[1]"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert run.stdout is not None
+    seen = []
+    for line in run.stdout:
+        seen.append(line)
+        if "stuck in the job" in line:
+            break
+    run.send_signal(signal.SIGTERM)
+    for line in run.stdout:
+        seen.append(line)
+        if "stopping gracefully" in line:
+            break
+    run.send_signal(signal.SIGTERM)
+    try:
+        rest, _ = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    output = "".join(seen) + rest
+    assert run.returncode == 1, output
+    assert "stopping now" in rest
+    assert "is a function of yours stuck in a call that does not return?" in rest
+    assert "never retrieved" not in output and "Traceback" not in output, output
+
+
 async def test_the_catch_up_bar_counts_missed_events_posted_after_it_began(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import secrets
 import signal
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Console as Terminal
@@ -23,7 +22,7 @@ from reactive_spark.cli.spark_start import quiet_spark, spark
 from reactive_spark.clock import SystemClock
 from reactive_spark.context import StreamingContext
 from reactive_spark.demo import Demo, DemoSummary
-from reactive_spark.errors import JobFailedError, ReactiveSparkError
+from reactive_spark.errors import JobFailedError, ReactiveSparkError, StopError
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -111,8 +110,7 @@ async def run(args: argparse.Namespace) -> int:
     )
     await build(function, ssc)
     # from the start: a rollout's SIGTERM often comes while a restart catches up
-    stopping = asyncio.Event()
-    unhandle = on_stop_signals(ssc, stopping)
+    signals = StopSignals(ssc)
     try:
         console = None
         try:
@@ -126,48 +124,68 @@ async def run(args: argparse.Namespace) -> int:
             return 1
         deadline = ssc.clock.now() + stop_at if isinstance(stop_at, Duration) else stop_at
         shown = asyncio.ensure_future(catching_up(ssc)) if ssc.recovered else None
+        failed = 0
         try:
-            failed = await supervise(ssc, deadline, stopping)
+            failed = await supervise(ssc, deadline, signals.stopping)
         finally:
             if shown is not None:
                 shown.cancel()
                 await asyncio.gather(shown, return_exceptions=True)
             if console is not None:
                 await console.stop()
-            await ssc.stop(stopSparkContext=True, stopGracefully=True)
+            try:
+                await ssc.stop(stopSparkContext=True, stopGracefully=True)
+            except StopError as exc:
+                print_error(str(exc))
+                failed += 1
         failed += await failed_while_stopping(ssc)
     finally:
-        unhandle()
-    return 1 if failed else 0
+        await signals.restore()
+    return 1 if failed or signals.failed else 0
 
 
-def on_stop_signals(ssc: StreamingContext, stopping: asyncio.Event) -> Callable[[], None]:
+class StopSignals:
     """SIGINT or SIGTERM sets `stopping` (a graceful stop); a second one cancels what runs.
 
-    Returns the function that restores the previous handlers.
+    A stop at once that fails (a batch stuck in the user's function is left in its thread) is
+    printed as it ends and counted in `failed`. `restore` puts the previous handlers back,
+    once every such stop has ended.
     """
-    loop = asyncio.get_running_loop()
-    escalations: set[asyncio.Task[None]] = set()
 
-    def requested() -> None:
-        if stopping.is_set():
-            terminal.print("[yellow]stopping now: queued events are dropped, jobs cancelled")
-            escalation = loop.create_task(ssc.stop(stopSparkContext=False, stopGracefully=False))
-            escalations.add(escalation)
-            escalation.add_done_callback(escalations.discard)
+    NUMBERS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, ssc: StreamingContext) -> None:
+        self.stopping = asyncio.Event()
+        self.failed = 0
+        self._ssc = ssc
+        self._escalations: set[asyncio.Task[None]] = set()
+        self._loop = asyncio.get_running_loop()
+        for number in self.NUMBERS:
+            self._loop.add_signal_handler(number, self._requested)
+
+    def _requested(self) -> None:
+        if not self.stopping.is_set():
+            terminal.print("stopping gracefully (again to stop at once)")
+            self.stopping.set()
             return
-        terminal.print("stopping gracefully (again to stop at once)")
-        stopping.set()
+        terminal.print("[yellow]stopping now: queued events are dropped, jobs cancelled")
+        stop = self._ssc.stop(stopSparkContext=False, stopGracefully=False)
+        escalation = self._loop.create_task(stop)
+        self._escalations.add(escalation)
+        escalation.add_done_callback(self._ended)
 
-    numbers = (signal.SIGINT, signal.SIGTERM)
-    for number in numbers:
-        loop.add_signal_handler(number, requested)
+    def _ended(self, escalation: asyncio.Task[None]) -> None:
+        self._escalations.discard(escalation)
+        failure = None if escalation.cancelled() else escalation.exception()
+        if failure is not None:
+            print_error(str(failure))
+            self.failed += 1
 
-    def restore() -> None:
-        for number in numbers:
-            loop.remove_signal_handler(number)
-
-    return restore
+    async def restore(self) -> None:
+        """Wait for the stops a second signal began, then restore the previous handlers."""
+        await asyncio.gather(*self._escalations, return_exceptions=True)
+        for number in self.NUMBERS:
+            self._loop.remove_signal_handler(number)
 
 
 async def supervise(ssc: StreamingContext, deadline: Time | None, stopping: asyncio.Event) -> int:
