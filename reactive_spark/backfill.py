@@ -2,7 +2,9 @@
 
 A backfill runs on a virtual clock, as fast as Spark runs: it asks each chosen primary source
 for the events it would have fired in `[start, end]` (`EventSource.between`: a timer's ticks, a
-file watcher's files by modification time), posts each on the clock at its own time, and
+file watcher's files by modification time), numbered as a live run numbers them where that can
+be known (`EventSource.numberPast`: a tick's number from the timer's start; sources derived
+from them number theirs from 0), posts each on the clock at its own time, and
 moves the clock instant by instant, so the streams bound to the sources, to the sources derived
 from them and to windows over them run exactly as a live run would have (a weekly roll-up over
 backfilled days included; a direct log stream reads, per batch, the records stamped in the
@@ -32,7 +34,7 @@ from reactive_spark.clock import VirtualClock
 from reactive_spark.dstream.base import ForEachDStream
 from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.events.source import roots
+from reactive_spark.events.source import fired_between, roots
 from reactive_spark.planning import reached
 from reactive_spark.runtime import INITIALIZED, Runtime
 from reactive_spark.sources.derived import DerivedEventSource
@@ -59,6 +61,8 @@ class BackfillConflictError(ReactiveSparkError):
 class PlannedBatch:
     """One batch a backfill runs: its source's event at `time`, and the streams bound to it.
 
+    `index` is the event's, as the backfill numbers it (docs/operations.md).
+
     Examples:
         >>> from datetime import UTC, datetime
         >>> print(PlannedBatch(datetime(2026, 1, 12, tzinfo=UTC), "daily", ("saveAsTextFiles[2]",)))
@@ -68,6 +72,7 @@ class PlannedBatch:
     time: datetime
     source: str
     streams: tuple[str, ...]
+    index: int | None = None
 
     def __str__(self) -> str:
         streams = ", ".join(self.streams) or "(no stream bound)"
@@ -88,6 +93,8 @@ class Backfill:
 
     `sources` names the primary sources to backfill (default: all of them); the sources derived
     from them (`map`, `filter`, `merge`, `delay`, ...) fire from their events as in a live run.
+    Planning calls the operators' functions with the events the run hands them, numbered as
+    the run numbers them (`fired_between` while `Runtime.backfill_from` is set).
     A name the program does not define, a derived source, a source that knows no past events
     (no `between`: REST, manual, observable and backlog sources), a derived source whose parents
     are only partly chosen and an output bound to no source are errors naming them. `ssc` must
@@ -202,17 +209,17 @@ class Backfill:
         return chosen
 
     def _events_in_range(self) -> list[Event]:
+        """What the chosen sources and those derived from them fire, numbered, in order."""
         picked = set(self.sources)
-        events: list[Event] = []
-        for source in self._ssc.sources:
-            if source in picked:
-                events.extend(source.between(self.start, self.end))
-            elif source.parents and roots(source) <= picked:
-                events.extend(
-                    event
-                    for event in source.between(self.start, self.end)
-                    if all(root.time >= self.start for root in _root_events(event))
-                )
+        fired = [source for source in self._ssc.sources if roots(source) <= picked]
+        runtime = Runtime.of(self._ssc)
+        runtime.backfill_from = self.start
+        try:
+            events = [
+                event for source in fired for event in fired_between(source, self.start, self.end)
+            ]
+        finally:
+            runtime.backfill_from = None
         ranks = self._ssc.graph.lineage_ranks(self._ssc.sources)
         positions = {id(event): position for position, event in enumerate(events)}
         return sorted(
@@ -221,7 +228,7 @@ class Backfill:
 
     def _planned(self, event: Event) -> PlannedBatch:
         streams = tuple(stream.name for stream in self._ssc.graph.bound_streams(event.source))
-        return PlannedBatch(event.time.toDatetime(), event.source.name, streams)
+        return PlannedBatch(event.time.toDatetime(), event.source.name, streams, event.index)
 
     @property
     def zero_time(self) -> Time:
@@ -353,28 +360,6 @@ def backfillable(source: EventSource) -> bool:
         False
     """
     return type(source).between is not EventSource.between
-
-
-def _root_events(event: Event) -> list[Event]:
-    """The primary sources' events a derived event derives from (those it can tell)."""
-    found: list[Event] = []
-    waiting = [event]
-    while waiting:
-        current = waiting.pop()
-        parents = [
-            parent
-            for parent in (
-                getattr(current, "parent", None),
-                getattr(current, "left", None),
-                getattr(current, "right", None),
-            )
-            if isinstance(parent, Event)
-        ]
-        if parents:
-            waiting.extend(parents)
-        elif current is not event:
-            found.append(current)
-    return found
 
 
 def _poster(events: Sequence[Event]) -> Callable[[], None]:

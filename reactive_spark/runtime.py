@@ -96,6 +96,10 @@ class Runtime:
         #: In a backfill, each chosen timer's tick before the range: where the live run's
         #: batch before the first backfilled one ran, so an input's first span starts there.
         self.ticks_before_backfill: dict[EventSource, Time] = {}
+        #: While a backfill plans, where it starts: what operators read of their parents'
+        #: past events is then what the backfill fires, numbered as it fires them
+        #: (`fired_between`).
+        self.backfill_from: Time | None = None
         #: Per source, the line of producers waiting for room in it, first come first served
         #: (HTTP requests under `"block"`: `sources.http.RoomLine`).
         self.room_lines: dict[EventSource, Any] = {}

@@ -15,8 +15,7 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Days, Minutes, StreamingContext, Time, VirtualClock
-from reactive_spark.backfill import Backfill, BackfillConflictError
-from reactive_spark.dstream.files import BATCH_MARKER
+from reactive_spark.backfill import Backfill, BackfillConflictError, PlannedBatch
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.log import Database, FileLog, StateStore
 
@@ -81,15 +80,10 @@ def outputs(workdir: Path) -> dict[str, dict[str, tuple[bytes, int]]]:
 
 
 def contents(batches: dict[str, dict[str, tuple[bytes, int]]]) -> dict[str, dict[str, bytes]]:
-    """What Spark wrote in each batch directory: not the `_BATCH` file (and its checksum) that
-    names the event that wrote it, which a backfill numbers afresh."""
+    """What each batch directory holds: Spark's files and the `_BATCH` file naming the event
+    that wrote it (its source, time and index: a backfilled tick has the live one's)."""
     return {
-        name: {
-            part: data
-            for part, (data, _) in files.items()
-            if part not in (BATCH_MARKER, f".{BATCH_MARKER}.crc")
-        }
-        for name, files in batches.items()
+        name: {part: data for part, (data, _) in files.items()} for name, files in batches.items()
     }
 
 
@@ -361,3 +355,181 @@ async def test_the_pipes_of_the_chosen_sources_run_in_a_backfill_as_planned(
     assert [(at, [e.time for e in value]) for source, at, value in ran if source == "two"] == [
         ((START + DAY * 5).milliseconds, [START + DAY * 3, START + DAY * 4])
     ]
+
+
+Numbered = list[tuple[str, datetime, int | None]]
+
+
+def numbered(plan: list[PlannedBatch]) -> Numbered:
+    """Each planned batch's source, time and index."""
+    return [(batch.source, batch.time, batch.index) for batch in plan]
+
+
+def indexed(source: str, batches: Numbered) -> list[tuple[datetime, int | None]]:
+    """The times and indexes of `source`'s batches."""
+    return [(at, index) for name, at, index in batches if name == source]
+
+
+def ran_as_planned(plan: list[PlannedBatch], recorder: Recorder) -> Numbered:
+    """The plan's batches, once checked that the run fired exactly their events."""
+    fired = [(event.source.name, event.datetime, event.index) for event in recorder.events]
+    assert fired == numbered(plan)
+    return fired
+
+
+async def test_a_backfilled_tick_has_its_live_index_so_a_source_derived_by_index_fires_as_live(
+    sc: SparkContext,
+) -> None:
+    """A tick carries its number from the timer's start, as in a live run from that start: a
+    weekly source taken from the daily timer by index fires on the live run's days, and the
+    plan calls its predicate with those indexes (never None) and lists what then runs. The
+    weekly source's own events are numbered from the backfill's start."""
+
+    def build(ssc: StreamingContext, ran: Numbered) -> None:
+        daily = ssc.timer(START, None, DAY, "daily")
+        weekly = daily.filter(lambda event: event.index % 7 == 6, name="weekly")
+        for source in (daily, weekly):
+            ssc.queueStream([], default=[1]).foreachRDD(
+                lambda time, rdd, event: ran.append(
+                    (event.source.name, event.datetime, event.index)
+                )
+            ).bind(source)
+
+    live: Numbered = []
+    async with StreamingContext(sc, clock=VirtualClock(START)) as ssc:
+        build(ssc, live)
+        await ssc.start()
+        await ssc.runUntil(START + DAY * 24)
+
+    first, last = START + DAY * 9, START + DAY * 24
+    backfilled: Numbered = []
+    ssc = StreamingContext(sc, clock=VirtualClock(first))
+    build(ssc, backfilled)
+    recorder = Recorder()
+    ssc.addStreamingListener(recorder)
+    plan = Backfill(ssc, first, last).batches
+    report = await ssc.backfill(first, last)
+
+    assert report.failures == [] and report.batches == plan
+    assert ran_as_planned(plan, recorder) == backfilled
+    in_range = [(source, at, index) for source, at, index in live if at >= first.toDatetime()]
+    daily = [(at, index) for source, at, index in in_range if source == "daily"]
+    assert indexed("daily", numbered(plan)) == daily and daily[0] == (first.toDatetime(), 9)
+    weekly_days = [at for source, at, _ in in_range if source == "weekly"]
+    assert weekly_days == [(START + DAY * day).toDatetime() for day in (13, 20)]
+    assert indexed("weekly", numbered(plan)) == list(zip(weekly_days, range(2), strict=True))
+
+
+async def test_a_backfilled_file_has_its_position_among_the_watched_files_whatever_the_range(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """A file watcher's live index cannot be known (files noticed together share an event): a
+    backfilled file carries its position among the files by modification time, the same in
+    any range, and a source derived from it by index plans and runs on it."""
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    for day in range(10):
+        path = incoming / f"upload-{day}.csv"
+        path.write_text(f"{day}\n")
+        noon = (START + DAY * day + Minutes(12 * 60)).milliseconds * 1_000_000
+        os.utime(path, ns=(noon, noon))
+
+    async def backfill(first_day: int, last_day: int) -> Numbered:
+        ssc = StreamingContext(sc, clock=VirtualClock(START + DAY * first_day))
+        uploads = ssc.fileWatcher(str(incoming), "uploads")
+        evens = uploads.filter(lambda event: event.index % 2 == 0, name="evens")
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(uploads).bind(evens)
+        recorder = Recorder()
+        ssc.addStreamingListener(recorder)
+        first, last = START + DAY * first_day, START + DAY * last_day
+        plan = Backfill(ssc, first, last).batches
+        report = await ssc.backfill(first, last)
+        assert report.failures == [] and report.batches == plan
+        return ran_as_planned(plan, recorder)
+
+    def at_noon(day: int) -> datetime:
+        return (START + DAY * day + Minutes(12 * 60)).toDatetime()
+
+    four_days = await backfill(4, 8)
+    assert indexed("uploads", four_days) == [(at_noon(day), day) for day in range(4, 8)]
+    assert indexed("evens", four_days) == [(at_noon(4), 0), (at_noon(6), 1)]
+    two_days = await backfill(5, 7)
+    assert indexed("uploads", two_days) == [(at_noon(5), 5), (at_noon(6), 6)]
+    assert indexed("evens", two_days) == [(at_noon(6), 0)]
+
+
+def derived_from(operator: str, ssc: StreamingContext, daily: Any) -> Any:
+    """A source derived from `daily` by `operator` (with a second timer where it takes two)."""
+    import reactivex.operators as ops
+
+    if operator == "map":
+        return daily.map(lambda event: event.index * 10, name="derived")
+    if operator == "delay":  # looks back past the backfill's start: its ticks are not fired
+        return daily.delay(Minutes(36 * 60), name="derived")
+    if operator == "merge":
+        return daily.merge(ssc.timer(START, None, DAY * 2, "every-2-days"), name="derived")
+    if operator == "join":
+        half_past = ssc.timer(START + Minutes(30), None, DAY, "half-past")
+        return daily.join(half_past, Minutes(60), name="derived")
+    return daily.pipe(ops.filter(lambda event: event.index % 3 != 0), name="derived")
+
+
+@pytest.mark.parametrize("operator", ["map", "delay", "merge", "join", "pipe"])
+async def test_operators_see_in_the_plan_the_numbered_events_they_see_in_the_run(
+    sc: SparkContext, operator: str
+) -> None:
+    """Each operator's function sees in the plan exactly the events it sees in the run, each
+    with its index: the backfilled ones only, never a parent's event before the start (a
+    `delay`'s look back)."""
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    daily = ssc.timer(START, None, DAY, "daily")
+    derived = derived_from(operator, ssc, daily)
+    seen: list[tuple[Time, int | None]] = []
+
+    def even(event: Any) -> bool:
+        seen.append((event.time, event.index))
+        return bool(event.index % 2 == 0)
+
+    evens = derived.filter(even, name="evens")
+    for source in (daily, derived, evens):
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(source)
+    recorder = Recorder()
+    ssc.addStreamingListener(recorder)
+    first, last = START + DAY * 3, START + DAY * 8
+    plan = Backfill(ssc, first, last).batches
+    seen_in_plan, seen[:] = list(seen), []
+    report = await ssc.backfill(first, last)
+
+    assert report.failures == [] and report.batches == plan
+    ran_as_planned(plan, recorder)
+    assert seen_in_plan and seen == seen_in_plan * 2  # `backfill` plans again, then runs
+    planned = numbered(plan)
+    assert [index for _, index in indexed("derived", planned)] == list(range(len(seen_in_plan)))
+    assert indexed("daily", planned) == [((START + DAY * d).toDatetime(), d) for d in range(3, 9)]
+
+
+def test_a_source_numbering_its_past_events_wrongly_is_named(sc: SparkContext) -> None:
+    from reactive_spark import Event, EventSource
+
+    class Replayed(EventSource):
+        """A custom source whose `between` gives its events an index of its own."""
+
+        def start(self) -> None: ...
+
+        def stop(self) -> None: ...
+
+        def toProduct(self) -> tuple[Any, ...]:
+            return (self.name,)
+
+        def between(self, start: Any, end: Any) -> list[Event]:
+            return [Event(self, -1, START + DAY)]
+
+    ssc = StreamingContext(sc, clock=VirtualClock(START))
+    replayed = Replayed(ssc, "replayed")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(replayed)
+    with pytest.raises(InvalidArgumentError) as error:
+        Backfill(ssc, START, START + DAY)
+    assert str(error.value) == (
+        "source 'replayed': numberPast must give each event an int >= 0 as its index, got -1 "
+        "for its event at 2026-01-06T00:00:00Z"
+    )

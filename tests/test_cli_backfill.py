@@ -83,6 +83,43 @@ def test_unknown_sources_are_named(
     assert "--sources names 'mondays', which is derived from daily" in capsys.readouterr().err
 
 
+INDEXED_APP = """
+from datetime import UTC, datetime
+
+from reactive_spark import Days
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+def ignore(rdd):
+    pass
+
+
+def build(ssc):
+    daily = ssc.timer(START, None, Days(1), "daily")
+    weekly = daily.filter(lambda event: event.index % 7 == 6, name="weekly")
+    ssc.queueStream([], default=[1]).foreachRDD(ignore).bind(daily).bind(weekly)
+"""
+
+
+@pytest.mark.usefixtures("package_log_level")
+def test_the_plan_of_a_source_derived_by_index_numbers_the_ticks_as_live(
+    sc: SparkContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The predicate gets each tick's number from the timer's start, never None: the weekly
+    source fires on the seventh day, counted from the timer's start, as it does live."""
+    app = tmp_path / "indexed_app.py"
+    app.write_text(INDEXED_APP)
+    window = ["--from", "2026-01-09", "--to", "2026-01-20"]
+    assert main(["backfill", str(app), *window, "--plan"]) == 0
+    planned = capsys.readouterr().out.splitlines()
+    assert [line for line in planned if "  weekly  " in line] == [
+        "2026-01-11T00:00:00Z  weekly  foreachRDD[1](ignore)",
+        "2026-01-18T00:00:00Z  weekly  foreachRDD[1](ignore)",
+    ]
+    assert len(planned) == 12 + 2  # the days from Jan 9 to Jan 20, and the two weekly ticks
+
+
 MISTAKES = {
     "a bad --from": (
         ["--from", "last monday", "--to", "2026-01-12"],

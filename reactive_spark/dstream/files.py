@@ -95,7 +95,7 @@ def batch_marker(event: Any) -> dict[str, Any]:
 
 
 def _without_numbers(fields: Any) -> Any:
-    """`fields` without what numbering gives an event (a backfill numbers afresh)."""
+    """`fields` without what numbering gives an event (a backfill may number it otherwise)."""
     if not isinstance(fields, dict):
         return fields
     return {
@@ -130,7 +130,7 @@ def batch_directory(
 
 
 def _same_batch(written: dict[str, Any], marker: dict[str, Any], *, replacing: bool) -> bool:
-    if replacing:  # a backfill numbers its events afresh
+    if replacing:  # a backfill may number an event otherwise than the live run did
         return {**written, "index": None} == {**marker, "index": None}
     return written == marker
 

@@ -174,6 +174,28 @@ class EventSource(ABC):
         """
         return []
 
+    def numberPast(self, events: list[Event], start: Time | datetime) -> None:
+        """Give `events`, what `between(start, end)` gave, the indexes a live run gives them.
+
+        A backfill from `start` fires them so numbered (docs/operations.md). By default the
+        source cannot tell: each event `between` left without an index gets its position
+        among `events` (from 0), as a run started at `start` numbers them. A timer gives each
+        tick its number from the timer's start, a file watcher each file its position among
+        the files it watches.
+
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> even = daily.filter(lambda event: event.datetime.day % 2 == 0, name="even")
+            >>> events = even.between(t0 + Days(3), t0 + Days(6))
+            >>> even.numberPast(events, t0 + Days(3))
+            >>> [(event.index, event.datetime.day) for event in events]
+            [(0, 4), (1, 6)]
+        """
+        for position, event in enumerate(events):
+            if event.index is None:
+                event.index = position
+
     @abstractmethod
     def toProduct(self) -> tuple[Any, ...]:
         """The parameters that identify this source across restarts."""
@@ -604,6 +626,9 @@ def fired_between(source: EventSource, start: Time, end: Time) -> list[Event]:
     left as they are (which of them had fired is not recorded), as are the others (None for
     events not fired yet: indexes are assigned as events are accepted).
 
+    While a backfill plans (`Runtime.backfill_from`), it is what the backfill fires instead
+    (`backfilled_between`).
+
     Examples:
         >>> from reactive_spark import Hours, Time
         >>> hourly = ssc.timer(t0, None, Hours(1), "hourly")
@@ -612,6 +637,9 @@ def fired_between(source: EventSource, start: Time, end: Time) -> list[Event]:
         >>> [tick.index for tick in fired_between(hourly, two - Hours(1), two)]
         [None, 2]
     """
+    backfill_from = Runtime.of(source.context).backfill_from
+    if backfill_from is not None:
+        return backfilled_between(source, backfill_from, start, end)
     events = source.between(start, end)
     index, at = source.resumedIndex, source.resumedFrom
     if index is not None and at is not None:
@@ -619,3 +647,36 @@ def fired_between(source: EventSource, start: Time, end: Time) -> list[Event]:
         if len(last) == 1 and last[0].index is None:
             last[0].index = index
     return events
+
+
+def backfilled_between(source: EventSource, first: Time, start: Time, end: Time) -> list[Event]:
+    """What a backfill from `first` fires of `source` in `[start, end]`, numbered as it fires it.
+
+    Only what it fires: `source`'s events of `[first, end]`, and a derived source's only as
+    derived from what its parents fire (through `fired_between`), so an operator's function
+    sees in the plan the events it sees in the run, each with its index (`numberPast`; an
+    index that is not an int >= 0 is an error naming the source), never an event of a parent
+    before `first` (a `delay`'s or a `join`'s look back).
+
+    Examples:
+        >>> from reactive_spark import Days, Time
+        >>> daily = ssc.timer(t0, None, Days(1), "daily")
+        >>> first = Time.fromDatetime(t0) + Days(3)
+        >>> [tick.index for tick in backfilled_between(daily, first, first - Days(2), first)]
+        [3]
+    """
+    events = source.between(first, end)
+    source.numberPast(events, first)
+    _require_numbered(source, events)
+    return [event for event in events if event.time >= start]
+
+
+def _require_numbered(source: EventSource, events: list[Event]) -> None:
+    """Raise naming `source` unless `numberPast` gave each of `events` an int >= 0."""
+    for event in events:
+        index = event.index
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise InvalidArgumentError(
+                f"source {source.name!r}: numberPast must give each event an int >= 0 as its "
+                f"index, got {index!r} for its event at {event.time.isoformat()}"
+            )

@@ -252,6 +252,27 @@ class FileWatcherEventSource(EventSource):
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """One event per file whose modification time lies in `[start, end]`, in time order."""
         start, end = to_time(start, "start"), to_time(end, "end")
+        return [
+            FileEvent(self, None, Time(modified), (path,), "added")
+            for modified, path in self._files()
+            if start.milliseconds <= modified <= end.milliseconds
+        ]
+
+    def numberPast(self, events: list[Event], start: Time | datetime) -> None:
+        """Give each file's event the file's position among the files it watches, oldest first.
+
+        By modification time, counted from the oldest file there now: the index a live run
+        gives it when each file arrived alone and none was removed since. A live run fires
+        one event for the files it notices together, so it may have numbered them otherwise;
+        this index does not depend on where the backfill starts (docs/operations.md).
+        """
+        since = to_time(start, "start").milliseconds
+        before = sum(1 for modified, _ in self._files() if modified < since)
+        for position, event in enumerate(events, before):
+            event.index = position
+
+    def _files(self) -> list[tuple[int, str]]:
+        """`(modification time in ms, path)` of each file it watches, oldest first."""
         found: list[tuple[int, str]] = []
         for root, directories, files in os.walk(self.path):
             if not self.recursive:
@@ -259,15 +280,9 @@ class FileWatcherEventSource(EventSource):
             directories[:] = [d for d in directories if not d.startswith((".", "_"))]
             for name in files:
                 path = os.path.join(root, name)
-                if not self.accepts(path):
-                    continue
-                modified = os.stat(path).st_mtime_ns // 1_000_000
-                if start.milliseconds <= modified <= end.milliseconds:
-                    found.append((modified, path))
-        return [
-            FileEvent(self, None, Time(modified), (path,), "added")
-            for modified, path in sorted(found)
-        ]
+                if self.accepts(path):
+                    found.append((os.stat(path).st_mtime_ns // 1_000_000, path))
+        return sorted(found)
 
     def coalesce(self, events: list[Event]) -> Event:
         """One event with every file of `events`, at the last one's time.

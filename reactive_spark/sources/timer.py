@@ -180,6 +180,23 @@ class TimerEventSource(EventSource):
             k += 1
         return ticks
 
+    def numberPast(self, events: list[Event], start: Time | datetime) -> None:
+        """Give each tick its number from the timer's start: the index a live run gives it.
+
+        A live run that ran from the timer's first tick numbers its ticks so; one started
+        later numbers them from its first tick (docs/operations.md).
+
+        Examples:
+            >>> from reactive_spark import Days
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> ticks = daily.between(t0 + Days(3), t0 + Days(4))
+            >>> daily.numberPast(ticks, t0 + Days(3))
+            >>> [tick.index for tick in ticks]
+            [3, 4]
+        """
+        for event in events:
+            event.index = self._first_tick_from(event.time)  # the tick at that very time
+
     def eventFromRecord(self, fields: dict[str, Any]) -> TimerEvent:
         """The `TimerEvent` a checkpoint recorded."""
         return TimerEvent(self, fields["index"], Time(fields["time"]), fields.get("instanceId"))
