@@ -210,6 +210,43 @@ async def test_a_blocked_timer_catches_up_as_its_policy_says(sc: SparkContext) -
     assert ran == sorted(ran)
 
 
+async def test_ticks_a_blocked_timer_missed_are_reported_dropped_by_a_stop(
+    sc: SparkContext,
+) -> None:
+    """A timer every 10 ms, bound 2, its first job held: the ticks it missed while its queue
+    was full never ran, and a stop reports them dropped with the ones that waited, so every
+    tick due before the stop either ran or was reported (they went unreported)."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    period = Milliseconds(10)
+    ticks = ssc.timer(ssc.clock.now(), None, period, "ticks").overflow(maxQueued=2)
+    drops = Drops()
+    ssc.addStreamingListener(drops)
+    held, release = threading.Event(), threading.Event()
+    ran: list[Time] = []
+
+    def job(time: Any, rdd: Any, event: Any) -> None:
+        ran.append(event.time)
+        held.set()
+        release.wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(ticks)
+    await ssc.start()
+    await asyncio.get_running_loop().run_in_executor(None, held.wait, 30)
+    await asyncio.sleep(0.3)  # 30 ticks due: 2 wait, the rest are missed
+    stopping = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
+    await asyncio.sleep(0.05)
+    release.set()
+    await stopping
+    reported = sorted(
+        (event.time, event.standsFor) for event in drops.events if event.source is ticks
+    )
+    assert drops.counts == {"stop": sum(count for _, count in reported)}
+    assert drops.counts["stop"] >= 20
+    covered = [time + period * k for time, count in reported for k in range(count)]
+    assert ran == [ran[0]]
+    assert covered == [ran[0] + period * k for k in range(1, len(covered) + 1)]  # no gap
+
+
 async def test_a_producer_on_the_loop_never_waits_for_room_only_the_loop_can_make(
     sc: SparkContext,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
 __all__ = ["TimerEventSource"]
+
+log = logging.getLogger(__name__)
 
 
 class TimerEventSource(EventSource):
@@ -89,12 +92,27 @@ class TimerEventSource(EventSource):
         self._schedule(self._first_tick_from(now))
 
     def stop(self) -> None:
-        """Cancel the pending tick."""
+        """Cancel the pending tick; report the ticks missed while the queue was full dropped.
+
+        Those never ran (overflow `"block"`); one event stands for all of them (`standsFor`).
+        With a checkpoint, a restart fires them again, as after downtime.
+        """
         self._stopped = True
         if self._pending is not None:
             self._pending.dispose()
             self._pending = None
         self._runtime.release(self)
+        if self._missed is not None:
+            first, last = self._missed
+            self._missed = None
+            missed = TimerEvent(self, None, self.tickAt(first))
+            missed.standsFor = last - first + 1
+            log.warning(
+                "%s: the stop drops %d ticks missed while its queue was full",
+                self.name,
+                missed.standsFor,
+            )
+            self._runtime.report_dropped(self, [missed])
 
     def _schedule(self, k: int) -> None:
         due = self.tickAt(k)
