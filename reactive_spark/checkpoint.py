@@ -6,7 +6,8 @@ The checkpoint directory holds data, never code, so an upgraded application rest
 * `wal/segment-NNNNNN.jsonl`: one JSON record per line. Before an event's jobs run, a
   `planned` record holds the event (`describe()`), what every input read, and how far every
   source had fired when the event was accepted; a `completed` record follows the jobs;
-* `rdds/`: Spark's RDD checkpoints (`DStream.checkpoint`).
+* `rdds/`: Spark's RDD checkpoints (`DStream.checkpoint`);
+* `lock`: held by the context started on the directory, until it stops (`checkpoint_lock.py`).
 
 On restart the context re-plans the recent completed batches that windows still need (without
 running their jobs), re-runs the batches that were planned but not completed with the inputs

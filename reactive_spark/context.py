@@ -63,7 +63,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         clock: `SystemClock()` (default) or a `VirtualClock(start)` for simulation and tests.
         checkpoint: Directory for checkpoints: a write-ahead log of batches, from which a
             restarted context recovers (see `reactive_spark.checkpoint`), and the RDD
-            checkpoints of `DStream.checkpoint`.
+            checkpoints of `DStream.checkpoint`. A started context holds it until it stops:
+            one driver at a time writes it.
         maxConcurrentJobs: How many jobs of one event may run at once.
         freezeHeap: While the context runs, keep the garbage collector off the objects that
             exist when it starts (`gc.freeze`). Off by default: the collector is the
@@ -404,6 +405,11 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         Unbound outputs are bound to the default timer `timer(zeroTime + batchDuration, None,
         batchDuration)`. A source that fails to start is reported (`onSourceError`) and its
         error raised, after the context stopped again.
+
+        Raises:
+            CheckpointInUseError: another context, in this process or another, holds the
+                checkpoint directory (it started on it and has not stopped); the message names
+                its pid and host. Nothing was read or written there.
         """
         self._runtime.require_not_started("start")
         await self._lifecycle.launch()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark.checkpoint import Checkpoint
+from reactive_spark.checkpoint_lock import CheckpointLock
 from reactive_spark.deadlines import DeadlineWatch, watch_expectations
 from reactive_spark.errors import StopError
 from reactive_spark.listener import StreamingStarted
@@ -95,6 +96,7 @@ class Lifecycle:
         #: Whether `stop` has stopped every part (a stop before start included).
         self.stop_complete = False
         self._checkpoint: Checkpoint | None = None
+        self._hold: CheckpointLock | None = None  # on the checkpoint directory, until stopped
         self._resumed = False  # the checkpoint brought the graph back: a stop may say so
         self._watchdog: LoopWatchdog | None = None
         self._deadlines: DeadlineWatch | None = None
@@ -133,6 +135,9 @@ class Lifecycle:
         recovered = None
         if ssc.checkpointDirectory is not None:
             self._checkpoint = Checkpoint(ssc.checkpointDirectory)
+            # before anything is read or written there: another driver may be writing it
+            self._hold = CheckpointLock(self._checkpoint.directory)
+            await self._blocking.run(self._hold.acquire)
             if self.recovers_checkpoint:
                 recovered = await self._blocking.run(self._checkpoint.load)
             elif await self._blocking.run(self._checkpoint.exists):
@@ -229,6 +234,8 @@ class Lifecycle:
             if not self.stop_complete:
                 self.stop_complete = True
                 log.info("StreamingContext stopped")
+        # also after a start that failed before anything else started
+        await steps.run(_RELEASING, self._release_checkpoint)
         if stop_spark_context:
             await steps.run(_SPARK_CONTEXT, lambda: self._blocking.run(self._ssc.sparkContext.stop))
         await steps.run(_BLOCKING_CALLS, self._blocking.close)
@@ -274,6 +281,12 @@ class Lifecycle:
         if self._watchdog is not None:
             await steps.run(_WATCHDOG, self._watchdog.stop)
         await steps.run(_HEAP, lambda: release_heap(self._ssc))
+
+    async def _release_checkpoint(self) -> None:
+        """Let the checkpoint directory go, once every part stopped: another driver may start."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            await self._blocking.run(hold.release)
 
     async def _drain(self, deadline: float | None) -> bool:
         """A graceful stop's first step: accept what was posted, and what receivers hold.
@@ -372,6 +385,11 @@ _CHECKPOINT = (
     "closing the checkpoint's write-ahead log",
     "its last records may not be on disk: check the checkpoint directory (space, permissions);"
     " a restart from it runs again what was not recorded",
+)
+_RELEASING = (
+    "letting the checkpoint directory go (emptying its lock file)",
+    "it was let go all the same, but its lock file may still name this process: check the "
+    "checkpoint directory (space, permissions)",
 )
 _WATCHDOG = ("stopping the loop watchdog", _REPORT_IT)
 _HEAP = ("releasing the heap frozen while it ran (freezeHeap)", _REPORT_IT)

@@ -19,6 +19,7 @@ import pyspark
 import pytest
 from pyspark import SparkContext
 
+from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
 from reactive_spark.cli import main
 from reactive_spark.cli.program import load, on_path
 from reactive_spark.cli.spark_start import REGISTRATION_SECONDS
@@ -287,6 +288,32 @@ def test_a_program_that_cannot_start_says_why_in_one_line(
     assert "Traceback" not in done.stderr, done.stderr
     [line] = [line for line in done.stderr.splitlines() if "could not start" in line]
     assert line.startswith("the StreamingContext could not start: ") and message in line, line
+
+
+async def test_run_refuses_a_checkpoint_another_driver_holds(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Both ran, writing the same log and outputs."""
+    checkpoint = tmp_path / "checkpoint"
+    holder = StreamingContext(sc, None, clock=VirtualClock(Time(0)), checkpoint=str(checkpoint))
+    tick = holder.timer(Time(0), None, Seconds(1), "tick")
+    holder.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(tick)
+    await holder.start()
+    try:
+        run = ["run", APP, "--master", "local[1]", "--checkpoint", str(checkpoint)]
+        done = command(*run, "--until", "5s", cwd=tmp_path)
+    finally:
+        await holder.stop(stopSparkContext=False)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "could not start" in line]
+    assert line.startswith(
+        f"the StreamingContext could not start: checkpoint directory {checkpoint} is in use by "
+        f"another driver (pid {os.getpid()} on {socket.gethostname()}, since "
+    ), line
+    assert line.endswith(
+        "stop that one first, or give this StreamingContext another checkpoint directory"
+    ), line
 
 
 def test_a_build_that_raises_answers_in_one_line(tmp_path: Path) -> None:

@@ -1,0 +1,149 @@
+"""One driver at a time on a checkpoint directory: a second context starting on it is refused,
+in this process or another, until the first stops or its process dies."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from pyspark import SparkContext
+
+from reactive_spark import Days, StreamingContext, VirtualClock
+from reactive_spark.checkpoint_lock import CheckpointInUseError, CheckpointLock
+
+from .helpers import ChildProcess
+from .holding_app import T0, program
+
+
+def daily(sc: SparkContext, checkpoint: Path, days: int = 0) -> tuple[StreamingContext, list[int]]:
+    """`holding_app.program` on a virtual clock `days` after T0, checkpointing to `checkpoint`."""
+    ssc = StreamingContext(
+        sc, None, clock=VirtualClock(T0 + Days(days)), checkpoint=str(checkpoint)
+    )
+    return ssc, program(ssc)
+
+
+def in_use(checkpoint: Path, holder: str) -> str:
+    """The start of the refusal's message, `holder` holding `checkpoint`."""
+    return f"checkpoint directory {checkpoint} is in use by {holder} (pid {os.getpid()} on "
+
+
+async def test_a_second_context_is_refused_until_the_first_stops(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """It started: both wrote the log, the second compacting away the first's segment."""
+    checkpoint = tmp_path / "checkpoint"
+    first, first_days = daily(sc, checkpoint)
+    await first.start()
+    await first.runUntil(T0 + Days(2))
+    second, _ = daily(sc, checkpoint, days=2)
+    with pytest.raises(CheckpointInUseError) as refused:
+        await second.start()
+    assert str(refused.value).startswith(
+        in_use(checkpoint, "another StreamingContext of this process")
+    )
+    assert "stop that one first" in str(refused.value)
+    assert refused.value.directory == str(checkpoint) and refused.value.pid == os.getpid()
+    assert second.state == "stopped"
+    await first.runUntil(T0 + Days(3))  # its log was left alone
+    await first.stop(stopSparkContext=False)
+    assert first_days == [1, 2, 3]
+
+    third, third_days = daily(sc, checkpoint, days=3)
+    await third.start()
+    await third.runUntil(T0 + Days(5))
+    await third.stop(stopSparkContext=False)
+    assert third.recovered and third_days == [4, 5]
+
+
+async def test_of_two_contexts_started_at_once_one_is_refused(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    contexts = [daily(sc, tmp_path)[0] for _ in range(2)]
+    started = await asyncio.gather(*(ssc.start() for ssc in contexts), return_exceptions=True)
+    for ssc in contexts:
+        await ssc.stop(stopSparkContext=False)
+    assert sorted(type(result).__name__ for result in started) == [
+        "CheckpointInUseError",
+        "NoneType",
+    ]
+
+
+@pytest.mark.parametrize("failing", ["a missing input directory", "a source"])
+async def test_a_start_that_fails_lets_the_directory_go(
+    sc: SparkContext, tmp_path: Path, failing: str
+) -> None:
+    """Before the context is active (its inputs), and after (its sources): every stop path."""
+    checkpoint = tmp_path / "checkpoint"
+    broken, _ = daily(sc, checkpoint)
+    if failing == "a source":
+        rest = broken.restServer("256.0.0.1", 0, "unreachable").post("/x")
+        broken.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(rest)
+    else:
+        missing = broken.textFileStream(str(tmp_path / "missing"))
+        missing.foreachRDD(lambda rdd: None).bind(broken.sources[0])
+    with pytest.raises(OSError):
+        await broken.start()
+    holder, _ = daily(sc, checkpoint)
+    await holder.start()
+    refused, _ = daily(sc, checkpoint)
+    try:
+        with pytest.raises(CheckpointInUseError):
+            await refused.start()
+    finally:
+        await holder.stop(stopSparkContext=False)
+
+
+async def test_a_driver_in_another_process_holds_it_until_it_is_killed(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    checkpoint = tmp_path / "checkpoint"
+    child = ChildProcess("tests.holding_app", str(checkpoint))
+    try:
+        assert child.next_line() == "started"
+        ssc, _ = daily(sc, checkpoint, days=2)
+        with pytest.raises(CheckpointInUseError) as refused:
+            await ssc.start()
+        assert refused.value.pid == child.process.pid
+        assert f"another driver (pid {child.process.pid} on " in str(refused.value)
+    finally:
+        child.kill()  # SIGKILL: no stop ran, the kernel let the lock go
+    restarted, days = daily(sc, checkpoint, days=2)
+    await restarted.start()
+    await restarted.runUntil(T0 + Days(4))
+    await restarted.stop(stopSparkContext=False)
+    assert restarted.recovered and days == [3, 4]
+
+
+async def test_a_backfill_keeps_its_own_directory_and_leaves_the_live_one_held(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Built on the live run's directory, it never writes it, so the live hold is no obstacle;
+    the directory of its own is held while it runs, and the live run's after it."""
+    live_directory, own = tmp_path / "live", tmp_path / "backfill"
+    live, _ = daily(sc, live_directory)
+    await live.start()
+    try:
+        backfilled, days = daily(sc, live_directory, days=1)
+        refusals: list[CheckpointInUseError] = []
+
+        def progress(done: int, total: int, at: object) -> None:  # after each instant
+            intruder = CheckpointLock(str(own))
+            try:
+                intruder.acquire()
+            except CheckpointInUseError as refused:
+                refusals.append(refused)
+            intruder.release()
+
+        await backfilled.backfill(
+            T0 + Days(1), T0 + Days(3), checkpoint=str(own), progress=progress
+        )
+        assert days == [1, 2, 3]
+        assert [refused.directory for refused in refusals] == [str(own)] * 3
+        again, _ = daily(sc, live_directory)
+        with pytest.raises(CheckpointInUseError):
+            await again.start()
+    finally:
+        await live.stop(stopSparkContext=False)
