@@ -12,7 +12,7 @@ from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark.checkpoint import Checkpoint
 from reactive_spark.checkpoint_lock import CheckpointLock
 from reactive_spark.deadlines import DeadlineWatch, watch_expectations
-from reactive_spark.errors import StopError
+from reactive_spark.errors import ContextStateError, StopError
 from reactive_spark.listener import StreamingStarted
 from reactive_spark.loop_watchdog import LoopWatchdog
 from reactive_spark.recovery import resume, stop_record, use_rdd_directory
@@ -103,9 +103,16 @@ class Lifecycle:
         self._sources_stopped = False
         self._starting_source: EventSource | None = None
         self._stops: set[asyncio.Future[None]] = set()  # the stops under way
+        self._launched = False
 
     async def launch(self, backfill_from: Time | None = None) -> None:
-        """Start; a backfill gives its zero time, and fires the events: no source is started."""
+        """Start; a backfill gives its zero time, and fires the events: no source is started.
+
+        Once: a start called while the context starts is refused, and stops nothing.
+        """
+        if self._launched:
+            raise ContextStateError("cannot start: the StreamingContext is starting")
+        self._launched = True
         try:
             await self._start(backfill_from)
         except BaseException as exc:

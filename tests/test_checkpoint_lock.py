@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Days, StreamingContext, VirtualClock
+from reactive_spark import ContextStateError, Days, StreamingContext, VirtualClock
 from reactive_spark.checkpoint_lock import CheckpointInUseError, CheckpointLock
 
 from .helpers import ChildProcess
@@ -69,6 +69,22 @@ async def test_of_two_contexts_started_at_once_one_is_refused(
         "CheckpointInUseError",
         "NoneType",
     ]
+
+
+async def test_a_start_called_while_the_context_starts_is_refused_and_stops_nothing(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Both calls went on starting the context: the second was refused by the first's hold on
+    the checkpoint, and its clean-up stopped the context the first was starting."""
+    ssc, days = daily(sc, tmp_path / "checkpoint")
+    first, second = await asyncio.gather(ssc.start(), ssc.start(), return_exceptions=True)
+    assert first is None
+    assert isinstance(second, ContextStateError)
+    assert str(second) == "cannot start: the StreamingContext is starting"
+    assert ssc.state == "active"
+    await ssc.runUntil(T0 + Days(2))
+    await ssc.stop(stopSparkContext=False)
+    assert days == [1, 2]
 
 
 @pytest.mark.parametrize("failing", ["a missing input directory", "a source"])
