@@ -120,6 +120,28 @@ def test_the_plan_of_a_source_derived_by_index_numbers_the_ticks_as_live(
     assert len(planned) == 12 + 2  # the days from Jan 9 to Jan 20, and the two weekly ticks
 
 
+@pytest.mark.usefixtures("package_log_level")
+def test_a_backfill_that_cannot_start_says_why_in_one_line(
+    sc: SparkContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A watched directory that does not exist ended the command with the library's
+    traceback, as `run` did before it said why in one line."""
+    app = tmp_path / "missing_dir_app.py"
+    app.write_text(
+        "from datetime import UTC, datetime\n"
+        "from reactive_spark import Days\n"
+        "def build(ssc):\n"
+        "    daily = ssc.timer(datetime(2026, 1, 1, tzinfo=UTC), None, Days(1), 'daily')\n"
+        f"    ssc.textFileStream({str(tmp_path / 'no-such-dir')!r}).count().pprint().bind(daily)\n"
+    )
+    window = ["--from", "2026-01-02", "--to", "2026-01-03"]
+    assert main(["backfill", str(app), *window]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert lines[-1].startswith("the backfill could not run: textFileStream("), lines
+    assert lines[-1].endswith("does not exist; create it before starting the StreamingContext")
+    assert not any("Traceback" in line for line in lines)
+
+
 MISTAKES = {
     "a bad --from": (
         ["--from", "last monday", "--to", "2026-01-12"],

@@ -10,14 +10,14 @@ from datetime import datetime
 
 from rich.progress import TextColumn
 
-from reactive_spark.backfill import Backfill
+from reactive_spark.backfill import Backfill, BackfillConflictError
 from reactive_spark.cli.arguments import instant, source_names
 from reactive_spark.cli.output import print_error, progress_bar, terminal
 from reactive_spark.cli.program import build, load, on_path
 from reactive_spark.cli.spark_start import spark
 from reactive_spark.clock import VirtualClock
 from reactive_spark.context import StreamingContext
-from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
 from reactive_spark.time import Time
 
 
@@ -49,15 +49,21 @@ async def backfill(args: argparse.Namespace) -> int:
         for batch in planned.batches:
             print(batch)
         return 0
-    with backfill_progress(len(planned.batches)) as progress:
-        report = await ssc.backfill(
-            first,
-            last,
-            names,
-            overwrite=args.overwrite,
-            checkpoint=args.checkpoint,
-            progress=progress,
-        )
+    try:
+        with backfill_progress(len(planned.batches)) as progress:
+            report = await ssc.backfill(
+                first,
+                last,
+                names,
+                overwrite=args.overwrite,
+                checkpoint=args.checkpoint,
+                progress=progress,
+            )
+    except (InvalidArgumentError, BackfillConflictError):
+        raise  # the command's own answers (exit statuses 2 and 1)
+    except ReactiveSparkError as exc:  # it cannot start as built: why, in one line
+        print_error(f"the backfill could not run: {exc}")
+        return 1
     for failure in report.failures:
         print_error(failure.describe())
     sources = sorted({batch.source for batch in report.batches})
