@@ -216,7 +216,8 @@ class Lifecycle:
         A stop cancelled while it waits (a graceful one) is finished by the next. A graceful stop
         called while another runs waits for it, within its own `timeout` (then it stops as a
         non-graceful one does, beside it); the failures of the stop it waited for are that
-        stop's to raise. A non-graceful stop runs beside the other: it escalates it.
+        stop's to raise. A non-graceful stop runs beside the other: it escalates it. Either
+        returns once the other stopped its parts too (each skips a part the other is stopping).
         """
         steps = _StopSteps()
         loop = asyncio.get_running_loop()
@@ -241,6 +242,8 @@ class Lifecycle:
             if not self.stop_complete:
                 self.stop_complete = True
                 log.info("StreamingContext stopped")
+        if self._stops:  # one beside it still stops a part it found under way: not stopped yet
+            await asyncio.wait(set(self._stops))
         # also after a start that failed before anything else started
         await steps.run(_RELEASING, self._release_checkpoint)
         if stop_spark_context:

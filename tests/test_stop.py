@@ -25,6 +25,7 @@ from reactivex import operators as rx_ops
 from reactivex.subject import Subject
 
 from reactive_spark import (
+    EventSource,
     Seconds,
     StreamingContext,
     StreamingListener,
@@ -208,6 +209,48 @@ async def test_stops_called_together_stop_once_and_a_hard_one_escalates(
     assert time.perf_counter() - began < 5
     await unbounded
     assert ran == [1]  # the queued batch was dropped by the escalation
+
+
+async def test_a_graceful_stop_returns_once_a_stop_beside_it_has_stopped_every_part(
+    sc: SparkContext,
+) -> None:
+    """A stop that does not wait, called beside a graceful one, stops a source that takes a
+    while; the graceful stop found the source being stopped, and returned (and went on to
+    close what the other still used) before it had stopped."""
+
+    class SlowToStop(EventSource):
+        stopped = False
+
+        def start(self) -> None:
+            pass
+
+        async def stop(self) -> None:
+            await asyncio.sleep(0.5)
+            self.stopped = True
+
+        def toProduct(self) -> tuple[Any, ...]:
+            return (self.name,)
+
+    ssc = virtual(sc, Seconds(1))
+    slow = SlowToStop(ssc, "slow")
+    running, gate = threading.Event(), threading.Event()
+
+    def held(rdd: Any) -> None:
+        running.set()
+        gate.wait(30)
+
+    ssc.queueStream([], default=[1]).foreachRDD(held)
+    await ssc.start()
+    ssc.clock.advanceTo(Time(1000))
+    await asyncio.get_running_loop().run_in_executor(None, running.wait, 30)
+    graceful = asyncio.ensure_future(ssc.stop(stopSparkContext=False, stopGracefully=True))
+    await asyncio.sleep(0.1)  # it waits for the batch
+    hard = asyncio.ensure_future(ssc.stop(stopSparkContext=False, stopGracefully=False))
+    await asyncio.sleep(0.1)  # it stops the slow source
+    gate.set()  # the batch ends: the graceful stop goes on
+    await graceful
+    assert slow.stopped
+    await hard
 
 
 async def test_a_job_reaching_spark_after_the_stops_first_cancel_is_cancelled_too(
