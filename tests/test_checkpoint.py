@@ -536,6 +536,88 @@ async def test_state_survives_a_crash(sc: SparkContext, tmp_path: Path) -> None:
         assert totals[day] == {"a": day + 1, "b": day * (day + 1) // 2}, day
 
 
+async def test_state_after_a_window_survives_a_crash(sc: SparkContext, tmp_path: Path) -> None:
+    """The state moves every third day, with its window; it is saved after ten days all the
+    same, between two updates, so the days a restart rebuilds reach back to the save."""
+    checkpoint = str(tmp_path / "checkpoint")
+    days, crash_day = 25, 17
+    totals: dict[int, dict[str, int]] = {}
+
+    def build(ssc: StreamingContext, crash: bool) -> None:
+        daily = ssc.timer(T0, None, Days(1), "daily")
+        sales = ssc.queueStream([[("a", 1), ("b", day)] for day in range(days)])
+        running = sales.window(Days(3), Days(3)).updateStateByKey(
+            lambda new, total: sum(new) + (total or 0)
+        )
+
+        def record(time: datetime, rdd: Any, event: Event) -> None:
+            if crash and day_of(event) == crash_day:
+                raise Crash
+            totals[day_of(event)] = dict(rdd.collect())
+
+        running.foreachRDD(record).bind(daily)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, crash=True)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Days(days))
+    await first.stop(stopSparkContext=False)
+    saves = sorted(os.listdir(tmp_path / "checkpoint" / "state"))
+    assert [name.split("-")[1] for name in saves] == ["9"]  # not a day the state moved
+
+    second = virtual(sc, start=T0 + Days(crash_day), checkpoint=checkpoint)
+    build(second, crash=False)
+    await second.start()
+    await second.runUntil(T0 + Days(days - 1))
+    await second.stop(stopSparkContext=False)
+    assert sorted(totals) == list(range(2, days, 3))
+    for day in totals:
+        assert totals[day] == {"a": day + 1, "b": day * (day + 1) // 2}, day
+
+
+async def test_a_state_that_moved_long_ago_survives_a_crash(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Orders arrive on their own timer, on days 1 and 16; the daily state reads them through a
+    window, so it moves only then. The ten days a restart rebuilds miss day 1: the state was
+    saved on day 9 all the same, as it had changed."""
+    checkpoint = str(tmp_path / "checkpoint")
+    crash_day = 14
+    totals: dict[int, dict[str, int]] = {}
+
+    def build(ssc: StreamingContext, crash: bool) -> None:
+        daily = ssc.timer(T0, None, Days(1), "daily")
+        arrivals = ssc.timer(T0 + Days(1), None, Days(15), "orders")
+        orders = ssc.queueStream([[("a", 1), ("b", 2)], [("a", 10)]]).bind(arrivals)
+        running = orders.tailWindow(1).updateStateByKey(lambda new, total: sum(new) + (total or 0))
+        running.foreachRDD(
+            lambda time, rdd, event: totals.__setitem__(day_of(event), dict(rdd.collect()))
+        ).bind(daily)
+
+        def beat(time: datetime, rdd: Any, event: Event) -> None:
+            if crash and day_of(event) == crash_day:
+                raise Crash
+
+        ssc.queueStream([]).foreachRDD(beat).bind(daily)
+
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, crash=True)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Days(20))
+    await first.stop(stopSparkContext=False)
+    saves = sorted(os.listdir(tmp_path / "checkpoint" / "state"))
+    assert [name.split("-")[1] for name in saves] == ["10"]  # day 9 (after the orders of day 1)
+
+    second = virtual(sc, start=T0 + Days(crash_day), checkpoint=checkpoint)
+    build(second, crash=False)
+    await second.start()
+    await second.runUntil(T0 + Days(20))
+    await second.stop(stopSparkContext=False)
+    assert totals == {1: {"a": 1, "b": 2}, 16: {"a": 11, "b": 2}}
+
+
 async def test_delayed_events_waiting_at_a_stop_are_reported_and_still_fire(
     sc: SparkContext, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ from pyspark import SparkContext
 from reactive_spark import (
     Days,
     DStream,
+    Event,
     EventSource,
     InvalidArgumentError,
     Seconds,
@@ -567,3 +568,55 @@ async def test_update_state_by_key_over_many_events_keeps_counting(sc: SparkCont
     )
     assert out[-1] == [("a", 25), ("b", 13)]
     assert out[-3] == out[-2] == out[-1]
+
+
+async def test_update_state_by_key_after_a_window_updates_at_its_slides(sc: SparkContext) -> None:
+    """What pyspark.streaming printed for this program: the state after `window(4, 2)` over 1 s
+    batches is computed at the window's slides only, every 2 s, and so is what reads it."""
+    ssc = virtual(sc, Seconds(1))
+    words = ssc.queueStream(
+        [["a"], ["a", "b"], ["b"], ["a", "c"], ["c"], ["a"], ["b"], ["a"], [], ["c"], ["a"], []]
+    )
+    pairs = words.window(4, 2).map(lambda word: (word, 1))
+    updates = pairs.updateStateByKey(lambda new, old: (old or 0) + 1)
+    _, counted = gather(pairs.updateStateByKey(lambda new, old: sum(new) + (old or 0)))
+    _, updated = gather(updates)
+    _, windowed = gather(updates.window(4, 4))
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(12))
+    await ssc.stop(stopSparkContext=False)
+
+    def by_second(seen: list[tuple[Event, list[Any]]]) -> list[tuple[int, list[Any]]]:
+        return [(e.time.milliseconds // 1000, sorted(items)) for e, items in seen]
+
+    assert by_second(counted) == [
+        (2, [("a", 2), ("b", 1)]),
+        (4, [("a", 5), ("b", 3), ("c", 1)]),
+        (6, [("a", 7), ("b", 4), ("c", 3)]),
+        (8, [("a", 9), ("b", 5), ("c", 4)]),
+        (10, [("a", 10), ("b", 6), ("c", 5)]),
+        (12, [("a", 11), ("b", 6), ("c", 6)]),
+    ]
+    assert by_second(updated) == [
+        (2, [("a", 1), ("b", 1)]),
+        (4, [("a", 2), ("b", 2), ("c", 1)]),
+        (6, [("a", 3), ("b", 3), ("c", 2)]),
+        (8, [("a", 4), ("b", 4), ("c", 3)]),
+        (10, [("a", 5), ("b", 5), ("c", 4)]),
+        (12, [("a", 6), ("b", 6), ("c", 5)]),
+    ]
+    assert by_second(windowed) == [
+        (4, [("a", 1), ("a", 2), ("b", 1), ("b", 2), ("c", 1)]),
+        (8, [("a", 3), ("a", 4), ("b", 3), ("b", 4), ("c", 2), ("c", 3)]),
+        (12, [("a", 5), ("a", 6), ("b", 5), ("b", 6), ("c", 4), ("c", 5)]),
+    ]
+
+
+async def test_update_state_by_key_moves_only_when_its_tail_window_emits(sc: SparkContext) -> None:
+    out = await run_batches(
+        sc,
+        lambda s: s.tailWindow(3, 3).updateStateByKey(lambda new, old: (old or []) + [sum(new)]),
+        [[("k", 1)], [("k", 2)], [("k", 3)], [("k", 4)], [], [("k", 6)], [("k", 7)]],
+        numBatches=8,
+    )
+    assert out == [[("k", [6])], [("k", [6, 10])]]

@@ -180,9 +180,11 @@ class PairOperations:
         numPartitions: int | None = None,
         initialRDD: RDD[Any] | Iterable[Any] | None = None,
     ) -> DStream[Any]:
-        """A per-key state: `updateFunc(newValues, previousState)` on every event.
+        """A per-key state: `updateFunc(newValues, previousState)` whenever this stream has an RDD.
 
-        Returning None removes the key. `initialRDD` (pairs) seeds the state.
+        Every key is updated then, also those without new values; for an event this stream has
+        no RDD for (a window between its slides) nothing is, as in PySpark. Returning None
+        removes the key. `initialRDD` (pairs) seeds the state.
 
         Examples:
             >>> import asyncio

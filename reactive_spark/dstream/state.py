@@ -1,4 +1,4 @@
-"""`updateStateByKey`'s stream: a per-key state carried from event to event, saved for restarts."""
+"""`updateStateByKey`'s stream: a per-key state moved by its parent's RDDs, saved for restarts."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["CHECKPOINT_EVERY", "StateDStream"]
 
 
-#: Every this many events the state's lineage is cut by a checkpoint, as Spark does.
+#: After this many events that reached it, a changed state's lineage is cut, as Spark's is.
 CHECKPOINT_EVERY = 10
 #: Where, under the context's checkpoint directory, the state is saved.
 STATE_SAVES = "state"
@@ -31,11 +31,16 @@ STATE_SAVES = "state"
 class StateDStream(DStream[Any]):
     """`state(k) = updateFunc(new values of k, previous state of k)`; None drops the key.
 
-    Every key of the previous state is updated on each event, with no new values when the
-    parent has none (Spark's semantics). The state's lineage is cut every `CHECKPOINT_EVERY`
-    events. With a context checkpoint directory the state is then saved under
-    `<checkpoint>/state/` and the save recorded with the batch, so a restart loads it and
-    re-applies only the batches since; without one it is checkpointed locally (in memory).
+    The state moves with its parent, as PySpark's does at its parent's slide: for an event the
+    parent has an RDD for, every key of the previous state is updated (with no new values when
+    the RDD has none for it) and the new state is this stream's RDD; for any other event (a
+    window between two slides) nothing is updated and the stream has no RDD.
+
+    Once the state changed and `CHECKPOINT_EVERY` events reached the stream since its lineage
+    was last cut, it is cut again, as Spark does. With a context checkpoint directory the state
+    is then saved under `<checkpoint>/state/` and the save recorded with the batch, also for an
+    event without an update, so a restart loads it and re-applies only the recent batches the
+    log keeps; without one it is checkpointed locally (in memory) with its next update.
     """
 
     def __init__(
@@ -50,10 +55,12 @@ class StateDStream(DStream[Any]):
         )
         self._update = updateFunc
         self._num_partitions = numPartitions
-        self._initial = initialRDD
         self._storage_level = StorageLevel.MEMORY_ONLY
         self.require_retention(Retention(count=1))
-        self._since_lineage_cut = 0
+        #: The state after the latest event, which may have been saved since it was generated.
+        self._state = initialRDD
+        self._events_since_cut = 0
+        self._changed_since_cut = False
 
     def recovery_retention(self) -> Retention:
         """Enough batches to reach back to the last saved state."""
@@ -71,21 +78,24 @@ class StateDStream(DStream[Any]):
         return remove_interrupted_writes(self._ssc.sparkContext, os.path.join(saves, str(self._id)))
 
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
-        """The previous state updated with the parent's new values (none if it has no RDD)."""
-        sc = self._ssc.sparkContext
+        """The previous state updated with the parent's RDD; none if the parent has none."""
         [values] = parents
         replayed = reads.replayed_read(self)
         if replayed is not None:  # re-planned after a restart: the state as it was saved
-            self._since_lineage_cut = 0
-            reads.record(self, replayed)
-            return sc.pickleFile(replayed["state"]).persist(StorageLevel.MEMORY_ONLY)
-        previous = self._generated[-1][1] if self._generated else self._initial
-        if values is None and previous is None:
-            return None
-        if values is None:
-            values = sc.emptyRDD()
+            return self._reload(replayed, reads)
+        self._events_since_cut += 1
+        if values is not None:
+            self._state = self._updated(values)
+            self._changed_since_cut = True
+        if self._changed_since_cut and self._events_since_cut >= CHECKPOINT_EVERY:
+            self._cut_lineage(event, reads, updated=values is not None)
+        return None if values is None else self._state
+
+    def _updated(self, values: RDD[Any]) -> RDD[Any]:
+        """The state after the parent's `values`: every key of the previous state updated."""
         update = self._update
         partitions = self._num_partitions
+        previous = self._state
         if previous is None:
             grouped = values.groupByKey(partitions).mapValues(lambda vs: (list(vs), None))
         else:
@@ -95,26 +105,54 @@ class StateDStream(DStream[Any]):
                     next(iter(old_new[0])) if len(old_new[0]) else None,
                 )
             )
-        state = grouped.mapValues(lambda vs_s: update(vs_s[0], vs_s[1])).filter(
+        return grouped.mapValues(lambda vs_s: update(vs_s[0], vs_s[1])).filter(
             lambda kv: kv[1] is not None
         )
-        self._since_lineage_cut += 1
-        if self._since_lineage_cut < CHECKPOINT_EVERY:
-            return state
-        self._since_lineage_cut = 0
-        state.persist(StorageLevel.MEMORY_ONLY)
-        saves = self._saves()
-        if saves is None:
-            if sc.getCheckpointDir() is not None:
-                state.checkpoint()
-            else:
-                state.localCheckpoint()
-            return state
+
+    def _cut_lineage(self, event: Event, reads: Reads, updated: bool) -> None:
+        """Save the state and go on from the save, else checkpoint it if it was just `updated`.
+
+        Spark checkpoints an RDD only if asked before its first job: without a checkpoint
+        directory, a state generated before this event waits for its next update.
+        """
+        state, saves = self._state, self._saves()
+        assert state is not None  # it changed since the last cut
+        if saves is not None:
+            self._state = self._save_state(state, saves, event, reads, updated)
+        elif updated:
+            _checkpoint_locally(state)
+        else:
+            return
+        self._events_since_cut, self._changed_since_cut = 0, False
+
+    def _save_state(
+        self, state: RDD[Any], saves: str, event: Event, reads: Reads, updated: bool
+    ) -> RDD[Any]:
+        """Save `state` under `saves` and record the save with the batch; the saved state."""
         path = os.path.join(saves, f"{self._id}-{event.instanceId}")
         save_atomically(state, path, lambda rdd, target: rdd.saveAsPickleFile(target))
-        reads.record(self, {"state": path})
+        reads.record(self, {"state": path, "updated": updated})
         _drop_older_saves(os.path.dirname(path), f"{self._id}-", keep=2)
-        return sc.pickleFile(path).persist(StorageLevel.MEMORY_ONLY)
+        return self._ssc.sparkContext.pickleFile(path)
+
+    def _reload(self, replayed: dict[str, Any], reads: Reads) -> RDD[Any] | None:
+        """The state a re-planned batch saved; its RDD if the batch updated it.
+
+        A save logged before saves said whether they updated was made by an update.
+        """
+        self._events_since_cut, self._changed_since_cut = 0, False
+        reads.record(self, replayed)
+        self._state = self._ssc.sparkContext.pickleFile(replayed["state"])
+        return self._state if replayed.get("updated", True) else None
+
+
+def _checkpoint_locally(state: RDD[Any]) -> None:
+    """Checkpoint a state no job computed yet: in Spark's checkpoint directory, else in memory."""
+    state.persist(StorageLevel.MEMORY_ONLY)
+    if state.context.getCheckpointDir() is not None:
+        state.checkpoint()
+    else:
+        state.localCheckpoint()
 
 
 def _drop_older_saves(directory: str, prefix: str, keep: int) -> None:
