@@ -104,6 +104,7 @@ class Lifecycle:
         self._starting_source: EventSource | None = None
         self._stops: set[asyncio.Future[None]] = set()  # the stops under way
         self._launched = False
+        self._started: asyncio.Future[None] | None = None  # done once the start ended
 
     async def launch(self, backfill_from: Time | None = None) -> None:
         """Start; a backfill gives its zero time, and fires the events: no source is started.
@@ -113,8 +114,12 @@ class Lifecycle:
         if self._launched:
             raise ContextStateError("cannot start: the StreamingContext is starting")
         self._launched = True
+        started = self._started = asyncio.get_running_loop().create_future()
         try:
-            await self._start(backfill_from)
+            try:
+                await self._start(backfill_from)
+            finally:
+                started.set_result(None)  # a stop that came meanwhile goes on (see `stop`)
         except BaseException as exc:
             if self._starting_source is not None and isinstance(exc, Exception):
                 self._runtime.report_source_error(self._starting_source, "start", exc)
@@ -218,7 +223,10 @@ class Lifecycle:
         non-graceful one does, beside it); the failures of the stop it waited for are that
         stop's to raise. A non-graceful stop runs beside the other: it escalates it. Either
         returns once the other stopped its parts too (each skips a part the other is stopping).
+        A stop called while the context starts waits for the start, then stops it.
         """
+        if self._started is not None and not self._started.done():
+            await asyncio.wait({self._started})
         steps = _StopSteps()
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout

@@ -87,6 +87,25 @@ async def test_a_start_called_while_the_context_starts_is_refused_and_stops_noth
     assert days == [1, 2]
 
 
+async def test_a_stop_called_while_the_context_starts_stops_it_once_started(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The stop returned at once and let the directory go; the start then went on, and the
+    context ran, unstoppable, while a second driver started on its directory."""
+    checkpoint = tmp_path / "checkpoint"
+    ssc, days = daily(sc, checkpoint)
+    starting = asyncio.ensure_future(ssc.start())
+    await asyncio.sleep(0)  # the start is under way
+    await ssc.stop(stopSparkContext=False)
+    assert starting.done() and starting.exception() is None
+    assert ssc.state == "stopped"
+    second, second_days = daily(sc, checkpoint)
+    await second.start()  # the first let the directory go as it stopped
+    await second.runUntil(T0 + Days(1))
+    await second.stop(stopSparkContext=False)
+    assert days == [] and second_days == [1]
+
+
 @pytest.mark.parametrize("failing", ["a missing input directory", "a source"])
 async def test_a_start_that_fails_lets_the_directory_go(
     sc: SparkContext, tmp_path: Path, failing: str
