@@ -65,9 +65,7 @@ def build(
             counted[0] += 1
 
     producer.addListener(produce)
-    clicks = ssc.directStream(
-        log, ["clicks"], fromOffsets=sink.committedOffsets(), startingOffsets="earliest"
-    )
+    clicks = ssc.directStream(log, ["clicks"], startingOffsets="earliest", commitsTo=sink)
     full = ssc.backlogSource(clicks, 200, "backlog", interval=Seconds(30 if virtual else 0.25))
     hourly = ssc.timer(START + hour, None, hour, "hourly")
 

@@ -11,7 +11,8 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import Minutes, StreamingContext, Time
-from reactive_spark.log import LogBackend, OffsetRange
+from reactive_spark.errors import InvalidArgumentError
+from reactive_spark.log import FileLog, LogBackend, OffsetRange
 from reactive_spark.log.sinks import Database, IdempotentSink, OffsetCommitError, TransactionalSink
 
 from .helpers import virtual
@@ -145,3 +146,164 @@ async def test_a_direct_stream_into_a_transactional_sink_counts_each_record_once
     await second.stop(stopSparkContext=False)
     assert failures == []
     assert rows(database, "SELECT n FROM totals") == [(8,)]
+
+
+class Outage:
+    """A write that raises while the database is `down`, as one that cannot reach it."""
+
+    def __init__(self) -> None:
+        self.down = False
+
+    def check(self) -> None:
+        if self.down:
+            raise ConnectionError("the database is unreachable")
+
+
+def summed(
+    ssc: StreamingContext,
+    log: FileLog,
+    database: Database,
+    names: tuple[str, str],
+    outage: Outage,
+    **starts: Any,
+) -> None:
+    """`clicks` summed into the row of table `names[1]` every minute, committed through a sink
+    on offsets table `names[0]` that the stream commits to."""
+    offsets, totals = names
+    sink = TransactionalSink(database, offsets)
+    tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+    clicks = ssc.directStream(log, ["clicks"], commitsTo=sink, **starts)
+    mark = database.placeholder
+
+    def store(rdd: Any) -> None:
+        total = sum(value for _, value in rdd.collect())
+
+        def write(cursor: Any) -> None:
+            outage.check()
+            cursor.execute(f"UPDATE {totals} SET n = n + {mark}", (total,))
+
+        sink.commit(rdd.offsetRanges(), write)
+
+    clicks.foreachRDD(store).bind(tick)
+
+
+def totals_table(database: Database) -> str:
+    totals = unique("totals")
+    with database.transaction() as cursor:
+        cursor.execute(f"CREATE TABLE {totals} (n INTEGER)")
+        cursor.execute(f"INSERT INTO {totals} VALUES (0)")
+    return totals
+
+
+def two_partitions(directory: Path) -> FileLog:
+    log = FileLog(str(directory))
+    log.create_topic("clicks", partitions=2)
+    return log
+
+
+async def test_a_batch_whose_commit_failed_is_read_again_by_the_next(
+    sc: SparkContext, tmp_path: Path, database: Database
+) -> None:
+    log = two_partitions(tmp_path / "log")
+    names = (unique("offsets"), totals_table(database))
+    outage = Outage()
+    ssc = virtual(sc, start=T0)
+    summed(ssc, log, database, names, outage, startingOffsets="earliest")
+    await ssc.start()
+    failures = []
+    for minute, down in enumerate([False, True, False, True, False], start=1):
+        for n in range(3):
+            log.append("clicks", 10 * minute + n, partition=n % 2)
+        outage.down = down
+        failures += await ssc.advanceTo(T0 + Minutes(minute))
+    await ssc.stop(stopSparkContext=False)
+    assert [str(failure.error) for failure in failures] == ["the database is unreachable"] * 2
+    assert rows(database, f"SELECT n FROM {names[1]}") == [
+        (sum(10 * minute + n for minute in range(1, 6) for n in range(3)),)
+    ]
+    assert TransactionalSink(database, names[0]).committedOffsets() == {
+        ("clicks", 0): 10,
+        ("clicks", 1): 5,
+    }
+
+
+async def test_a_batch_that_cannot_reach_the_database_loses_nothing(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The database's directory moved away for a batch: the stream cannot read the commits
+    it goes back to, so the batch fails before it reads, and the next reads its records."""
+    log = two_partitions(tmp_path / "log")
+    (tmp_path / "db").mkdir()
+    database = Database.sqlite(str(tmp_path / "db" / "sink.db"))
+    names = ("offsets", totals_table(database))
+    ssc = virtual(sc, start=T0)
+    summed(ssc, log, database, names, Outage(), startingOffsets="earliest")
+    await ssc.start()
+    failures = []
+    for minute in range(1, 4):
+        log.append("clicks", minute, partition=minute % 2)
+        if minute == 2:
+            (tmp_path / "db").rename(tmp_path / "away")
+        failures += await ssc.advanceTo(T0 + Minutes(minute))
+        if minute == 2:
+            (tmp_path / "away").rename(tmp_path / "db")
+    await ssc.stop(stopSparkContext=False)
+    [failure] = failures
+    assert "cannot open the SQLite database" in str(failure.error)
+    assert rows(database, f"SELECT n FROM {names[1]}") == [(1 + 2 + 3,)]
+
+
+@pytest.mark.parametrize(
+    "starts",
+    [{"startingOffsets": "earliest"}, {"startingOffsets": "latest"}, {"fromOffsets": {}}],
+    ids=["earliest", "latest", "fromOffsets"],
+)
+async def test_a_restart_after_a_failed_commit_reads_what_the_commit_left(
+    sc: SparkContext, tmp_path: Path, database: Database, starts: dict[str, Any]
+) -> None:
+    """The last batch before the stop failed its commit: the restart goes on from the reads
+    its checkpoint recorded, then back to the sink's commits, whatever the stream starts from."""
+    log = two_partitions(tmp_path / "log")
+    names = (unique("offsets"), totals_table(database))
+    checkpoint = str(tmp_path / "checkpoint")
+    outage = Outage()
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    summed(first, log, database, names, outage, **starts)
+    await first.start()
+    log.append("clicks", 1, partition=0)
+    assert await first.advanceTo(T0 + Minutes(1)) == []
+    log.append("clicks", 2, partition=1)
+    outage.down = True
+    [failure] = await first.advanceTo(T0 + Minutes(2))
+    await first.stop(stopSparkContext=False)
+    assert isinstance(failure.error, ConnectionError)
+
+    log.append("clicks", 4, partition=0)
+    second = virtual(sc, start=T0 + Minutes(2), checkpoint=checkpoint)
+    summed(second, log, database, names, Outage(), **starts)
+    await second.start()
+    assert await second.advanceTo(T0 + Minutes(4)) == []  # no gap: it reads from the commits
+    await second.stop(stopSparkContext=False)
+    assert rows(database, f"SELECT n FROM {names[1]}") == [(7,)]
+
+
+async def test_a_stream_starts_where_its_sink_committed(sc: SparkContext, tmp_path: Path) -> None:
+    log = two_partitions(tmp_path / "log")
+    for n in range(6):
+        log.append("clicks", n, partition=n % 2)
+    sink = TransactionalSink(Database.sqlite(str(tmp_path / "sink.db")))
+    assert sink.commit([OffsetRange("clicks", 0, 0, 2), OffsetRange("clicks", 1, 0, 1)], print)
+    ssc = virtual(sc, start=T0)
+    committed = ssc.directStream(log, ["clicks"], commitsTo=sink)
+    told = ssc.directStream(log, ["clicks"], {("clicks", 1): 3}, "earliest", commitsTo=sink)
+    with pytest.raises(
+        InvalidArgumentError, match="commitsTo must be a TransactionalSink, got 'db'"
+    ):
+        ssc.directStream(log, ["clicks"], commitsTo="db")  # type: ignore[arg-type]
+    tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+    for stream in (committed, told):
+        stream.foreachRDD(lambda rdd: None).bind(tick)
+    await ssc.start()
+    await ssc.stop(stopSparkContext=False)
+    assert committed.positions() == {("clicks", 0): 2, ("clicks", 1): 1}
+    assert told.positions() == {("clicks", 0): 2, ("clicks", 1): 3}  # fromOffsets first

@@ -22,6 +22,7 @@ from reactive_spark.log.stream import DirectLogInputDStream
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
     from reactive_spark.log.backend import LogBackend, LogRecord
+    from reactive_spark.log.sinks import TransactionalSink
 
 __all__ = ["InputStreamDefinitions"]
 
@@ -99,23 +100,30 @@ class InputStreamDefinitions:
         backpressure: bool = False,
         initialRate: float | None = None,
         minRate: float = 100,
+        commitsTo: TransactionalSink | None = None,
     ) -> DirectLogInputDStream:
         """Records of `topics` in `log`, each batch an exact offset range per partition.
 
         Each batch reads, per partition, from where the previous one stopped (first from
-        `fromOffsets[(topic, partition)]`, else the `startingOffsets` end of the log) up to
-        the latest offset, or `maxRatePerPartition` records per second since the previous
-        batch, and at most `maxRecordsPerBatch` records in all, split among the partitions in
-        proportion to their backlogs. With `backpressure=True`, Spark's PID rate estimator
-        (at least `minRate` records per second) learns from each completed batch how many
-        records per second the batches sustain, and bounds the next batch by that rate times
-        the time it covers; `initialRate` bounds the batches before its first estimate
-        (without backpressure: the first batch after a start or a recovery). See
-        docs/logs.md, "Rate control". Elements are `messageHandler(record)`, by default
-        `(key, value)`; the batch's RDD has `offsetRanges()`.
+        `fromOffsets[(topic, partition)]`, else where `commitsTo` committed, else the
+        `startingOffsets` end of the log) up to the latest offset, or `maxRatePerPartition`
+        records per second since the previous batch, and at most `maxRecordsPerBatch` records
+        in all, split among the partitions in proportion to their backlogs. With
+        `backpressure=True`, Spark's PID rate estimator (at least `minRate` records per
+        second) learns from each completed batch how many records per second the batches
+        sustain, and bounds the next batch by that rate times the time it covers;
+        `initialRate` bounds the batches before its first estimate (without backpressure: the
+        first batch after a start or a recovery). See docs/logs.md, "Rate control". Elements
+        are `messageHandler(record)`, by default `(key, value)`; the batch's RDD has
+        `offsetRanges()`.
+
+        `commitsTo` is the `TransactionalSink` the stream's batches commit their ranges to:
+        the stream starts where its commits stopped (where `fromOffsets` does not say), and
+        before each batch goes back to them, so a batch whose commit failed is read again by
+        the next one, in this run and after a restart. See docs/logs.md, "Delivery".
 
         Examples:
-            >>> import tempfile
+            >>> import os, tempfile
             >>> from reactive_spark import Minutes
             >>> from reactive_spark.log import FileLog
             >>> log = FileLog(tempfile.mkdtemp())
@@ -124,6 +132,9 @@ class InputStreamDefinitions:
             >>> clicks = ssc.directStream(log, ["clicks"]).bind(every_minute)
             >>> capped = ssc.directStream(log, ["clicks"], maxRecordsPerBatch=10_000)
             >>> paced = ssc.directStream(log, ["clicks"], backpressure=True, initialRate=1_000)
+            >>> from reactive_spark.log import Database, TransactionalSink
+            >>> sink = TransactionalSink(Database.sqlite(os.path.join(tempfile.mkdtemp(), "t.db")))
+            >>> counted = ssc.directStream(log, "clicks", commitsTo=sink)
         """
         return DirectLogInputDStream(
             _context(self),
@@ -137,6 +148,7 @@ class InputStreamDefinitions:
             backpressure=backpressure,
             initialRate=initialRate,
             minRate=minRate,
+            commitsTo=commitsTo,
         )
 
     def union(self, *dstreams: DStream[Any]) -> DStream[Any]:

@@ -175,9 +175,11 @@ class IdempotentSink:
 class TransactionalSink:
     """Results and offsets committed together, with offsets that must continue exactly.
 
-    Offsets live in `offsetsTable` (`topic`, `part`, `off`). Start the direct stream from
-    `committedOffsets()`; each batch calls `commit(rdd.offsetRanges(), write)`, where
-    `write(cursor)` stores the batch's results with the same cursor.
+    Offsets live in `offsetsTable` (`topic`, `part`, `off`). Give the sink to the direct stream
+    whose batches commit to it, `ssc.directStream(..., commitsTo=sink)`: the stream starts
+    where the commits stopped and goes back to them after a batch whose commit failed. Each
+    batch calls `commit(rdd.offsetRanges(), write)`, where `write(cursor)` stores the batch's
+    results with the same cursor.
 
     Examples:
         >>> import os, tempfile
@@ -210,7 +212,7 @@ class TransactionalSink:
             )
 
     def committedOffsets(self, *topics: str) -> dict[tuple[str, int], int]:
-        """The offsets committed so far, per `(topic, partition)` (for `fromOffsets`).
+        """The offsets committed so far, per `(topic, partition)` (what `commitsTo` starts from).
 
         With `topics`, only theirs: what one stream of several should start from.
         """

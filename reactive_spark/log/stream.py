@@ -29,6 +29,7 @@ from reactive_spark.events import Event, EventSource
 from reactive_spark.listener import StreamingListener
 from reactive_spark.log.backend import LogBackend, LogRecord
 from reactive_spark.log.rate import PIDRateEstimator, require_rate, split_records
+from reactive_spark.log.sinks import TransactionalSink
 from reactive_spark.offsets import LogRDD, OffsetRange
 from reactive_spark.time import Milliseconds, Time
 
@@ -127,6 +128,7 @@ class DirectLogInputDStream(InputDStream):
         backpressure: bool = False,
         initialRate: float | None = None,
         minRate: float = 100,
+        commitsTo: TransactionalSink | None = None,
     ) -> None:
         if not isinstance(log, LogBackend):
             raise InvalidArgumentError(f"log must be a LogBackend, got {log!r}")
@@ -157,6 +159,8 @@ class DirectLogInputDStream(InputDStream):
         estimator = PIDRateEstimator(minRate=require_rate(minRate, "minRate"))
         if messageHandler is not None and not callable(messageHandler):
             raise InvalidArgumentError(f"messageHandler must be callable, got {messageHandler!r}")
+        if commitsTo is not None and not isinstance(commitsTo, TransactionalSink):
+            raise InvalidArgumentError(f"commitsTo must be a TransactionalSink, got {commitsTo!r}")
         self.partitions = {topic: log.require_topic(topic) for topic in self.topics}
         starts = dict(fromOffsets or {})
         for key, offset in starts.items():
@@ -192,13 +196,23 @@ class DirectLogInputDStream(InputDStream):
             ssc.addStreamingListener(_CompletedBatches(self._batch_completed))
         #: Increases with every batch read: a backlog source waits for it to move.
         self.readCount = 0
+        #: The sink this stream's batches commit their offset ranges to (`commitsTo`), or None.
+        self.commitsTo = commitsTo
+        if commitsTo is not None:  # a batch whose commit failed is read again by the next
+            self.follow_commits(commitsTo.committedOffsets, _every_source)
 
     def start(self) -> None:
-        """Fix where each partition starts: `fromOffsets`, else `startingOffsets`."""
+        """Fix where each partition starts.
+
+        At `fromOffsets`, else where the sink of `commitsTo` committed, else at the
+        `startingOffsets` end of the log.
+        """
+        committed = {} if self.commitsTo is None else self.commitsTo.committedOffsets(*self.topics)
+        starts = {**committed, **self._from_offsets}
         for topic, partitions in self.partitions.items():
             for partition in partitions:
-                if (topic, partition) in self._from_offsets:
-                    offset = self._from_offsets[(topic, partition)]
+                if (topic, partition) in starts:
+                    offset = starts[(topic, partition)]
                 elif self._starting_offsets == "earliest":
                     offset = self.log.earliest_offset(topic, partition)
                 else:
@@ -213,7 +227,8 @@ class DirectLogInputDStream(InputDStream):
     ) -> None:
         """Before batches of sources `reacts` to, go back to the offsets `committed()` gives.
 
-        What a consumer that commits offsets (`aggregateExactlyOnce`) did not commit, because
+        What a consumer that commits offsets (`aggregateExactlyOnce`, the `TransactionalSink`
+        of `commitsTo`, which every batch of the stream commits to) did not commit, because
         its batch failed, is read again by its next batch, in this run and after a restart;
         else every later batch would leave a gap that its commit refuses. With several, the
         furthest commit of each partition counts. Never before where this run started the
@@ -410,6 +425,11 @@ class DirectLogInputDStream(InputDStream):
         self._last_time = event.time
         self.readCount += 1
         return _log_rdd(self._ssc.sparkContext, self.log, ranges, self._handler)
+
+
+def _every_source(source: EventSource) -> bool:
+    """Every batch that reads a stream with `commitsTo` commits through its sink."""
+    return True
 
 
 class _CompletedBatches(StreamingListener):
