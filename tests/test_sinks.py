@@ -97,6 +97,10 @@ def test_transactional_sink_commits_results_and_offsets_together(database: Datab
     assert sink.commit(partly_idle, add(1)) is True
     assert sink.commit(partly_idle, add(1)) is False
     assert rows(database, f"SELECT n FROM {totals}") == [(13,)]
+    # outside an output's job no batch is known: empty ranges are a new batch each time
+    idle = [OffsetRange("clicks", 0, 12, 12)]
+    assert sink.commit(idle, add(0)) is True
+    assert sink.commit(idle, add(0)) is True
 
 
 async def test_a_direct_stream_into_a_transactional_sink_counts_each_record_once(
@@ -307,3 +311,55 @@ async def test_a_stream_starts_where_its_sink_committed(sc: SparkContext, tmp_pa
     await ssc.stop(stopSparkContext=False)
     assert committed.positions() == {("clicks", 0): 2, ("clicks", 1): 1}
     assert told.positions() == {("clicks", 0): 2, ("clicks", 1): 3}  # fromOffsets first
+
+
+async def test_an_empty_batch_run_again_after_a_crash_writes_nothing(
+    sc: SparkContext, tmp_path: Path, database: Database
+) -> None:
+    """Every batch inserts a row, also one that read nothing; the batch of minute 2 read
+    nothing, committed, and died before it completed: its re-run inserts nothing."""
+    log = two_partitions(tmp_path / "log")
+    offsets, beats = unique("offsets"), unique("beats")
+    with database.transaction() as cursor:
+        cursor.execute(f"CREATE TABLE {beats} (at TEXT, n INTEGER)")
+    checkpoint = str(tmp_path / "checkpoint")
+    mark = database.placeholder
+
+    class Crash(BaseException):
+        pass
+
+    def build(ssc: StreamingContext, crash: bool) -> None:
+        sink = TransactionalSink(database, offsets)
+        tick = ssc.timer(T0 + Minutes(1), None, Minutes(1), "tick")
+        clicks = ssc.directStream(log, ["clicks"], sink.committedOffsets(), "earliest")
+
+        def beat(time: Any, rdd: Any) -> None:
+            row = (time.strftime("%H:%M"), rdd.count())
+            insert = f"INSERT INTO {beats} VALUES ({mark}, {mark})"
+            sink.commit(rdd.offsetRanges(), lambda cursor: cursor.execute(insert, row))
+            if crash and time == (T0 + Minutes(2)).toDatetime():
+                raise Crash("died after committing, before the batch completed")
+
+        clicks.foreachRDD(beat).bind(tick)
+
+    log.append("clicks", 1, partition=0)
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, crash=True)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(T0 + Minutes(2))
+    await first.stop(stopSparkContext=False)
+    second = virtual(sc, start=T0 + Minutes(2), checkpoint=checkpoint)
+    build(second, crash=False)
+    await second.start()  # re-runs minute 2
+    assert await second.advanceTo(T0 + Minutes(3)) == []
+    log.append("clicks", 2, partition=1)
+    assert await second.advanceTo(T0 + Minutes(4)) == []
+    await second.stop(stopSparkContext=False)
+    minute = [(T0 + Minutes(n)).toDatetime().strftime("%H:%M") for n in range(1, 5)]
+    assert rows(database, f"SELECT at, n FROM {beats}") == [
+        (minute[0], 1),
+        (minute[1], 0),  # once
+        (minute[2], 0),  # the same empty ranges as minute 2's, in another batch
+        (minute[3], 1),
+    ]

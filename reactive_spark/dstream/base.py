@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -447,8 +448,8 @@ class ForEachDStream(DStream[Any]):
         return parents[0]
 
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
-        """The job body for `event`."""
-        return lambda: self.function((rdd,), event)
+        """The job body for `event`: the function, with `running_output()` giving `event`."""
+        return lambda: _run_output(self.function, rdd, event)
 
     def committedBatches(self, times: list[Time]) -> list[Time]:
         """Which of `times` this output committed already, as state a re-run would not replace.
@@ -458,6 +459,33 @@ class ForEachDStream(DStream[Any]):
         batch directories.
         """
         return []
+
+
+#: The event of the batch whose output job runs in this thread (`running_output`).
+_RUNNING_OUTPUT: ContextVar[Event | None] = ContextVar("running_output", default=None)
+
+
+def running_output() -> Event | None:
+    """The event of the batch whose output job runs in this thread; None outside one.
+
+    What an output's function calls may know which batch it is in: a `TransactionalSink`
+    records it with its commit, so that the batch re-run after a crash is known.
+
+    Examples:
+        >>> running_output() is None  # not in an output's job
+        True
+    """
+    return _RUNNING_OUTPUT.get()
+
+
+def _run_output(
+    function: Callable[[tuple[RDD[Any], ...], Any], Any], rdd: RDD[Any], event: Event
+) -> None:
+    running = _RUNNING_OUTPUT.set(event)
+    try:
+        function((rdd,), event)
+    finally:
+        _RUNNING_OUTPUT.reset(running)
 
 
 def _unchanged(rdd: RDD[Any]) -> RDD[Any]:

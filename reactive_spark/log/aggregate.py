@@ -83,8 +83,7 @@ class ExactlyOnceAggregateDStream(ForEachDStream):
         if records is None:
             return None
         ranges = [offsets for stream in self.inputs for offsets in read_ranges(stream, reads)]
-        index = -1 if event.index is None else event.index
-        identity = BatchIdentity(event.time.milliseconds, event.source.name, index)
+        identity = BatchIdentity.of(event)
         prepared = self.store.prepare(identity, ranges, _collected(records), self._zero, self._fold)
         self._prepared = (id(event), prepared)
         return self._ssc.sparkContext.parallelize(prepared.pairs)

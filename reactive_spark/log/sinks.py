@@ -4,7 +4,9 @@
   re-run after a crash writes nothing twice. Suits per-record results.
 * `TransactionalSink`: a batch's results and its offset ranges are committed in one
   transaction, and the offsets only move if the stored offset of every partition is the
-  range's `fromOffset`; a gap or a repeat rolls everything back. Suits aggregations.
+  range's `fromOffset`; a gap or a repeat rolls everything back. Suits aggregations. The same
+  transaction records which batch last committed each partition, so that a batch re-run after
+  a crash writes nothing, also when it read nothing.
 
 Both work on SQLite (the embedded default) and PostgreSQL, through a `Database`, which is
 picklable: executors open their own connections.
@@ -19,17 +21,38 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from reactive_spark.dstream.base import running_output
 from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
 from reactive_spark.offsets import OffsetRange
 
 if TYPE_CHECKING:
     from pyspark import RDD
 
-__all__ = ["Database", "IdempotentSink", "OffsetCommitError", "TransactionalSink"]
+    from reactive_spark.events import Event
+
+__all__ = ["BatchIdentity", "Database", "IdempotentSink", "OffsetCommitError", "TransactionalSink"]
 
 
 class OffsetCommitError(ReactiveSparkError):
     """A batch's offsets do not continue the committed ones: a gap or a repeat; rolled back."""
+
+
+@dataclass(frozen=True)
+class BatchIdentity:
+    """Which batch a commit belongs to: its event's time (epoch ms), source and index.
+
+    A batch re-run after a restart has the same identity (the write-ahead log records it).
+    """
+
+    time: int
+    source: str
+    index: int
+
+    @classmethod
+    def of(cls, event: Event) -> BatchIdentity:
+        """The identity of `event`'s batch (an event not numbered yet has index -1)."""
+        index = -1 if event.index is None else event.index
+        return cls(event.time.milliseconds, event.source.name, index)
 
 
 @dataclass(frozen=True)
@@ -175,11 +198,13 @@ class IdempotentSink:
 class TransactionalSink:
     """Results and offsets committed together, with offsets that must continue exactly.
 
-    Offsets live in `offsetsTable` (`topic`, `part`, `off`). Give the sink to the direct stream
-    whose batches commit to it, `ssc.directStream(..., commitsTo=sink)`: the stream starts
-    where the commits stopped and goes back to them after a batch whose commit failed. Each
-    batch calls `commit(rdd.offsetRanges(), write)`, where `write(cursor)` stores the batch's
-    results with the same cursor.
+    Offsets live in `offsetsTable` (`topic`, `part`, `off`), and which batch last committed
+    each partition in `<offsetsTable>_batches` (`topic`, `part`, `batch_time`, `source`,
+    `event_index`). Give the sink to the direct stream whose batches commit to it,
+    `ssc.directStream(..., commitsTo=sink)`: the stream starts where the commits stopped and
+    goes back to them after a batch whose commit failed. Each batch calls
+    `commit(rdd.offsetRanges(), write)`, where `write(cursor)` stores the batch's results with
+    the same cursor.
 
     Examples:
         >>> import os, tempfile
@@ -204,11 +229,17 @@ class TransactionalSink:
             raise InvalidArgumentError(f"database must be a Database, got {database!r}")
         self.database = database
         self.offsetsTable = identifier(offsetsTable, "offsetsTable")
+        self.batchesTable = f"{self.offsetsTable}_batches"
         with database.transaction() as cursor:
             cursor.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.offsetsTable} "
                 "(topic TEXT NOT NULL, part INTEGER NOT NULL, off BIGINT NOT NULL, "
                 "PRIMARY KEY (topic, part))"
+            )
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.batchesTable} "
+                "(topic TEXT NOT NULL, part INTEGER NOT NULL, batch_time BIGINT NOT NULL, "
+                "source TEXT NOT NULL, event_index BIGINT NOT NULL, PRIMARY KEY (topic, part))"
             )
 
     def committedOffsets(self, *topics: str) -> dict[tuple[str, int], int]:
@@ -222,31 +253,78 @@ class TransactionalSink:
     def commit(self, offsetRanges: Iterable[OffsetRange], write: Callable[[Any], Any]) -> bool:
         """Run `write(cursor)` and move the offsets, in one transaction.
 
-        Returns False, writing nothing, if exactly these ranges were committed already (a
-        batch re-run after a crash). Raises `OffsetCommitError` (after rolling back) if a
-        stored offset is neither the range's start nor its end: a gap or a repeat.
+        Returns False, writing nothing, if these ranges were committed already (a batch re-run
+        after a crash): every range ends at its stored offset, and one of them read records or
+        the same batch committed them all. Called in an output's job (`foreachRDD`), the commit
+        records its batch (`running_output`); called elsewhere, a batch whose ranges are all
+        empty cannot be told from a new one, and writes. Raises `OffsetCommitError` (after
+        rolling back) if a stored offset is neither the range's start nor its end: a gap or a
+        repeat.
         """
         ranges = list(offsetRanges)
-        mark = self.database.placeholder
+        event = running_output()
+        batch = None if event is None else BatchIdentity.of(event)
         with self.database.transaction() as cursor:
-            stored = {}
-            for offsets in ranges:
-                cursor.execute(
-                    f"SELECT off FROM {self.offsetsTable} WHERE topic = {mark} AND part = {mark}",
-                    (offsets.topic, offsets.partition),
-                )
-                row = cursor.fetchone()
-                stored[offsets] = None if row is None else int(row[0])
-            # every range ends where the offsets are: committed already, unless none read
-            # anything (a batch of empty ranges cannot tell a re-run from a first run)
-            if any(offsets.count() for offsets in ranges) and all(
-                stored[offsets] == offsets.untilOffset for offsets in ranges
-            ):
+            stored = {offsets: self._stored(cursor, offsets) for offsets in ranges}
+            if self._committed(cursor, ranges, stored, batch):
                 return False
             write(cursor)
             for offsets in ranges:
                 self._advance(cursor, offsets, stored[offsets])
+            if batch is not None:
+                self._record(cursor, ranges, batch)
         return True
+
+    def _stored(self, cursor: Any, offsets: OffsetRange) -> int | None:
+        mark = self.database.placeholder
+        cursor.execute(
+            f"SELECT off FROM {self.offsetsTable} WHERE topic = {mark} AND part = {mark}",
+            (offsets.topic, offsets.partition),
+        )
+        row = cursor.fetchone()
+        return None if row is None else int(row[0])
+
+    def _committed(
+        self,
+        cursor: Any,
+        ranges: list[OffsetRange],
+        stored: dict[OffsetRange, int | None],
+        batch: BatchIdentity | None,
+    ) -> bool:
+        """Whether `ranges` were committed already (a re-run).
+
+        They end where the offsets are, and one read records, or `batch` is the one that last
+        committed each of their partitions.
+        """
+        if not ranges or any(stored[offsets] != offsets.untilOffset for offsets in ranges):
+            return False
+        if any(offsets.count() for offsets in ranges):
+            return True
+        return batch is not None and all(
+            self._last_batch(cursor, offsets) == batch for offsets in ranges
+        )
+
+    def _last_batch(self, cursor: Any, offsets: OffsetRange) -> BatchIdentity | None:
+        mark = self.database.placeholder
+        cursor.execute(
+            f"SELECT batch_time, source, event_index FROM {self.batchesTable} "
+            f"WHERE topic = {mark} AND part = {mark}",
+            (offsets.topic, offsets.partition),
+        )
+        row = cursor.fetchone()
+        return None if row is None else BatchIdentity(int(row[0]), str(row[1]), int(row[2]))
+
+    def _record(self, cursor: Any, ranges: list[OffsetRange], batch: BatchIdentity) -> None:
+        """Record `batch` as the last to commit each partition of `ranges`."""
+        mark = self.database.placeholder
+        partitions = dict.fromkeys((offsets.topic, offsets.partition) for offsets in ranges)
+        cursor.executemany(
+            f"INSERT INTO {self.batchesTable} (topic, part, batch_time, source, event_index) "
+            f"VALUES ({mark}, {mark}, {mark}, {mark}, {mark}) ON CONFLICT (topic, part) "
+            "DO UPDATE SET batch_time = excluded.batch_time, source = excluded.source, "
+            "event_index = excluded.event_index",
+            [(topic, part, batch.time, batch.source, batch.index) for topic, part in partitions],
+        )
 
     def _advance(self, cursor: Any, offsets: OffsetRange, stored: int | None) -> None:
         mark = self.database.placeholder

@@ -29,7 +29,13 @@ from datetime import datetime
 from typing import Any
 
 from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
-from reactive_spark.log.sinks import Database, OffsetCommitError, identifier, read_offsets
+from reactive_spark.log.sinks import (
+    BatchIdentity,
+    Database,
+    OffsetCommitError,
+    identifier,
+    read_offsets,
+)
 from reactive_spark.offsets import OffsetRange
 from reactive_spark.time import Time, to_time
 
@@ -41,18 +47,6 @@ KEYS_PER_QUERY = 500
 
 class StateValueError(ReactiveSparkError, TypeError):
     """A key or a folded value cannot be stored as JSON."""
-
-
-@dataclass(frozen=True)
-class BatchIdentity:
-    """Which batch a commit belongs to: its event's time (epoch ms), source and index.
-
-    A batch re-run after a restart has the same identity (the write-ahead log records it).
-    """
-
-    time: int
-    source: str
-    index: int
 
 
 @dataclass
