@@ -32,7 +32,12 @@ from reactive_spark._validation import require_bool, require_checkpoint_path
 from reactive_spark.checkpoint import Checkpoint
 from reactive_spark.clock import VirtualClock
 from reactive_spark.dstream.base import ForEachDStream
-from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
+from reactive_spark.errors import (
+    ContextStateError,
+    InvalidArgumentError,
+    InvalidCallbackError,
+    ReactiveSparkError,
+)
 from reactive_spark.events import Event, EventSource
 from reactive_spark.events.source import fired_between, roots
 from reactive_spark.planning import reached
@@ -214,10 +219,10 @@ class Backfill:
         fired = [source for source in self._ssc.sources if roots(source) <= picked]
         runtime = Runtime.of(self._ssc)
         runtime.backfill_from = self.start
+        events: list[Event] = []
         try:
-            events = [
-                event for source in fired for event in fired_between(source, self.start, self.end)
-            ]
+            for source in fired:
+                events.extend(_planned_events(source, self.start, self.end))
         finally:
             runtime.backfill_from = None
         ranks = self._ssc.graph.lineage_ranks(self._ssc.sources)
@@ -360,6 +365,23 @@ def backfillable(source: EventSource) -> bool:
         False
     """
     return type(source).between is not EventSource.between
+
+
+def _planned_events(source: EventSource, start: Time, end: Time) -> list[Event]:
+    """What `source` fires in the backfill; a function of the user's that raises is named.
+
+    Run live, its event would be dropped and the failure reported (`onSourceError`): a plan
+    cannot say so of a batch it lists, so it refuses.
+    """
+    try:
+        return fired_between(source, start, end)
+    except ReactiveSparkError:
+        raise
+    except Exception as exc:
+        raise InvalidCallbackError(
+            f"source {source.name!r}: a function of yours raised {type(exc).__name__}: {exc} "
+            "as the backfill planned its events; fix it, or backfill without this source"
+        ) from exc
 
 
 def _poster(events: Sequence[Event]) -> Callable[[], None]:

@@ -142,6 +142,30 @@ def test_a_backfill_that_cannot_start_says_why_in_one_line(
     assert not any("Traceback" in line for line in lines)
 
 
+@pytest.mark.parametrize("plan", [True, False])
+def test_a_function_that_raises_as_the_backfill_plans_is_named_in_one_line(
+    sc: SparkContext, tmp_path: Path, capsys: pytest.CaptureFixture[str], plan: bool
+) -> None:
+    """A derived source's predicate that raises ended the command with the traceback."""
+    app = tmp_path / "raising_app.py"
+    app.write_text(
+        "from datetime import UTC, datetime\n"
+        "from reactive_spark import Days\n"
+        "def build(ssc):\n"
+        "    daily = ssc.timer(datetime(2026, 1, 1, tzinfo=UTC), None, Days(1), 'daily')\n"
+        "    weekly = daily.filter(lambda event: 1 / 0, name='weekly')\n"
+        "    ssc.queueStream([], default=[1]).count().pprint().bind(weekly)\n"
+    )
+    window = ["--from", "2026-01-02", "--to", "2026-01-03", *(["--plan"] if plan else [])]
+    assert main(["backfill", str(app), *window]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert lines == [
+        "the backfill could not run: source 'weekly': a function of yours raised "
+        "ZeroDivisionError: division by zero as the backfill planned its events; fix it, or "
+        "backfill without this source"
+    ]
+
+
 MISTAKES = {
     "a bad --from": (
         ["--from", "last monday", "--to", "2026-01-12"],

@@ -45,6 +45,9 @@ async def backfill(args: argparse.Namespace) -> int:
         message = str(exc)
         named = f"--{message}" if message.startswith("sources ") else message
         raise InvalidArgumentError(named) from None
+    except ReactiveSparkError as exc:  # the program's functions, as it plans
+        print_error(f"the backfill could not run: {exc}")
+        return 1
     if args.plan:
         for batch in planned.batches:
             print(batch)
