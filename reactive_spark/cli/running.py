@@ -136,7 +136,7 @@ async def run(args: argparse.Namespace) -> int:
             try:
                 await ssc.stop(stopSparkContext=True, stopGracefully=True)
             except StopError as exc:
-                print_error(str(exc))
+                print_error(stop_failure(exc))
                 failed += 1
         failed += await failed_while_stopping(ssc)
     finally:
@@ -178,7 +178,7 @@ class StopSignals:
         self._escalations.discard(escalation)
         failure = None if escalation.cancelled() else escalation.exception()
         if failure is not None:
-            print_error(str(failure))
+            print_error(stop_failure(failure))
             self.failed += 1
 
     async def restore(self) -> None:
@@ -186,6 +186,17 @@ class StopSignals:
         await asyncio.gather(*self._escalations, return_exceptions=True)
         for number in self.NUMBERS:
             self._loop.remove_signal_handler(number)
+
+
+def stop_failure(failure: BaseException) -> str:
+    """What failed as the run stopped, in one line: each step and its error.
+
+    The library's advice on each (stop the SparkContext, say) is the command's to follow: it
+    stops Spark itself.
+    """
+    if not isinstance(failure, StopError):
+        return f"stopping failed: {failure}"
+    return "; ".join(f"{step} failed: {error}" for step, _, error in failure.failures)
 
 
 async def supervise(ssc: StreamingContext, deadline: Time | None, stopping: asyncio.Event) -> int:
