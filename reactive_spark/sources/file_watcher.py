@@ -261,10 +261,11 @@ class FileWatcherEventSource(EventSource):
     def numberPast(self, events: list[Event], start: Time | datetime) -> None:
         """Give each file's event the file's position among the files it watches, oldest first.
 
-        By modification time, counted from the oldest file there now: the index a live run
-        gives it when each file arrived alone and none was removed since. A live run fires
-        one event for the files it notices together, so it may have numbered them otherwise;
-        this index does not depend on where the backfill starts (docs/operations.md).
+        By modification time, counted from the oldest file there now, whatever the backfill's
+        range. A live run gave it that index only if the directory was empty when it first
+        started (it never fires for the files already there), each file arrived alone (it
+        fires one event for files noticed together) and none was removed since
+        (docs/operations.md).
         """
         since = to_time(start, "start").milliseconds
         before = sum(1 for modified, _ in self._files() if modified < since)
