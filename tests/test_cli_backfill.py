@@ -166,6 +166,26 @@ def test_a_function_that_raises_as_the_backfill_plans_is_named_in_one_line(
     ]
 
 
+def test_a_backfill_of_a_watcher_whose_directory_does_not_exist_is_refused(
+    sc: SparkContext, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It backfilled 0 batches and exited 0: a mistyped path looked like a quiet range."""
+    app = tmp_path / "watcher_app.py"
+    missing = tmp_path / "no-such-landing"
+    app.write_text(
+        "def build(ssc):\n"
+        f"    files = ssc.fileWatcher({str(missing)!r}, name='landing')\n"
+        "    ssc.queueStream([], default=[1]).count().pprint().bind(files)\n"
+    )
+    window = ["--from", "2026-01-02", "--to", "2026-01-03", "--plan"]
+    assert main(["backfill", str(app), *window]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert lines == [
+        f"the backfill could not run: watched directory {missing} of source 'landing' does not "
+        "exist: there is nothing to backfill"
+    ]
+
+
 MISTAKES = {
     "a bad --from": (
         ["--from", "last monday", "--to", "2026-01-12"],

@@ -266,7 +266,16 @@ class FileWatcherEventSource(EventSource):
         started (it never fires for the files already there), each file arrived alone (it
         fires one event for files noticed together) and none was removed since
         (docs/operations.md).
+
+        Raises:
+            DirectoryNotFoundError: the watched directory does not exist: there is nothing to
+                backfill (a mistyped path would look like a quiet range).
         """
+        if not os.path.isdir(self.path):
+            raise DirectoryNotFoundError(
+                f"watched directory {self.path} of source {self.name!r} does not exist: "
+                "there is nothing to backfill"
+            )
         since = to_time(start, "start").milliseconds
         before = sum(1 for modified, _ in self._files() if modified < since)
         for position, event in enumerate(events, before):
