@@ -168,7 +168,7 @@ class DStreamGraph:
         for streams in self._bindings.values():
             streams.sort(key=lambda stream: stream.id)
         self._producing = self._producing_sources()
-        self._feeds = self._window_feeds(self._reaching_sources({}), self._producing)
+        self._feeds = self._window_feeds(self._reaching_sources({}))
         self._reaching = self._reaching_sources(self._feeds)
         for stream in self.streams:
             for dependency in stream.dependencies:
@@ -274,9 +274,7 @@ class DStreamGraph:
         return producing
 
     def _window_feeds(
-        self,
-        reaching: dict[int, set[EventSource]],
-        producing: dict[int, set[EventSource] | None],
+        self, reaching: dict[int, set[EventSource]]
     ) -> dict[EventSource, list[DStream[Any]]]:
         """Per source, the streams that compute on its events only because a window reads them.
 
@@ -293,7 +291,7 @@ class DStreamGraph:
                 if type(dependency) is EventDependency:
                     continue
                 parent = dependency.parent
-                made = producing[parent.id]
+                made = self._producing[parent.id]
                 if made is None or not reaching[stream.id] or made & reaching[stream.id]:
                     continue
                 for source in made - reaching[parent.id]:
@@ -365,7 +363,10 @@ class DStreamGraph:
         bindings = {source: self._bindings.get(source, []) for source in sources}
         bound = {source: {s.id for s in bindings[source]} for source in sources}
         upstream = {source: _above(bindings[source]) for source in sources}
-        plans = {source: reached(source, bindings[source]) for source in sources}
+        plans = {
+            source: reached(source, [*bindings[source], *self._feeds.get(source, [])])
+            for source in sources
+        }
         computed = {source: {s.id for s in plans[source]} for source in sources}
         windowed = {source: _windowed(plans[source]) for source in sources}
         edges: dict[EventSource, list[tuple[EventSource, bool]]] = {s: [] for s in sources}
