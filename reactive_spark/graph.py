@@ -10,7 +10,7 @@ import asyncio
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.dependencies import EventDependency, LegacyWindowDependency, Retention
+from reactive_spark.dependencies import LegacyWindowDependency, Retention
 from reactive_spark.dstream.inputs import ReceiverInputDStream
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
@@ -38,8 +38,6 @@ class DStreamGraph:
         self.zero_time: Time | None = None
         self.remember_duration: Duration | None = None
         self._reaching: dict[int, set[EventSource]] = {}
-        self._producing: dict[int, set[EventSource] | None] = {}
-        self._feeds: dict[EventSource, list[DStream[Any]]] = {}
         self._plans: dict[EventSource, Plan] = {}  # per bound source, fixed at start
 
     # -- building ----------------------------------------------------------------------------
@@ -167,9 +165,7 @@ class DStreamGraph:
         self.zero_time = zeroTime
         for streams in self._bindings.values():
             streams.sort(key=lambda stream: stream.id)
-        self._producing = self._producing_sources()
-        self._feeds = self._window_feeds(self._reaching_sources({}))
-        self._reaching = self._reaching_sources(self._feeds)
+        self._reaching = self._reaching_sources()
         for stream in self.streams:
             for dependency in stream.dependencies:
                 dependency.prepare(self)
@@ -187,10 +183,7 @@ class DStreamGraph:
         Each plan compiles its steps into a function, about 0.2 ms per stream at most: too long
         to hold the event loop for a large lineage.
         """
-        self._plans = {
-            source: Plan(source, streams, self._feeds.get(source, []))
-            for source, streams in self._bindings.items()
-        }
+        self._plans = {source: Plan(source, streams) for source, streams in self._bindings.items()}
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what writes interrupted by a crash left behind (before batches re-run)."""
@@ -224,79 +217,24 @@ class DStreamGraph:
         """The sources whose events make `stream` compute an RDD (once started)."""
         return set(self._reaching.get(stream.id, ()))
 
-    def _reaching_sources(
-        self, feeds: dict[EventSource, list[DStream[Any]]]
-    ) -> dict[int, set[EventSource]]:
+    def _reaching_sources(self) -> dict[int, set[EventSource]]:
         """For each stream, the sources whose events make it compute an RDD.
 
-        Events start at the streams bound to their source, and at the streams it feeds to
-        windows (`_window_feeds`), and travel up while streams react.
+        Events start at the streams bound to their source and travel up while streams react.
         """
         children: dict[int, list[DStream[Any]]] = {stream.id: [] for stream in self.streams}
         for stream in self.streams:
             for parent in stream.parents:
                 children[parent.id].append(stream)
-        fed: dict[int, set[EventSource]] = {}
-        for source, streams in feeds.items():
-            for stream in streams:
-                fed.setdefault(stream.id, set()).add(source)
         reaching: dict[int, set[EventSource]] = {}
         for stream in reversed(self.streams):  # children are created after their parents
-            sources = set(stream.boundSources) | fed.get(stream.id, set())
+            sources = set(stream.boundSources)
             for child in children[stream.id]:
                 sources |= reaching[child.id]
             if stream.boundSources:
                 sources &= set(stream.boundSources)
             reaching[stream.id] = sources
         return reaching
-
-    def _producing_sources(self) -> dict[int, set[EventSource] | None]:
-        """For each stream, the sources at whose events it could have an RDD (None: any).
-
-        A stream that needs a parent's RDD (`needs_parent_rdd`) has one only where a parent
-        could; a bound stream only at its sources' events.
-        """
-        producing: dict[int, set[EventSource] | None] = {}
-        for stream in self.streams:  # parents before children
-            sources: set[EventSource] | None = None
-            if stream.needs_parent_rdd:
-                sources = set()
-                for parent in stream.parents:
-                    made = producing[parent.id]
-                    if made is None:
-                        sources = None
-                        break
-                    sources |= made
-            if stream.boundSources:
-                bound = set(stream.boundSources)
-                sources = bound if sources is None else sources & bound
-            producing[stream.id] = sources
-        return producing
-
-    def _window_feeds(
-        self, reaching: dict[int, set[EventSource]]
-    ) -> dict[EventSource, list[DStream[Any]]]:
-        """Per source, the streams that compute on its events only because a window reads them.
-
-        A window reads what its parent computed on earlier events. Say `days` is bound to a
-        daily timer and `days.map(f).window(Days(7), Days(7))` is read weekly: the map reacts
-        only to the weekly events, at which it never has an RDD, so the window would always be
-        empty. Such a parent, which could never have an RDD at the window's events, computes
-        on the events where its parents have theirs (the daily ones), as in a legacy run;
-        a parent that has an RDD at some of the window's events is left as it is.
-        """
-        feeds: dict[EventSource, list[DStream[Any]]] = {}
-        for stream in self.streams:
-            for dependency in stream.dependencies:
-                if type(dependency) is EventDependency:
-                    continue
-                parent = dependency.parent
-                made = self._producing[parent.id]
-                if made is None or not reaching[stream.id] or made & reaching[stream.id]:
-                    continue
-                for source in made - reaching[parent.id]:
-                    feeds.setdefault(source, []).append(parent)
-        return feeds
 
     def slide_duration(self, stream: DStream[Any]) -> Duration | None:
         """How often `stream` produces an RDD, when that is regular (legacy window semantics).
@@ -310,9 +248,6 @@ class DStreamGraph:
             return inherited
         if self.zero_time is not None:
             sources = self._reaching.get(stream.id, set())
-            made = self._producing.get(stream.id)
-            if made is not None:  # where it computes but can have no RDD does not count
-                sources = sources & made
         else:
             sources = set(self._nearest_bound(stream))
             if not sources and self._ssc.batchDuration is not None:
@@ -363,10 +298,7 @@ class DStreamGraph:
         bindings = {source: self._bindings.get(source, []) for source in sources}
         bound = {source: {s.id for s in bindings[source]} for source in sources}
         upstream = {source: _above(bindings[source]) for source in sources}
-        plans = {
-            source: reached(source, [*bindings[source], *self._feeds.get(source, [])])
-            for source in sources
-        }
+        plans = {source: reached(source, bindings[source]) for source in sources}
         computed = {source: {s.id for s in plans[source]} for source in sources}
         windowed = {source: _windowed(plans[source]) for source in sources}
         edges: dict[EventSource, list[tuple[EventSource, bool]]] = {s: [] for s in sources}

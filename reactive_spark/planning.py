@@ -81,15 +81,9 @@ class Plan:
         ['queueStream[0]', 'map[1](str)', 'foreachRDD[2](print)']
     """
 
-    def __init__(
-        self,
-        source: EventSource,
-        bound: list[DStream[Any]],
-        feeds: list[DStream[Any]] | None = None,
-    ) -> None:
-        #: The streams that compute for the source's events, in the order they do: those the
-        #: bound streams read, and those it `feeds` to windows (they make no job).
-        self.streams = reached(source, [*bound, *(feeds or [])])
+    def __init__(self, source: EventSource, bound: list[DStream[Any]]) -> None:
+        #: The streams that compute for the source's events, in the order they do.
+        self.streams = reached(source, bound)
         computing = {stream.id for stream in self.streams}
         bound = [stream for stream in bound if stream.id in computing]
         #: The source code of the plan's function (see `_compile`), made once.

@@ -89,10 +89,6 @@ class DStream(
     #: in a batch, their jobs then run after it, and only if it succeeded.
     commitsFirst = False
 
-    #: Whether the stream has no RDD for an event none of its parents has one for (a `map`, a
-    #: `union`, an output); inputs, windows and state may have one all the same.
-    needs_parent_rdd = False
-
     def __init__(
         self,
         ssc: StreamingContext,
@@ -328,7 +324,6 @@ class TransformedDStream(DStream[Any]):
         super().__init__(ssc, dependencies, operation, func)
         self._function = compute
         self._windows = any(type(d) is not EventDependency for d in self.dependencies)
-        self.needs_parent_rdd = not self._windows
         self._window_states = [
             dependency for dependency in self.dependencies if dependency.stateful
         ]
@@ -420,8 +415,6 @@ class ForEachDStream(DStream[Any]):
 
     `target` is `(prefix, suffix)` for the outputs that save batch directories.
     """
-
-    needs_parent_rdd = True
 
     def __init__(
         self,
