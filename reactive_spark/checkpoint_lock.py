@@ -31,6 +31,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import threading
 from collections.abc import Iterator
 from typing import TypeVar
@@ -116,8 +117,15 @@ class CheckpointLock:
             if self._released or self._descriptor is not None:
                 return
             os.makedirs(self.directory, exist_ok=True)
-            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            # never through a link: the file is emptied and written, whatever it points to
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+            descriptor = os.open(self.path, flags, 0o644)
             try:
+                if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                    raise CheckpointError(
+                        f"cannot hold the lock file of checkpoint {self.directory}: "
+                        f"{self.path} is not a regular file; remove it"
+                    )
                 self._lock(descriptor)
                 _write_record(descriptor, _holder_record())
             except BaseException:

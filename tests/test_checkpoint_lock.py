@@ -11,6 +11,7 @@ import pytest
 from pyspark import SparkContext
 
 from reactive_spark import ContextStateError, Days, StreamingContext, VirtualClock
+from reactive_spark.checkpoint import CheckpointError
 from reactive_spark.checkpoint_lock import CheckpointInUseError, CheckpointLock
 
 from .helpers import ChildProcess
@@ -182,3 +183,20 @@ async def test_a_backfill_keeps_its_own_directory_and_leaves_the_live_one_held(
             await again.start()
     finally:
         await live.stop(stopSparkContext=False)
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_left_alone(tmp_path: Path) -> None:
+    """The lock file was opened through a link, then emptied and written: any file the driver
+    could write, for whoever could write the checkpoint directory."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    (checkpoint / "lock").symlink_to(precious)
+    with pytest.raises(CheckpointError, match="cannot hold the lock file of checkpoint"):
+        CheckpointLock(str(checkpoint)).acquire()
+    assert precious.read_text() == "keep me"
+    (checkpoint / "lock").unlink()
+    (checkpoint / "lock").mkdir()
+    with pytest.raises(CheckpointError, match="cannot hold the lock file of checkpoint"):
+        CheckpointLock(str(checkpoint)).acquire()
