@@ -475,7 +475,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         batch 2 s once its Spark jobs are cancelled; a batch still running then (a function of
         yours stuck in a call) is left to end in its thread, and `StopError` says so. A
         graceful stop that was cancelled is finished by calling `stop(stopGracefully=False)`,
-        which cancels what still runs.
+        which cancels what still runs. A stop called while the context starts waits for the
+        start to end, then stops it.
 
         Raises:
             InvalidArgumentError: an argument is not what it should be (a flag not a bool, a
