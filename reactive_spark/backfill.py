@@ -39,7 +39,8 @@ from reactive_spark.errors import (
     ReactiveSparkError,
 )
 from reactive_spark.events import Event, EventSource
-from reactive_spark.events.source import fired_between, roots
+from reactive_spark.events.past import fired_between
+from reactive_spark.events.source import roots
 from reactive_spark.planning import reached
 from reactive_spark.runtime import INITIALIZED, Runtime
 from reactive_spark.sources.derived import DerivedEventSource

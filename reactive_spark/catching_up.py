@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from reactive_spark.events.source import coalesced
+from reactive_spark.events.past import coalesced
 from reactive_spark.waiting import MISSED
 
 if TYPE_CHECKING:

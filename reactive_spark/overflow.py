@@ -17,7 +17,7 @@ from threading import get_ident
 from typing import TYPE_CHECKING
 
 from reactive_spark.errors import QueueFullError
-from reactive_spark.events.source import coalesced
+from reactive_spark.events.past import coalesced
 from reactive_spark.listener import EventsDropped
 
 if TYPE_CHECKING:

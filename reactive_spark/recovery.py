@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from reactive_spark.checkpoint import Checkpoint, Record, Recovered, StopRecord, product_of
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
-from reactive_spark.events.source import caught_up
+from reactive_spark.events.past import caught_up
 from reactive_spark.rederive import unseen_by_source
 from reactive_spark.runtime import Runtime
 from reactive_spark.scheduler import JobScheduler

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from reactive_spark.events.source import fired_between
+from reactive_spark.events.past import fired_between
 from reactive_spark.sources.derived import DerivedEventSource
 from reactive_spark.time import Time
 

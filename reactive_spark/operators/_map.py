@@ -8,7 +8,7 @@ from typing import Any
 
 from reactive_spark._callbacks import callable_name, require_callable
 from reactive_spark.events import Event, EventSource, register_operator
-from reactive_spark.events.source import fired_between
+from reactive_spark.events.past import fired_between
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time

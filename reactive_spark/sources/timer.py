@@ -10,7 +10,7 @@ from reactivex import abc as rx_abc
 
 from reactive_spark.errors import InvalidArgumentError, QueueFullError
 from reactive_spark.events import Event, EventSource, TimerEvent
-from reactive_spark.events.source import caught_up
+from reactive_spark.events.past import caught_up
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time
 
 if TYPE_CHECKING:
