@@ -487,20 +487,23 @@ def test_a_second_sigterm_ends_a_run_whose_job_is_stuck(tmp_path: Path) -> None:
         env={**os.environ, "COLUMNS": "120"},
     )
     assert run.stdout is not None
+    hung = threading.Timer(180, run.kill)  # a run that hangs before its lines ends the reads
+    hung.start()
     seen = []
-    for line in run.stdout:
-        seen.append(line)
-        if "stuck in the job" in line:
-            break
-    run.send_signal(signal.SIGTERM)
-    for line in run.stdout:
-        seen.append(line)
-        if "stopping gracefully" in line:
-            break
-    run.send_signal(signal.SIGTERM)
     try:
+        for line in run.stdout:
+            seen.append(line)
+            if "stuck in the job" in line:
+                break
+        run.send_signal(signal.SIGTERM)
+        for line in run.stdout:
+            seen.append(line)
+            if "stopping gracefully" in line:
+                break
+        run.send_signal(signal.SIGTERM)
         rest, _ = run.communicate(timeout=60)
     finally:
+        hung.cancel()
         run.kill()
     output = "".join(seen) + rest
     assert run.returncode == 1, output
