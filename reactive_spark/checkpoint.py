@@ -274,7 +274,7 @@ class Checkpoint:
 
     def _disk(self, action: str) -> contextlib.AbstractContextManager[None]:
         """Turn an OSError of the block into a `CheckpointError` naming the directory."""
-        return _disk_errors(f"cannot {action} of checkpoint {self.directory}")
+        return disk_errors(f"cannot {action} of checkpoint {self.directory}")
 
     def _open(
         self,
@@ -483,7 +483,8 @@ def _require_fields(record: Record, types: dict[str, type]) -> None:
 
 
 @contextlib.contextmanager
-def _disk_errors(message: str) -> Iterator[None]:
+def disk_errors(message: str) -> Iterator[None]:
+    """An `OSError` inside as a `CheckpointError` saying `message` and the error."""
     try:
         yield
     except OSError as exc:

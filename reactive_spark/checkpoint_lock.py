@@ -33,10 +33,9 @@ import os
 import socket
 import stat
 import threading
-from collections.abc import Iterator
 from typing import TypeVar
 
-from reactive_spark.checkpoint import CheckpointError
+from reactive_spark.checkpoint import CheckpointError, disk_errors
 from reactive_spark.time import Time, now_ms
 
 __all__ = ["LOCK_FILE", "CheckpointInUseError", "CheckpointLock"]
@@ -162,15 +161,7 @@ class CheckpointLock:
             os.close(descriptor)
 
     def _disk(self, action: str) -> contextlib.AbstractContextManager[None]:
-        return _disk_errors(f"cannot {action} of checkpoint {self.directory}")
-
-
-@contextlib.contextmanager
-def _disk_errors(message: str) -> Iterator[None]:
-    try:
-        yield
-    except OSError as exc:
-        raise CheckpointError(f"{message}: {exc}") from exc
+        return disk_errors(f"cannot {action} of checkpoint {self.directory}")
 
 
 def _holder_record() -> dict[str, object]:
