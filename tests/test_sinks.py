@@ -12,7 +12,7 @@ from pyspark import SparkContext
 
 from reactive_spark import Minutes, StreamingContext, Time
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.log import FileLog, LogBackend, OffsetRange
+from reactive_spark.log import FileLog, LogBackend, OffsetRange, StateStore
 from reactive_spark.log.sinks import Database, IdempotentSink, OffsetCommitError, TransactionalSink
 
 from .helpers import virtual
@@ -65,6 +65,22 @@ def test_idempotent_sink_skips_keys_it_has(sc: SparkContext, database: Database)
         IdempotentSink(database, table, {"id": "TEXT"}, key=["nope"])
     with pytest.raises(ValueError, match="table must be a plain SQL identifier"):
         IdempotentSink(database, "x; DROP TABLE y", {"id": "TEXT"}, key=["id"])
+
+
+def test_a_sink_whose_table_names_a_database_would_cut_is_refused(database: Database) -> None:
+    """PostgreSQL cuts names past 63 characters without a word, so that a long offsets table's
+    `_batches` table would be the offsets table itself: every table a sink derives from a name
+    must fit. The longest names that fit work."""
+    offsets = unique("o" * 44)  # + "_batches": 63
+    sink = TransactionalSink(database, offsets)
+    assert sink.commit([OffsetRange("clicks", 0, 0, 10)], lambda cursor: None)
+    assert TransactionalSink(database, offsets).committedOffsets() == {("clicks", 0): 10}
+    with pytest.raises(InvalidArgumentError, match=r"offsetsTable must be at most 55 characters"):
+        TransactionalSink(database, offsets + "x")
+    store = unique("s" * 38)  # + "_commit_ranges": 63
+    assert StateStore(database, store).position() is None
+    with pytest.raises(InvalidArgumentError, match=rf"the table {store}x_commit_ranges must fit"):
+        StateStore(database, store + "x")
 
 
 def test_transactional_sink_commits_results_and_offsets_together(database: Database) -> None:

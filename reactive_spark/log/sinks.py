@@ -128,10 +128,29 @@ class Database:
             connection.close()
 
 
-def identifier(name: str, argument: str) -> str:
-    """`name` if it is a plain SQL identifier (letters, digits, underscores), else raise."""
+#: The longest identifier every supported database keeps whole: PostgreSQL cuts longer names
+#: to 63 bytes without a word, so two tables could end up as one.
+MAX_IDENTIFIER = 63
+
+
+def identifier(name: str, argument: str, suffixes: Sequence[str] = ()) -> str:
+    """`name` if it is a plain SQL identifier (letters, digits, underscores), else raise.
+
+    `suffixes` are appended to `name` to name further tables: each such name must fit too.
+
+    Examples:
+        >>> identifier("totals", "table", ["_batches"])
+        'totals'
+    """
     if not isinstance(name, str) or not name.replace("_", "a").isalnum() or name[0].isdigit():
         raise InvalidArgumentError(f"{argument} must be a plain SQL identifier, got {name!r}")
+    longest = max(("", *suffixes), key=len)
+    if len(name) + len(longest) > MAX_IDENTIFIER:
+        also = f" (the table {name}{longest} must fit too)" if longest else ""
+        raise InvalidArgumentError(
+            f"{argument} must be at most {MAX_IDENTIFIER - len(longest)} characters long{also}, "
+            f"as PostgreSQL cuts longer names; got {len(name)}: {name!r}"
+        )
     return name
 
 
@@ -228,7 +247,7 @@ class TransactionalSink:
         if not isinstance(database, Database):
             raise InvalidArgumentError(f"database must be a Database, got {database!r}")
         self.database = database
-        self.offsetsTable = identifier(offsetsTable, "offsetsTable")
+        self.offsetsTable = identifier(offsetsTable, "offsetsTable", ["_batches"])
         self.batchesTable = f"{self.offsetsTable}_batches"
         with database.transaction() as cursor:
             cursor.execute(

@@ -43,6 +43,8 @@ __all__ = ["BatchIdentity", "PreparedBatch", "StateStore", "StateValueError"]
 
 #: Keys read per query (SQLite allows 32,766 parameters; PostgreSQL more).
 KEYS_PER_QUERY = 500
+#: What `StateStore`'s tables add to its name: values, offsets, position, commits, ranges.
+_TABLES = ("_values", "_offsets", "_position", "_commits", "_commit_ranges")
 
 
 class StateValueError(ReactiveSparkError, TypeError):
@@ -100,7 +102,7 @@ class StateStore:
     """Keyed state committed with the offsets it consumed, for `aggregateExactlyOnce`.
 
     `database` is `Database.sqlite(path)` or `Database.postgres(dsn)`; `name` prefixes the
-    store's three tables (created if missing). Values are stored as JSON: use JSON-compatible
+    store's five tables (created if missing). Values are stored as JSON: use JSON-compatible
     values (a tuple comes back as a list).
 
     Examples:
@@ -115,12 +117,14 @@ class StateStore:
         if not isinstance(database, Database):
             raise InvalidArgumentError(f"database must be a Database, got {database!r}")
         self.database = database
-        self.name = identifier(name, "name")
-        self.valuesTable = f"{self.name}_values"
-        self.offsetsTable = f"{self.name}_offsets"
-        self.positionTable = f"{self.name}_position"
-        self.commitsTable = f"{self.name}_commits"
-        self.commitRangesTable = f"{self.name}_commit_ranges"
+        self.name = identifier(name, "name", _TABLES)
+        (
+            self.valuesTable,
+            self.offsetsTable,
+            self.positionTable,
+            self.commitsTable,
+            self.commitRangesTable,
+        ) = (f"{self.name}{suffix}" for suffix in _TABLES)
         with database.transaction() as cursor:
             cursor.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.valuesTable} "
