@@ -301,10 +301,24 @@ class Lifecycle:
         await steps.run(_HEAP, lambda: release_heap(self._ssc))
 
     async def _release_checkpoint(self) -> None:
-        """Let the checkpoint directory go, once every part stopped: another driver may start."""
+        """Let the checkpoint directory go, once every part stopped: another driver may start.
+
+        A batch the stop left running in its thread may still write its outputs, which a
+        driver started meanwhile would write again: the directory is let go as it ends.
+        """
         hold, self._hold = self._hold, None
-        if hold is not None:
-            await self._blocking.run(hold.release)
+        if hold is None:
+            return
+        if self._scheduler.runner.abandoned and self._scheduler.when_worker_ends(
+            lambda: _release_later(hold)
+        ):
+            log.warning(
+                "the checkpoint directory %s stays held until the batch the stop left running "
+                "ends: a context started on it meanwhile is refused",
+                hold.directory,
+            )
+            return
+        await self._blocking.run(hold.release)
 
     async def _drain(self, deadline: float | None) -> bool:
         """A graceful stop's first step: accept what was posted, and what receivers hold.
@@ -444,6 +458,18 @@ class _StopSteps:
         """Raise `StopError` naming every step that failed, from the first one's error."""
         if self.failures:
             raise StopError(self.failures) from self.failures[0][2]
+
+
+def _release_later(hold: CheckpointLock) -> None:
+    """Let the checkpoint go from the thread of the batch a stop left running, as it ends.
+
+    The stop returned long ago: a failure has nobody to raise to, so it is logged.
+    """
+    try:
+        hold.release()
+    except Exception:
+        what, fix = _RELEASING
+        log.exception("%s after the batch a stop left running ended failed: %s", what, fix)
 
 
 async def _settle(result: Awaitable[None] | None) -> None:

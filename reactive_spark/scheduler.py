@@ -95,6 +95,8 @@ class JobScheduler:
         self._idle: asyncio.Event | None = None
         self._worker: threading.Thread | None = None
         self._finished = False  # the worker thread is told to end
+        # what the worker thread calls as it ends (None once it has ended); under `_taking`
+        self._at_worker_end: list[Callable[[], None]] | None = []
         #: Whether posted events will be processed (not closed, not crashed).
         self.accepting = True
         self._batches_processed = 0  # counted in the worker thread
@@ -374,13 +376,34 @@ class JobScheduler:
             hook(source, times)
 
     # -- processing --------------------------------------------------------------------------
+    def when_worker_ends(self, callback: Callable[[], None]) -> bool:
+        """Have the worker thread call `callback` as it ends; False if it ended or never began.
+
+        What a batch that a stop left running may still write to waits for it so.
+        """
+        with self._taking:
+            if self._worker is None or self._at_worker_end is None:
+                return False
+            self._at_worker_end.append(callback)
+            return True
+
     def _work_forever(self) -> None:
         """The worker thread: whenever events are queued, process them all, in order.
 
         Each busy period ends by counting the events it took, and wakes the loop only if
         something waits for them (`_processed`); a crash (a `BaseException` from a batch) ends
-        the thread and stops the scheduler (`_crashed`).
+        the thread and stops the scheduler (`_crashed`). As it ends, the thread calls what
+        waits for that (`when_worker_ends`).
         """
+        try:
+            self._work_until_finished()
+        finally:
+            with self._taking:
+                callbacks, self._at_worker_end = self._at_worker_end or [], None
+            for callback in callbacks:
+                callback()
+
+    def _work_until_finished(self) -> None:
         while True:
             self._work.wait()
             self._work.clear()  # before looking at the queue: what comes after wakes it again

@@ -8,6 +8,7 @@ import asyncio
 import gc
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from reactive_spark import (
     Time,
     VirtualClock,
 )
+from reactive_spark.checkpoint_lock import CheckpointInUseError
 from reactive_spark.errors import ListenError, StopError
 
 from .helpers import ROOT, Recorder, virtual
@@ -522,6 +524,47 @@ async def test_a_stop_does_not_wait_for_a_batch_stuck_in_a_function_of_yours(
     await second.start()
     await second.stop(stopSparkContext=False)
     assert again == [1]
+
+
+async def test_the_checkpoint_stays_held_until_a_batch_a_stop_left_running_ends(
+    sc: SparkContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A batch a stop left stuck in a function of yours may still write its outputs: a driver
+    started on the checkpoint meanwhile, which runs that batch again, is refused until the
+    batch ends; then it starts and runs it again."""
+    stuck, release = threading.Event(), threading.Event()
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def hangs(rdd: Any) -> None:
+        stuck.set()
+        release.wait(60)
+
+    ssc = virtual(sc, Seconds(1), checkpoint=checkpoint)
+    ssc.queueStream([], default=[1]).foreachRDD(hangs)
+    await ssc.start()
+    advancing = asyncio.ensure_future(ssc.advanceTo(ssc.zeroTime + Seconds(1)))
+    await asyncio.get_running_loop().run_in_executor(None, stuck.wait, 30)
+    again: list[int] = []
+    second = virtual(sc, Seconds(1), checkpoint=checkpoint)
+    second.queueStream([], default=[1]).foreachRDD(lambda t, rdd: again.append(1))
+    try:
+        with caplog.at_level(logging.WARNING), pytest.raises(StopError, match="did not end"):
+            await asyncio.wait_for(ssc.stop(stopSparkContext=False), 30)
+        assert "stays held until the batch the stop left running ends" in caplog.text
+        assert await asyncio.wait_for(advancing, 10) == []
+        with pytest.raises(CheckpointInUseError, match=f"pid {os.getpid()}"):
+            await second.start()
+    finally:
+        release.set()
+    for _ in range(100):  # the worker ends once the batch returns, and lets the directory go
+        if "reactive-spark-worker" not in our_threads():
+            break
+        await asyncio.sleep(0.05)
+    third = virtual(sc, Seconds(1), checkpoint=checkpoint)
+    third.queueStream([], default=[1]).foreachRDD(lambda t, rdd: again.append(1))
+    await third.start()
+    await third.stop(stopSparkContext=False)
+    assert again == [1]  # the batch never recorded done runs again
 
 
 async def test_a_graceful_stop_escalated_beside_it_ends_when_the_stuck_batch_is_left(
