@@ -410,6 +410,8 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             CheckpointInUseError: another context, in this process or another, holds the
                 checkpoint directory (it started on it and has not stopped); the message names
                 its pid and host. Nothing was read or written there.
+            ContextStateError: the context is starting already, or a stop that does not wait
+                came while it started and ended the start (see `stop`).
         """
         self._runtime.require_not_started("start")
         await self._lifecycle.launch()
@@ -476,7 +478,9 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         yours stuck in a call) is left to end in its thread, and `StopError` says so. A
         graceful stop that was cancelled is finished by calling `stop(stopGracefully=False)`,
         which cancels what still runs. A stop called while the context starts waits for the
-        start to end, then stops it.
+        start to end (a graceful one, within its `timeout`), then stops it; a stop that does
+        not wait, or whose `timeout` passed, ends the start first (`start` then raises
+        `ContextStateError`): what a source's start awaits may never come.
 
         Raises:
             InvalidArgumentError: an argument is not what it should be (a flag not a bool, a

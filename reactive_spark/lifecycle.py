@@ -105,6 +105,7 @@ class Lifecycle:
         self._stops: set[asyncio.Future[None]] = set()  # the stops under way
         self._launched = False
         self._started: asyncio.Future[None] | None = None  # done once the start ended
+        self._starting: asyncio.Task[None] | None = None  # the start, which a stop may cancel
 
     async def launch(self, backfill_from: Time | None = None) -> None:
         """Start; a backfill gives its zero time, and fires the events: no source is started.
@@ -114,10 +115,12 @@ class Lifecycle:
         if self._launched:
             raise ContextStateError("cannot start: the StreamingContext is starting")
         self._launched = True
-        started = self._started = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        started = self._started = loop.create_future()
+        starting = self._starting = loop.create_task(self._start(backfill_from))
         try:
             try:
-                await self._start(backfill_from)
+                await starting  # cancelled with its caller, or by a stop that does not wait
             finally:
                 started.set_result(None)  # a stop that came meanwhile goes on (see `stop`)
         except BaseException as exc:
@@ -127,6 +130,12 @@ class Lifecycle:
                 await self.stop(stop_spark_context=False, graceful=False, timeout=None)
             except StopError as stop_error:  # the start's failure comes first, this after it
                 exc.add_note(f"then stopping what had started failed too: {stop_error}")
+            current = asyncio.current_task()
+            if isinstance(exc, asyncio.CancelledError) and not (current and current.cancelling()):
+                raise ContextStateError(
+                    "the StreamingContext was stopped while it started: a stop that does not "
+                    "wait ended the start"
+                ) from None
             raise
         assert self.zero_time is not None and self.started_at is not None
         if self.zero_time == self.started_at:
@@ -223,13 +232,20 @@ class Lifecycle:
         non-graceful one does, beside it); the failures of the stop it waited for are that
         stop's to raise. A non-graceful stop runs beside the other: it escalates it. Either
         returns once the other stopped its parts too (each skips a part the other is stopping).
-        A stop called while the context starts waits for the start, then stops it.
+        A stop called while the context starts waits for the start (a graceful one, within
+        its `timeout`), then stops it; a stop that does not wait ends the start first.
         """
-        if self._started is not None and not self._started.done():
-            await asyncio.wait({self._started})
-        steps = _StopSteps()
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
+        if self._started is not None and not self._started.done():
+            if graceful:
+                await asyncio.wait({self._started}, timeout=timeout)
+            if not self._started.done():  # what the start awaits may never return
+                assert self._starting is not None
+                self._starting.cancel()
+                graceful = False
+                await asyncio.wait({self._started})
+        steps = _StopSteps()
         if self._runtime.state == INITIALIZED:
             self._runtime.state = STOPPED
             self.stop_complete = True

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import ContextStateError, Days, StreamingContext, VirtualClock
+from reactive_spark import ContextStateError, Days, EventSource, StreamingContext, VirtualClock
 from reactive_spark.checkpoint import CheckpointError
 from reactive_spark.checkpoint_lock import CheckpointInUseError, CheckpointLock
 
@@ -97,7 +97,7 @@ async def test_a_stop_called_while_the_context_starts_stops_it_once_started(
     ssc, days = daily(sc, checkpoint)
     starting = asyncio.ensure_future(ssc.start())
     await asyncio.sleep(0)  # the start is under way
-    await ssc.stop(stopSparkContext=False)
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
     assert starting.done() and starting.exception() is None
     assert ssc.state == "stopped"
     second, second_days = daily(sc, checkpoint)
@@ -105,6 +105,43 @@ async def test_a_stop_called_while_the_context_starts_stops_it_once_started(
     await second.runUntil(T0 + Days(1))
     await second.stop(stopSparkContext=False)
     assert days == [] and second_days == [1]
+
+
+async def test_a_stop_that_does_not_wait_ends_a_start_that_never_returns(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """A source whose start never returns held every stop for ever (a second SIGTERM to
+    `reactive-spark run` included). A graceful stop waits for the start within its timeout;
+    one that does not wait, or whose timeout passed, ends the start, which raises."""
+
+    class NeverStarts(EventSource):
+        def start(self) -> asyncio.Future[None]:
+            return asyncio.get_running_loop().create_future()  # never done
+
+        def stop(self) -> None:
+            pass
+
+        def toProduct(self) -> tuple[str]:
+            return (self.name,)
+
+    checkpoint = tmp_path / "checkpoint"
+    for graceful in (False, True):
+        ssc, _ = daily(sc, checkpoint)
+        NeverStarts(ssc, "never")
+        starting = asyncio.ensure_future(ssc.start())
+        await asyncio.sleep(0.1)  # the start waits for the source
+        assert not starting.done()
+        await asyncio.wait_for(
+            ssc.stop(stopSparkContext=False, stopGracefully=graceful, timeout=0.2), 30
+        )
+        with pytest.raises(ContextStateError, match="stopped while it started"):
+            await starting
+        assert ssc.state == "stopped"
+    second, days = daily(sc, checkpoint)
+    await second.start()  # each let the directory go
+    await second.runUntil(T0 + Days(1))
+    await second.stop(stopSparkContext=False)
+    assert days == [1]
 
 
 @pytest.mark.parametrize("failing", ["a missing input directory", "a source"])
