@@ -258,20 +258,20 @@ class DStreamGraph:
         return None
 
     def _window_slide(self, stream: DStream[Any]) -> Duration | None:
-        """The slide of the nearest legacy window at or above `stream` that sets one, depth first.
+        """The slide of the nearest legacy window up `stream`'s line of first parents that sets one.
 
-        A window without a slide of its own slides as its parent does.
+        A window without a slide of its own slides as its parent does, and a stream of several
+        parents as its first parent does (PySpark's `slideDuration`).
         """
-        waiting = [stream]
-        while waiting:
-            current = waiting.pop()
-            for dependency in current.dependencies:
-                if (
-                    isinstance(dependency, LegacyWindowDependency)
-                    and dependency.requested_slide is not None
-                ):
-                    return dependency.requested_slide
-            waiting.extend(reversed(current.parents))
+        current: DStream[Any] | None = stream
+        while current is not None:
+            dependency = current.dependencies[0] if current.dependencies else None
+            if (
+                isinstance(dependency, LegacyWindowDependency)
+                and dependency.requested_slide is not None
+            ):
+                return dependency.requested_slide
+            current = None if dependency is None else dependency.parent
         return None
 
     def _nearest_bound(self, stream: DStream[Any]) -> list[EventSource]:

@@ -89,6 +89,10 @@ class DStream(
     #: in a batch, their jobs then run after it, and only if it succeeded.
     commitsFirst = False
 
+    #: For a window's stream: the last event its window computed for and emitted nothing at
+    #: (`between_slides`).
+    idle_at: Event | None = None
+
     def __init__(
         self,
         ssc: StreamingContext,
@@ -104,6 +108,13 @@ class DStream(
         self._runtime = runtime
         self._graph = ssc.graph
         self.dependencies = list(dependencies)
+        #: The window whose slides this stream's follow (see `between_slides`): its own, else
+        #: its first parent's, as PySpark's slide is; None without a window up that line.
+        self.slide_window: DStream[Any] | None = None
+        if self.dependencies:
+            first = self.dependencies[0]
+            windowed = type(first) is not EventDependency
+            self.slide_window = self if windowed else first.parent.slide_window
         self._func_name = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
         StreamMemory.__init__(self)
@@ -199,6 +210,17 @@ class DStream(
         `reads` (and reads it back from there when the batch is planned again).
         """
         raise NotImplementedError
+
+    def between_slides(self, event: Event) -> bool:
+        """Whether `event` falls between this stream's slides: no RDD is due then.
+
+        A stream slides as the nearest window up its line of first parents (PySpark's slide of
+        a stream of several parents is its first parent's): the event is between its slides
+        when that window computed for the event and emitted nothing. Always False for a
+        stream without a window up that line, and for an event the window does not compute for.
+        """
+        window = self.slide_window
+        return window is not None and window.idle_at is event
 
     def record_count(self, read: dict[str, Any]) -> int | None:
         """How many records a read holds, for inputs (None: this stream is not an input)."""
@@ -309,8 +331,10 @@ class DStream(
 class TransformedDStream(DStream[Any]):
     """`compute(parent_rdds, event)` over the parents' RDDs for an event.
 
-    With one parent, no parent RDD means no RDD. With several, a parent without an RDD for the
-    event contributes an empty RDD, and no parent RDD at all means no RDD.
+    With one parent, no parent RDD means no RDD. With several, the stream slides as its first
+    parent, as PySpark's does: no RDD between that parent's slides (`between_slides`); at
+    other events a parent without an RDD for the event contributes an empty RDD, and no parent
+    RDD at all means no RDD.
     """
 
     def __init__(
@@ -339,7 +363,10 @@ class TransformedDStream(DStream[Any]):
                 dependency.rdd_for(event, rdd)
                 for dependency, rdd in zip(self.dependencies, parents, strict=True)
             )
+            self.idle_at = event if all(rdd is None for rdd in parents) else None
         if len(parents) != 1:
+            if self.between_slides(event):
+                return None
             present = self._present(parents)
             if present is None:
                 return None
@@ -394,6 +421,8 @@ class UnionDStream(TransformedDStream):
 
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
         """The parents' RDDs united; a union of logs records its merged order."""
+        if self.between_slides(event):
+            return None
         present = self._present(parents)
         if present is None:
             return None

@@ -1,0 +1,105 @@
+"""A stream's slide, as pyspark.streaming's: a stream of two parents slides as its first
+parent does.
+
+The expected outputs are what pyspark.streaming printed for the same programs, on 1 s batches
+of the same queues (batch times here in seconds from the zero time)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark import SparkContext
+
+from reactive_spark import DStream, Event, Seconds, StreamingContext, Time
+
+from .helpers import gather, virtual
+
+T0 = Time(0)
+
+WORDS = [["a"], ["a", "b"], ["b"], ["a", "c"], ["c"], ["a"], ["b"], ["a"], [], ["c"]]
+#: Every batch pairs each word with its batch number: which batch a join read shows.
+NUMBERS = [[("a", n), ("b", n), ("c", n)] for n in range(1, 11)]
+
+Seen = list[tuple[Event, list[Any]]]
+
+
+def by_second(seen: Seen) -> dict[int, list[Any]]:
+    return {e.time.milliseconds // 1000: sorted(items, key=repr) for e, items in seen}
+
+
+async def run_seconds(ssc: StreamingContext, seconds: int) -> None:
+    await ssc.start()
+    await ssc.runUntil(T0 + Seconds(seconds))
+    await ssc.stop(stopSparkContext=False)
+
+
+def windowed_and_numbers(ssc: StreamingContext) -> tuple[DStream[Any], DStream[Any]]:
+    """The words of `window(4, 2)` paired with 1, and the numbered pairs of every batch."""
+    pairs = ssc.queueStream(WORDS).window(4, 2).map(lambda word: (word, 1))
+    return pairs, ssc.queueStream(NUMBERS)
+
+
+#: pyspark.streaming's `pairs.join(numbers)`: at the window's slides only, each window joined
+#: with the numbers of its own batch.
+JOINED = {
+    2: [("a", (1, 2))] * 2 + [("b", (1, 2))],
+    4: [("a", (1, 4))] * 3 + [("b", (1, 4))] * 2 + [("c", (1, 4))],
+    6: [("a", (1, 6))] * 2 + [("b", (1, 6))] + [("c", (1, 6))] * 2,
+    8: [("a", (1, 8))] * 2 + [("b", (1, 8)), ("c", (1, 8))],
+    10: [("a", (1, 10)), ("b", (1, 10)), ("c", (1, 10))],
+    12: [],
+}
+
+
+async def test_two_parent_operations_after_a_window_run_at_its_slides(sc: SparkContext) -> None:
+    """They ran every second, the window's side empty between its slides."""
+    ssc = virtual(sc, Seconds(1))
+    pairs, numbers = windowed_and_numbers(ssc)
+    operations: dict[str, Callable[[], DStream[Any]]] = {
+        "join": lambda: pairs.join(numbers),
+        "leftOuterJoin": lambda: pairs.leftOuterJoin(numbers),
+        "rightOuterJoin": lambda: pairs.rightOuterJoin(numbers),
+        "fullOuterJoin": lambda: pairs.fullOuterJoin(numbers),
+        "cogroup": lambda: pairs.cogroup(numbers).mapValues(lambda vs: tuple(map(sorted, vs))),
+        "transformWith": lambda: pairs.transformWith(lambda a, b: a.union(b), numbers),
+        "count": lambda: pairs.join(numbers).count(),
+        "union": lambda: pairs.union(numbers.window(2, 2)),
+        "ssc.union": lambda: ssc.union(pairs, numbers.window(2, 2)),
+    }
+    seen = {name: gather(build())[1] for name, build in operations.items()}
+    await run_seconds(ssc, 12)
+    got = {name: by_second(items) for name, items in seen.items()}
+    assert all(list(times) == [2, 4, 6, 8, 10, 12] for times in got.values()), got
+    assert got["join"] == JOINED
+    assert got["leftOuterJoin"] == {**JOINED, 12: [("c", (1, None))]}
+    assert got["rightOuterJoin"] == {**JOINED, 2: [*JOINED[2], ("c", (None, 2))]}
+    assert got["fullOuterJoin"] == {**got["rightOuterJoin"], 12: [("c", (1, None))]}
+    assert got["cogroup"][2] == [("a", ([1, 1], [2])), ("b", ([1], [2])), ("c", ([], [2]))]
+    assert got["cogroup"][12] == [("c", ([1], []))]
+    assert got["transformWith"][4] == sorted(
+        [("a", 1)] * 3 + [("b", 1)] * 2 + [("c", 1), ("a", 4), ("b", 4), ("c", 4)], key=repr
+    )
+    assert got["count"] == {2: [3], 4: [6], 6: [5], 8: [4], 10: [3], 12: [0]}
+    assert got["union"] == got["ssc.union"]
+    assert got["union"][4] == sorted(
+        [("a", 1)] * 3
+        + [("b", 1)] * 2
+        + [("c", 1), ("a", 3), ("b", 3), ("c", 3)]
+        + [("a", 4), ("b", 4), ("c", 4)],
+        key=repr,
+    )
+
+
+async def test_a_window_second_runs_every_batch_and_slides_as_its_first_parent(
+    sc: SparkContext,
+) -> None:
+    """With the window second, the join slides as its first parent: every second, the window
+    empty between its slides; a window over the join counts its batches by that slide."""
+    ssc = virtual(sc, Seconds(1))
+    pairs, numbers = windowed_and_numbers(ssc)
+    _, joined = gather(numbers.join(pairs).count())
+    _, rolled = gather(numbers.join(pairs).window(2, 2).count())
+    await run_seconds(ssc, 12)
+    assert by_second(joined) == {second: [len(JOINED.get(second, []))] for second in range(1, 13)}
+    assert by_second(rolled) == {2: [3], 4: [6], 6: [5], 8: [4], 10: [3], 12: [0]}
