@@ -274,6 +274,13 @@ class DStreamGraph:
             current = None if dependency is None else dependency.parent
         return None
 
+    def driving_sources(self, stream: DStream[Any]) -> frozenset[EventSource]:
+        """The sources the nearest bound stream at or above `stream` is bound to.
+
+        Empty for a stream no bound stream is above: the default timer drives it.
+        """
+        return frozenset(self._nearest_bound(stream))
+
     def _nearest_bound(self, stream: DStream[Any]) -> list[EventSource]:
         """The sources of the nearest bound stream at or above `stream`, depth first."""
         waiting = [stream]

@@ -1,5 +1,5 @@
 """A stream's slide, as pyspark.streaming's: a stream of two parents slides as its first
-parent does.
+parent does, streams of different slides are not united.
 
 The expected outputs are what pyspark.streaming printed for the same programs, on 1 s batches
 of the same queues (batch times here in seconds from the zero time)."""
@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from pyspark import SparkContext
 
-from reactive_spark import DStream, Event, Seconds, StreamingContext, Time
+from reactive_spark import DStream, Event, InvalidArgumentError, Seconds, StreamingContext, Time
 
 from .helpers import gather, virtual
 
@@ -103,3 +104,26 @@ async def test_a_window_second_runs_every_batch_and_slides_as_its_first_parent(
     await run_seconds(ssc, 12)
     assert by_second(joined) == {second: [len(JOINED.get(second, []))] for second in range(1, 13)}
     assert by_second(rolled) == {2: [3], 4: [6], 6: [5], 8: [4], 10: [3], 12: [0]}
+
+
+async def test_a_union_of_different_slides_is_refused_as_pyspark_does(sc: SparkContext) -> None:
+    ssc = virtual(sc, Seconds(1))
+    words = ssc.queueStream(WORDS)
+    windowed = words.window(2, 2)
+    with pytest.raises(
+        ValueError, match="the two DStream should have same slide duration"
+    ) as raised:
+        words.union(windowed)
+    assert isinstance(raised.value, InvalidArgumentError)
+    assert "1000 ms" in str(raised.value) and "2000 ms" in str(raised.value)
+    with pytest.raises(InvalidArgumentError, match="All DStreams should have same slide duration"):
+        ssc.union(words, windowed)
+    with pytest.raises(InvalidArgumentError, match="All DStreams should have same slide duration"):
+        ssc.union(windowed, words.map(str), words)
+    # the same slides are united, as are streams on different sources (no pyspark program has
+    # those: each slides with its own source's events)
+    windowed.union(words.window(4, 2))
+    ssc.union(words, words.map(str))
+    daily = ssc.timer(T0 + Seconds(1), None, Seconds(1), "daily")
+    weekly = ssc.timer(T0 + Seconds(7), None, Seconds(7), "weekly")
+    ssc.queueStream([[1]]).bind(daily).union(ssc.queueStream([[2]]).bind(weekly))

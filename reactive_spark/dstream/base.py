@@ -50,6 +50,7 @@ __all__ = [
     "ForEachDStream",
     "TransformedDStream",
     "UnionDStream",
+    "require_same_slide",
     "require_stream",
 ]
 
@@ -280,6 +281,7 @@ class DStream(
 
     def _union(self, others: Sequence[DStream[Any]]) -> DStream[Any]:
         streams = [self, *(require_stream(other, "union: other", self._ssc) for other in others)]
+        require_same_slide(streams, "the two DStream should have same slide duration")
         return UnionDStream(self._ssc, streams)
 
     def _transform_rdd(
@@ -512,6 +514,28 @@ def _run_output(
 
 def _unchanged(rdd: RDD[Any]) -> RDD[Any]:
     return rdd
+
+
+def require_same_slide(streams: Sequence[DStream[Any]], message: str) -> None:
+    """Raise `InvalidArgumentError` (a ValueError, as PySpark's) if `streams` slide differently.
+
+    A union's streams must slide alike, as in PySpark. Only streams driven by the same sources
+    are compared (PySpark's all run on one clock): a union of streams bound to a daily and a
+    weekly timer unites what each source's events give. `message` is PySpark's; the error
+    adds the slides.
+    """
+    graph = streams[0].context().graph
+    first: dict[frozenset[EventSource], tuple[DStream[Any], Duration]] = {}
+    for stream in streams:
+        slide = graph.slide_duration(stream)
+        if slide is None:
+            continue
+        other, other_slide = first.setdefault(graph.driving_sources(stream), (stream, slide))
+        if slide != other_slide:
+            raise InvalidArgumentError(
+                f"{message}: {other.name} slides every {other_slide.milliseconds} ms, "
+                f"{stream.name} every {slide.milliseconds} ms"
+            )
 
 
 def require_stream(value: object, argument: str, context: StreamingContext) -> DStream[Any]:

@@ -13,7 +13,13 @@ from pyspark import RDD, StorageLevel
 from reactive_spark._callbacks import adapt_callback
 from reactive_spark._validation import require_bool
 from reactive_spark.dependencies import EventDependency
-from reactive_spark.dstream.base import DStream, TransformedDStream, UnionDStream, require_stream
+from reactive_spark.dstream.base import (
+    DStream,
+    TransformedDStream,
+    UnionDStream,
+    require_same_slide,
+    require_stream,
+)
 from reactive_spark.dstream.inputs import FileInputDStream, QueueInputDStream
 from reactive_spark.dstream.socket import SocketInputDStream
 from reactive_spark.errors import InvalidArgumentError
@@ -154,9 +160,10 @@ class InputStreamDefinitions:
     def union(self, *dstreams: DStream[Any]) -> DStream[Any]:
         """The elements of all `dstreams`, for each event, in argument order.
 
-        A union of direct log streams merges their records in a recorded order (inputs in
-        argument order, then partition, then offset) and its RDDs have `offsetRanges()`; see
-        `UnionDStream`.
+        The streams must slide alike, as in PySpark (`InvalidArgumentError`, a ValueError,
+        otherwise). A union of direct log streams merges their records in a recorded order
+        (inputs in argument order, then partition, then offset) and its RDDs have
+        `offsetRanges()`; see `UnionDStream`.
 
         Examples:
             >>> lines = ssc.queueStream([["ERROR a", "WARN b", "INFO c"]])
@@ -171,7 +178,9 @@ class InputStreamDefinitions:
                 f"union takes the streams themselves, got a {type(dstreams[0]).__name__} of "
                 "them: call ssc.union(*streams)"
             )
-        return UnionDStream(_context(self), self._own_streams(dstreams))
+        streams = self._own_streams(dstreams)
+        require_same_slide(streams, "All DStreams should have same slide duration")
+        return UnionDStream(_context(self), streams)
 
     def _own_streams(self, dstreams: Sequence[DStream[Any]]) -> list[DStream[Any]]:
         """`dstreams` as a list, if it holds at least one DStream, all of this context."""

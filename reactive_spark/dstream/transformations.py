@@ -272,6 +272,7 @@ class TransformOperations(Generic[T]):
     def union(self, other: DStream[U]) -> DStream[T | U]:
         """The elements of this stream and `other` (whichever have an RDD for the event).
 
+        Both must slide alike, as in PySpark (`InvalidArgumentError`, a ValueError, otherwise).
         This stream's come first; a union of direct log streams merges in a recorded order
         (`UnionDStream`), and its RDD has `offsetRanges()`.
 
