@@ -1,5 +1,6 @@
 """A stream's slide, as pyspark.streaming's: a stream of two parents slides as its first
-parent does, streams of different slides are not united.
+parent does, streams of different slides are not united, and `updateStateByKey` gives its
+state again at a slide its parent has no RDD for.
 
 The expected outputs are what pyspark.streaming printed for the same programs, on 1 s batches
 of the same queues (batch times here in seconds from the zero time)."""
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pyspark import SparkContext
+from pyspark import RDD, SparkContext
 
 from reactive_spark import DStream, Event, InvalidArgumentError, Seconds, StreamingContext, Time
 
@@ -127,3 +128,60 @@ async def test_a_union_of_different_slides_is_refused_as_pyspark_does(sc: SparkC
     daily = ssc.timer(T0 + Seconds(1), None, Seconds(1), "daily")
     weekly = ssc.timer(T0 + Seconds(7), None, Seconds(7), "weekly")
     ssc.queueStream([[1]]).bind(daily).union(ssc.queueStream([[2]]).bind(weekly))
+
+
+def none_when_empty(rdd: RDD[Any]) -> RDD[Any] | None:
+    return None if rdd.isEmpty() else rdd
+
+
+async def test_update_state_by_key_gives_its_state_again_when_its_parent_gives_none(
+    sc: SparkContext,
+) -> None:
+    """A transform that returns None before updateStateByKey: pyspark gives the last state,
+    unchanged (the update function is not called), at every batch after the first update."""
+    ssc = virtual(sc, Seconds(1))
+    batches = [[("a", 1)], [], [("a", 2), ("b", 1)], [], [], [("b", 5)], []]
+    kept = ssc.queueStream(batches).transform(none_when_empty)
+    _, totals = gather(kept.updateStateByKey(lambda new, old: sum(new) + (old or 0)))
+    _, updates = gather(kept.updateStateByKey(lambda new, old: (old or 0) + 1))
+    initial = sc.parallelize([("z", 9)])
+    late = ssc.queueStream([[], [("a", 1)], []]).transform(none_when_empty)
+    _, seeded = gather(
+        late.updateStateByKey(lambda new, old: sum(new) + (old or 0), initialRDD=initial)
+    )
+    await run_seconds(ssc, 8)
+    assert by_second(totals) == {
+        1: [("a", 1)],
+        2: [("a", 1)],
+        **{second: [("a", 3), ("b", 1)] for second in (3, 4, 5)},
+        **{second: [("a", 3), ("b", 6)] for second in (6, 7, 8)},
+    }
+    assert by_second(updates) == {
+        1: [("a", 1)],
+        2: [("a", 1)],
+        **{second: [("a", 2), ("b", 1)] for second in (3, 4, 5)},
+        **{second: [("a", 3), ("b", 2)] for second in (6, 7, 8)},
+    }
+    # nothing before the first update, not even the initial state
+    assert by_second(seeded) == {second: [("a", 1), ("z", 9)] for second in range(2, 9)}
+
+
+async def test_a_state_between_its_window_slides_still_gives_nothing(sc: SparkContext) -> None:
+    """Between the window's slides the state has no RDD, even where the transform between
+    them gives None at a slide (there it gives the last state again)."""
+    ssc = virtual(sc, Seconds(1))
+    words = ssc.queueStream([["a"], ["a"], [], [], ["b"], ["b"]])
+    counted = (
+        words.window(2, 2)
+        .map(lambda word: (word, 1))
+        .transform(none_when_empty)
+        .updateStateByKey(lambda new, old: sum(new) + (old or 0))
+    )
+    _, seen = gather(counted)
+    await run_seconds(ssc, 8)
+    assert by_second(seen) == {
+        2: [("a", 2)],
+        4: [("a", 2)],
+        6: [("a", 2), ("b", 2)],
+        8: [("a", 2), ("b", 2)],
+    }

@@ -183,8 +183,10 @@ class PairOperations:
         """A per-key state: `updateFunc(newValues, previousState)` whenever this stream has an RDD.
 
         Every key is updated then, also those without new values; for an event this stream has
-        no RDD for (a window between its slides) nothing is, as in PySpark. Returning None
-        removes the key. `initialRDD` (pairs) seeds the state.
+        no RDD for (a window between its slides) nothing is, as in PySpark. At a slide where
+        this stream has no RDD (a `transform` that returned None), the last state is given
+        again, unchanged, as PySpark does. Returning None removes the key. `initialRDD` (pairs)
+        seeds the state.
 
         Examples:
             >>> import asyncio

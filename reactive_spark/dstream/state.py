@@ -33,8 +33,11 @@ class StateDStream(DStream[Any]):
 
     The state moves with its parent, as PySpark's does at its parent's slide: for an event the
     parent has an RDD for, every key of the previous state is updated (with no new values when
-    the RDD has none for it) and the new state is this stream's RDD; for any other event (a
-    window between two slides) nothing is updated and the stream has no RDD.
+    the RDD has none for it) and the new state is this stream's RDD. For an event at the
+    parent's slide that its parent computed no RDD for (a `transform` that returned None), the
+    last state is the RDD again, unchanged, once there is one (PySpark's `PythonStateDStream`).
+    For any other event (a window between two slides, a parent that does not compute for the
+    event's source) nothing is updated and the stream has no RDD.
 
     Once the state changed and `CHECKPOINT_EVERY` events reached the stream since its lineage
     was last cut, it is cut again, as Spark does. With a context checkpoint directory the state
@@ -61,6 +64,8 @@ class StateDStream(DStream[Any]):
         self._state = initialRDD
         self._events_since_cut = 0
         self._changed_since_cut = False
+        #: Whether the state was updated once: before, there is no last state to give again.
+        self._updated_once = False
 
     def recovery_retention(self) -> Retention:
         """Enough batches to reach back to the last saved state."""
@@ -78,18 +83,28 @@ class StateDStream(DStream[Any]):
         return remove_interrupted_writes(self._ssc.sparkContext, os.path.join(saves, str(self._id)))
 
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
-        """The previous state updated with the parent's RDD; none if the parent has none."""
+        """The previous state updated with the parent's RDD (see the class for other events)."""
         [values] = parents
         replayed = reads.replayed_read(self)
         if replayed is not None:  # re-planned after a restart: the state as it was saved
-            return self._reload(replayed, reads)
-        self._events_since_cut += 1
-        if values is not None:
-            self._state = self._updated(values)
-            self._changed_since_cut = True
-        if self._changed_since_cut and self._events_since_cut >= CHECKPOINT_EVERY:
-            self._cut_lineage(event, reads, updated=values is not None)
-        return None if values is None else self._state
+            updated = self._reload(replayed, reads)
+        else:
+            self._events_since_cut += 1
+            updated = values is not None
+            if values is not None:
+                self._state = self._updated(values)
+                self._changed_since_cut = self._updated_once = True
+            if self._changed_since_cut and self._events_since_cut >= CHECKPOINT_EVERY:
+                self._cut_lineage(event, reads, updated=updated)
+        return self._state if updated or self._again(event) else None
+
+    def _again(self, event: Event) -> bool:
+        """Whether the last state is the RDD again: its parent gave none at one of its slides."""
+        return (
+            self._updated_once
+            and not self.between_slides(event)
+            and self.parents[0].reacts_up_to_its_slide(event.source)
+        )
 
     def _updated(self, values: RDD[Any]) -> RDD[Any]:
         """The state after the parent's `values`: every key of the previous state updated."""
@@ -135,15 +150,16 @@ class StateDStream(DStream[Any]):
         _drop_older_saves(os.path.dirname(path), f"{self._id}-", keep=2)
         return self._ssc.sparkContext.pickleFile(path)
 
-    def _reload(self, replayed: dict[str, Any], reads: Reads) -> RDD[Any] | None:
-        """The state a re-planned batch saved; its RDD if the batch updated it.
+    def _reload(self, replayed: dict[str, Any], reads: Reads) -> bool:
+        """Load the state a re-planned batch saved; whether the batch updated it.
 
         A save logged before saves said whether they updated was made by an update.
         """
         self._events_since_cut, self._changed_since_cut = 0, False
+        self._updated_once = True  # a state is saved once it changed
         reads.record(self, replayed)
         self._state = self._ssc.sparkContext.pickleFile(replayed["state"])
-        return self._state if replayed.get("updated", True) else None
+        return bool(replayed.get("updated", True))
 
 
 def _checkpoint_locally(state: RDD[Any]) -> None:
