@@ -256,6 +256,31 @@ class Backfill:
         return ticks
 
     # -- checks ------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise what running the backfill would raise before its first batch; run nothing.
+
+        What `run` refuses (`refuse_conflicts`), then what starting the context checks, the
+        inputs included: a legacy window over a parent without one regular timer
+        (`InvalidArgumentError`), an input whose directory does not exist
+        (`DirectoryNotFoundError`). So a plan (`--plan`) is printed only for a backfill that
+        would run. It fixes the graph's start as the run's start does: define nothing after it.
+
+        Examples:
+            >>> from reactive_spark import Days
+            >>> from reactive_spark.errors import DirectoryNotFoundError
+            >>> daily = ssc.timer(t0, None, Days(1), "daily")
+            >>> lines = ssc.textFileStream("/no/such/landing").count().pprint().bind(daily)
+            >>> try:
+            ...     Backfill(ssc, t0 + Days(1), t0 + Days(2)).check()
+            ... except DirectoryNotFoundError as error:
+            ...     print(str(error).split(";")[0])
+            textFileStream(/no/such/landing)[0]: directory /no/such/landing does not exist
+        """
+        self.refuse_conflicts()
+        graph = self._ssc.graph
+        graph.start(self.zero_time, self._ssc.sources)
+        graph.start_inputs()
+
     def refuse_conflicts(self) -> None:
         """Raise `BackfillConflictError` if an exactly-once output committed a planned batch.
 

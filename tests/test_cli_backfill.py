@@ -186,6 +186,32 @@ def test_a_backfill_of_a_watcher_whose_directory_does_not_exist_is_refused(
     ]
 
 
+@pytest.mark.parametrize("plan", [True, False])
+def test_a_plan_of_a_run_that_cannot_start_says_why_as_the_run_does(
+    sc: SparkContext, tmp_path: Path, capsys: pytest.CaptureFixture[str], plan: bool
+) -> None:
+    """The plan listed the batches of a run that failed at once (an input over a directory that
+    does not exist): it now fails with the run's one line."""
+    app = tmp_path / ("planned_missing_app.py" if plan else "run_missing_app.py")
+    missing = tmp_path / "no-such-input"
+    app.write_text(
+        "from datetime import UTC, datetime\n"
+        "from reactive_spark import Days\n"
+        "def build(ssc):\n"
+        "    daily = ssc.timer(datetime(2026, 1, 1, tzinfo=UTC), None, Days(1), 'daily')\n"
+        f"    ssc.textFileStream({str(missing)!r}).count().pprint().bind(daily)\n"
+    )
+    window = ["--from", "2026-01-02", "--to", "2026-01-03", *(["--plan"] if plan else [])]
+    assert main(["backfill", str(app), *window]) == 1
+    captured = capsys.readouterr()
+    assert "2026-01-02" not in captured.out  # no batch listed, none run
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert lines == [
+        f"the backfill could not run: textFileStream({missing})[0]: directory {missing} does "
+        "not exist; create it before starting the StreamingContext"
+    ]
+
+
 MISTAKES = {
     "a bad --from": (
         ["--from", "last monday", "--to", "2026-01-12"],

@@ -48,11 +48,12 @@ async def backfill(args: argparse.Namespace) -> int:
     except ReactiveSparkError as exc:  # the program's functions, as it plans
         print_error(f"the backfill could not run: {exc}")
         return 1
-    if args.plan:
-        for batch in planned.batches:
-            print(batch)
-        return 0
     try:
+        if args.plan:  # only what would run: a run that fails at once says so, as it would
+            planned.check()
+            for batch in planned.batches:
+                print(batch)
+            return 0
         with backfill_progress(len(planned.batches)) as progress:
             report = await ssc.backfill(
                 first,
