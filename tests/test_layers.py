@@ -17,7 +17,7 @@ PACKAGE = ROOT / "reactive_spark"
 LAYERS: list[set[str]] = [
     {"errors", "_validation", "_callbacks", "_collector", "_libc"},
     {"time", "clock", "offsets", "failures", "blocking"},
-    {"events", "listener", "runtime", "deadlines"},
+    {"events", "listener", "runtime", "deadlines", "running_output"},
     {"sources", "operators"},
     {"dependencies", "dstream", "log"},
     {"jobs"},

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -38,6 +37,7 @@ from reactive_spark.errors import (
 )
 from reactive_spark.events import Event, EventSource, require_source
 from reactive_spark.offsets import HasOffsetRanges, union_log_rdds
+from reactive_spark.running_output import output_of
 from reactive_spark.runtime import Runtime
 from reactive_spark.time import Duration, Time
 
@@ -498,31 +498,11 @@ class ForEachDStream(DStream[Any]):
         return []
 
 
-#: The event of the batch whose output job runs in this thread (`running_output`).
-_RUNNING_OUTPUT: ContextVar[Event | None] = ContextVar("running_output", default=None)
-
-
-def running_output() -> Event | None:
-    """The event of the batch whose output job runs in this thread; None outside one.
-
-    What an output's function calls may know which batch it is in: a `TransactionalSink`
-    records it with its commit, so that the batch re-run after a crash is known.
-
-    Examples:
-        >>> running_output() is None  # not in an output's job
-        True
-    """
-    return _RUNNING_OUTPUT.get()
-
-
 def _run_output(
     function: Callable[[tuple[RDD[Any], ...], Any], Any], rdd: RDD[Any], event: Event
 ) -> None:
-    running = _RUNNING_OUTPUT.set(event)
-    try:
+    with output_of(event):
         function((rdd,), event)
-    finally:
-        _RUNNING_OUTPUT.reset(running)
 
 
 def _unchanged(rdd: RDD[Any]) -> RDD[Any]:

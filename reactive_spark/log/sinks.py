@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reactive_spark.dstream.base import running_output
 from reactive_spark.errors import InvalidArgumentError, ReactiveSparkError
 from reactive_spark.offsets import OffsetRange
+from reactive_spark.running_output import running_output
 
 if TYPE_CHECKING:
     from pyspark import RDD
