@@ -9,9 +9,11 @@ The checkpoint directory holds data, never code, so an upgraded application rest
 * `rdds/`: Spark's RDD checkpoints (`DStream.checkpoint`);
 * `lock`: held by the context started on the directory, until it stops (`checkpoint_lock.py`).
 
-On restart the context re-plans the recent completed batches that windows still need (without
-running their jobs), re-runs the batches that were planned but not completed with the inputs
-they recorded, fires what the sources missed during the downtime (`EventSource.between`, shaped
+A `planned` record also says, per source, the earliest batch that what windows and states keep
+reaches back to (`historyFrom`): the log keeps every batch from there. On restart the context
+re-plans the completed batches that windows and states still need (without running their
+jobs), re-runs the batches that were planned but not completed with the inputs they recorded,
+fires what the sources missed during the downtime (`EventSource.between`, shaped
 by each source's `catchUp` policy) and only then restarts the sources (`recovery.py`).
 
 Examples:
@@ -29,7 +31,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -88,6 +90,9 @@ class Recovered:
     stopped: bool = False
     completed: list[Record] = field(default_factory=list)
     unfinished: list[Record] = field(default_factory=list)
+    #: Per source, the earliest batch the latest batch's history reached back to (see
+    #: `Checkpoint.open`); None in a log written before batches said so.
+    history_from: dict[str, int] | None = None
 
 
 class Checkpoint:
@@ -106,6 +111,8 @@ class Checkpoint:
         self.directory = os.path.abspath(directory)
         self.wal_directory = os.path.join(self.directory, "wal")
         self._retention = Retention()
+        self._history: Callable[[], dict[str, int]] | None = None
+        self._history_from: dict[str, int] | None = None
         self._segment: TextIO | None = None
         self._segment_number = 0
         self._segment_records = 0
@@ -165,6 +172,10 @@ class Checkpoint:
                     ) from exc
         recovered.completed = sorted(completed.values(), key=lambda record: record["id"])
         recovered.unfinished = sorted(planned.values(), key=lambda record: record["id"])
+        batches = [*completed.values(), *planned.values()]
+        if batches:
+            latest = max(batches, key=lambda record: record["id"])
+            recovered.history_from = _history_from(latest)
         return recovered
 
     @staticmethod
@@ -183,6 +194,7 @@ class Checkpoint:
         if kind in ("planned", "done"):  # what recovery reads of a batch's record
             _require_fields(record, {"id": int, "source": str, "index": int, "time": int})
             _require_fields(record, {"event": dict, "inputs": dict})
+            _history_from(record)
         if kind in ("planned", "progress"):
             _require_fields(record, {"progress": dict})
         if kind == "planned":
@@ -264,13 +276,17 @@ class Checkpoint:
         sources: list[EventSource],
         retention: Retention,
         recovered: Recovered | None,
+        history: Callable[[], dict[str, int]] | None = None,
     ) -> None:
         """Write the metadata and start a new log segment holding what is still needed.
 
-        `retention` says how much completed history the windows need (see `Retention`).
+        `retention` says how much completed history the windows need (see `Retention`);
+        `history`, called as each batch is logged, per source the earliest batch that what
+        windows and states keep reaches back to (`DStreamGraph.history_from`): the log keeps
+        every batch from there.
         """
         with self._disk("open the write-ahead log"):
-            self._open(zero_time, sources, retention, recovered)
+            self._open(zero_time, sources, retention, recovered, history)
 
     def _disk(self, action: str) -> contextlib.AbstractContextManager[None]:
         """Turn an OSError of the block into a `CheckpointError` naming the directory."""
@@ -282,9 +298,11 @@ class Checkpoint:
         sources: list[EventSource],
         retention: Retention,
         recovered: Recovered | None,
+        history: Callable[[], dict[str, int]] | None,
     ) -> None:
         os.makedirs(self.wal_directory, exist_ok=True)
         self._retention = retention
+        self._history = history
         metadata = {
             "version": FORMAT_VERSION,
             "zeroTime": zero_time.milliseconds,
@@ -300,6 +318,7 @@ class Checkpoint:
             # every expectation it watches, so those of expectations gone are dropped
             self._last_instance_id = recovered.last_instance_id
             self._stopped = recovered.stopped
+            self._history_from = recovered.history_from
         self._roll()
 
     def _roll(self) -> None:
@@ -333,24 +352,32 @@ class Checkpoint:
             os.remove(self._segment_path(number))
 
     def _needed(self) -> list[Record]:
-        """The completed batches windows may need (the last `count` per source, and more).
+        """The completed batches windows and states may need (see `open`).
 
-        Also every batch within the retention's `duration` of the latest one, and each input's
-        last read: where it goes on from after a restart, even when its source's later
-        batches read nothing of it (the read failed).
+        Every batch of a source from the earliest one the latest batch's history reaches
+        back to; the last `count` of each source, every batch within the retention's
+        `duration` of the latest one; and each input's last read: where it goes on from after
+        a restart, even when its source's later batches read nothing of it (the read failed).
         """
         records = sorted(self._recent.values(), key=lambda record: record["id"])
         if not records:
             return []
         horizon = records[-1]["time"] - self._retention.duration.milliseconds
         keep = max(self._retention.count, 1)
+        history = self._history_from or {}
         seen: dict[str, int] = {}
         read: set[str] = set()  # inputs whose last read is in a later record
         needed = []
         for record in reversed(records):
-            seen[record["source"]] = seen.get(record["source"], 0) + 1
+            source = record["source"]
+            seen[source] = seen.get(source, 0) + 1
             inputs = record["inputs"].keys()
-            if seen[record["source"]] <= keep or record["time"] >= horizon or inputs - read:
+            if (
+                seen[source] <= keep
+                or record["time"] >= horizon
+                or record["id"] >= history.get(source, record["id"] + 1)
+                or inputs - read
+            ):
                 needed.append(record)
             read.update(inputs)
         return needed[::-1]
@@ -379,6 +406,8 @@ class Checkpoint:
             "inputs": batch.inputs,
             "progress": self._progress,
         }
+        if self._history is not None:
+            record["historyFrom"] = self._history_from = self._history()
         self._planned[event.instanceId] = record
         self._last_instance_id = max(self._last_instance_id, event.instanceId)
         self._stopped = False
@@ -472,6 +501,18 @@ class Checkpoint:
         assert self._segment is not None
         self._segment.flush()
         os.fsync(self._segment.fileno())
+
+
+def _history_from(record: Record) -> dict[str, int] | None:
+    """The batch record's `historyFrom`, checked (None in records written before it was)."""
+    history = record.get("historyFrom")
+    if history is None:
+        return None
+    if not isinstance(history, dict) or not all(
+        isinstance(first, int) and not isinstance(first, bool) for first in history.values()
+    ):
+        raise CheckpointError(f"historyFrom must map sources to instance ids, got {history!r:.80}")
+    return history
 
 
 def _require_fields(record: Record, types: dict[str, type]) -> None:

@@ -5,12 +5,14 @@
 * `TimeWindowDependency`: a window over the parent's RDDs, bounded in time.
 
 Each dependency also says how much of the parent's history it needs (`retention`), so streams
-forget everything else after each event and memory stays flat.
+forget everything else after each event and memory stays flat, and which of the parent's
+batches what it passed on came from (`reaches`), so a checkpoint keeps what a restart rebuilds.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark import RDD
 
     from reactive_spark.dstream.base import DStream
-    from reactive_spark.dstream.memory import Generated
+    from reactive_spark.dstream.memory import Generated, Reach
     from reactive_spark.events import Event
     from reactive_spark.graph import DStreamGraph
 
@@ -69,8 +71,19 @@ class Dependency(ABC):
         """What the parent must remember for this dependency (default: nothing past `event`)."""
         return Retention()
 
+    def reaches(self, event: Event) -> list[Reach]:
+        """The batches a restart plans again to rebuild what this passed on for `event`.
+
+        Default: those of the parent's RDD for `event` (see `StreamMemory.reach_of`).
+        """
+        reach = self.parent.latest_reach(event)
+        return [] if reach is None else [reach]
+
     def prepare(self, graph: DStreamGraph) -> None:  # noqa: B027
         """Finish configuration once the whole graph is known (at start; default: nothing)."""
+
+    #: Whether it passes on nothing but the parent's RDD for the same event.
+    same_event = False
 
     #: Whether the dependency keeps state across events that a restart must restore (windows
     #: remember what they emitted); such state is recorded with every batch.
@@ -95,9 +108,19 @@ class Dependency(ABC):
 class EventDependency(Dependency):
     """The parent's RDD for the same event, or none (every ordinary transformation)."""
 
+    same_event = True
+
     def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
         """The parent's RDD for `event`."""
         return parent_rdd
+
+
+def _reaches(window: Sequence[Generated]) -> list[Reach]:
+    """The batches a restart plans again to rebuild the parent RDDs of `window`."""
+    return [
+        {item.event.source.name: item.event.instanceId or 0} if item.reach is None else item.reach
+        for item in window
+    ]
 
 
 def _union(parent: DStream[Any], window: list[Generated]) -> RDD[Any] | None:
@@ -133,6 +156,8 @@ class TailDependency(Dependency):
         self.slideLength = slideLength
         self.skipLength = skipLength
         self._emitted_at = 0
+        #: The parent RDDs of the window emitted for the latest event (none if none was).
+        self.united: Sequence[Generated] = ()
 
     stateful = True
 
@@ -148,11 +173,17 @@ class TailDependency(Dependency):
         """The window due at `event`, if one is due and non-empty."""
         generated = self.parent.generatedCount
         if generated - self._emitted_at < self.slideLength:
+            self.united = ()
             return None
         self._emitted_at = generated
         history = self.parent.generated_up_to(event.time)
         kept = history[: len(history) - self.skipLength] if self.skipLength else history
-        return _union(self.parent, kept[-self.windowLength :])
+        self.united = window = kept[-self.windowLength :]
+        return _union(self.parent, window)
+
+    def reaches(self, event: Event) -> list[Reach]:
+        """Those of the parent RDDs of the window emitted for `event`, if one was."""
+        return _reaches(self.united)
 
     def retention(self) -> Retention:
         """The last `windowLength + skipLength` parent RDDs."""
@@ -251,6 +282,8 @@ class TimeWindowDependency(Dependency):
         self.slide_duration = slide_duration
         self._origin = origin
         self._last_emitted_end: Time | None = None
+        #: The parent RDDs of the window emitted for the latest event (none if none was).
+        self.united: Sequence[Generated] = ()
 
     stateful = True
 
@@ -271,6 +304,7 @@ class TimeWindowDependency(Dependency):
 
     def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
         """The latest complete window not emitted yet, if any and non-empty."""
+        self.united = ()
         last_end = event.time.floor(self.slide_duration, self.origin)
         before = [item for item in self.parent.generated_up_to(event.time) if item.time < last_end]
         if not before:
@@ -284,7 +318,12 @@ class TimeWindowDependency(Dependency):
         if not window:
             return None
         self._last_emitted_end = end
+        self.united = window
         return _union(self.parent, window)
+
+    def reaches(self, event: Event) -> list[Reach]:
+        """Those of the parent RDDs of the window emitted for `event`, if one was."""
+        return _reaches(self.united)
 
     def retention(self) -> Retention:
         """The parent RDDs within one window and one slide of the latest event."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactive_spark.dependencies import LegacyWindowDependency, Retention
 from reactive_spark.dstream.inputs import ReceiverInputDStream
+from reactive_spark.dstream.memory import Reach
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.planning import Plan, reached
@@ -159,8 +160,14 @@ class DStreamGraph:
                 "output (foreachRDD, saveAsTextFiles, pprint) or bind a stream to a source",
             )
 
-    def start(self, zeroTime: Time, sources: list[EventSource]) -> None:
-        """Fix zero time, the streams' memory needs and the order of simultaneous events."""
+    def start(
+        self, zeroTime: Time, sources: list[EventSource], *, checkpointed: bool = False
+    ) -> None:
+        """Fix zero time, the streams' memory needs and the order of simultaneous events.
+
+        When `checkpointed`, the streams whose RDDs reach back past their own event, and those
+        they feed, follow what a restart must rebuild (`history_from`).
+        """
         self.validate()
         self.zero_time = zeroTime
         for streams in self._bindings.values():
@@ -174,6 +181,12 @@ class DStreamGraph:
             stream.require_retention(remembered)
             for dependency in stream.dependencies:
                 dependency.parent.require_retention(dependency.retention())
+        if checkpointed:
+            tracked: set[int] = set()
+            for stream in self.streams:  # parents first
+                if stream.reaches_back or any(parent.id in tracked for parent in stream.parents):
+                    tracked.add(stream.id)
+                    stream.track_history()
         for source, rank in self._lineage_ranks(sources).items():
             source.rank = rank
 
@@ -400,6 +413,17 @@ class DStreamGraph:
         for stream in self.streams:
             needed = needed.merge(stream.recovery_retention())
         return needed
+
+    def history_from(self) -> Reach:
+        """Per source, its earliest batch a restart plans again to rebuild what streams keep.
+
+        What windows, states and `remember` keep reaches back to it (with `start(...,
+        checkpointed=True)`; the worker thread asks it, between batches).
+        """
+        reach: Reach = {}
+        for stream in self.streams:
+            stream.history_reach(reach)
+        return reach
 
     def plan_of(self, source: EventSource) -> Plan:
         """The plan the events of `source` are planned by, live or again from a checkpoint.

@@ -186,7 +186,9 @@ class Lifecycle:
                 {} if recovered is None else recovered.deadlines,
                 None if self._checkpoint is None else self._checkpoint.deadline,
             )
-        self._graph.start(self.zero_time, self._runtime.sources)
+        self._graph.start(
+            self.zero_time, self._runtime.sources, checkpointed=self._checkpoint is not None
+        )
         await self._blocking.run(self._graph.make_plans)
         await self._blocking.run(self._graph.start_inputs)
         self._failures.attach(loop)

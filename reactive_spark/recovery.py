@@ -174,7 +174,12 @@ async def resume(
     if recovered is not None:
         scheduler.order.resume_after(recovered.last_instance_id)
     await runtime.run_blocking(
-        checkpoint.open, ssc.zeroTime, ssc.sources, graph.retention(), recovered
+        checkpoint.open,
+        ssc.zeroTime,
+        ssc.sources,
+        graph.retention(),
+        recovered,
+        graph.history_from,
     )
     scheduler.add_batch_hooks(checkpoint.planned, checkpoint.completed)
     scheduler.add_dropped_hook(checkpoint.dropped)

@@ -14,11 +14,19 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Days, Event, Hours, Minutes, StreamingContext, StreamingListener, Time
+from reactive_spark import (
+    Days,
+    Event,
+    Hours,
+    Minutes,
+    StreamingContext,
+    StreamingListener,
+    Time,
+)
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.log import FileLog
 
-from .helpers import virtual
+from .helpers import ran, virtual
 
 T0 = Time.fromDatetime(datetime(2026, 1, 5, tzinfo=UTC))
 WEEKS = 4
@@ -310,3 +318,95 @@ async def test_a_restart_after_a_failed_read_goes_on_where_the_stream_stopped(
     await second.stop(stopSparkContext=False)
     assert before == [[0, 1, 2]]
     assert after == [[3, 4, 5, 6, 7, 8]]
+
+
+class Crash(BaseException):
+    """Stands for the driver dying in the middle of a batch."""
+
+
+Windows = list[tuple[int, list[Any]]]
+#: How long the runs that restart windows over a long history last, in days.
+HISTORY_DAYS = 30
+
+
+def reaching_back(
+    ssc: StreamingContext, kind: str, windows: Windows, crash_day: int | None
+) -> None:
+    """A daily stream, a window over history that reaches back past the window, and a crash.
+
+    `chained`: a window over a window, which reaches twice as far back as it counts;
+    `sparse`: a window over a parent with an RDD every third day only; `state`: a window over
+    an updateStateByKey state, which reaches back to its last save.
+    """
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    numbers = ssc.queueStream([[day] for day in range(1, HISTORY_DAYS + 1)])
+
+    def beat(time: datetime, rdd: Any, event: Event) -> None:
+        if day_of(event) == crash_day:
+            raise Crash
+
+    numbers.foreachRDD(beat).bind(daily)
+    if kind == "chained":
+        windowed = numbers.window(Days(2), Days(2)).window(Days(8), Days(4))
+    elif kind == "sparse":
+        windowed = numbers.transform(
+            lambda time, rdd, event: rdd if day_of(event) % 3 == 0 else None
+        ).tailWindow(4)
+    else:
+        windowed = (
+            numbers.map(lambda day: ("total", day))
+            .updateStateByKey(lambda new, total: sum(new) + (total or 0))
+            .window(Days(4), Days(2))
+        )
+    windowed.foreachRDD(
+        lambda time, rdd, event: windows.append((day_of(event), sorted(rdd.collect())))
+    ).bind(daily)
+
+
+async def restarted_on(
+    sc: SparkContext, checkpoint: str, kind: str, day: int, *, graceful: bool
+) -> Windows:
+    """The windows of a run that crashes on `day` (or stops then) and restarts at once."""
+    windows: Windows = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    reaching_back(first, kind, windows, None if graceful else day)
+    await first.start()
+    if graceful:
+        await first.runUntil(T0 + Days(day))
+    else:
+        with pytest.raises(Crash):
+            await first.advanceTo(T0 + Days(HISTORY_DAYS))
+    await first.stop(stopSparkContext=False, stopGracefully=graceful)
+    second = virtual(sc, start=T0 + Days(day), checkpoint=checkpoint)
+    reaching_back(second, kind, windows, None)
+    await ran_and_stopped(second, T0 + Days(HISTORY_DAYS))
+    return windows
+
+
+async def ran_and_stopped(ssc: StreamingContext, until: Time) -> None:
+    """Start `ssc` and run it until `until` (raising any failure); stop it whatever happened."""
+    await ssc.start()
+    try:
+        await ssc.runUntil(until)
+    finally:
+        await ssc.stop(stopSparkContext=False)
+
+
+@pytest.mark.parametrize(
+    ("kind", "days"), [("chained", [9, 12, 17, 22]), ("sparse", [9, 12, 17]), ("state", [12, 22])]
+)
+async def test_windows_over_a_history_longer_than_they_count_survive_a_restart(
+    sc: SparkContext, tmp_path: Path, kind: str, days: list[int]
+) -> None:
+    """A window over a window, over a sparse parent or over a state needs more past batches
+    than it counts: after a crash or a stop, the log still held them all."""
+    uninterrupted: Windows = []
+    reference = virtual(sc, start=T0)
+    reaching_back(reference, kind, uninterrupted, None)
+    await ran(reference, T0 + Days(HISTORY_DAYS))
+    assert len(uninterrupted) >= 7
+    for day in days:
+        for graceful in (False, True):
+            checkpoint = str(tmp_path / f"checkpoint-{day}-{graceful}")
+            restarted = await restarted_on(sc, checkpoint, kind, day, graceful=graceful)
+            assert restarted == uninterrupted, (day, "stop" if graceful else "crash")

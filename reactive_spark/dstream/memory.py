@@ -3,6 +3,10 @@
 The event's plan hands each RDD a stream generates to its `registrar()`, batch by batch; after
 batches, the graph has each stream `clear_metadata`: it forgets what no dependency or `remember`
 needs any more (`require_retention`), so memory stays flat.
+
+With a checkpoint, the streams whose RDDs reach back past their own event (windows, states and
+what derives from them) also remember, with each RDD, the batches a restart must plan again to
+rebuild it (`track_history`): the checkpoint's log keeps those (`history_reach`).
 """
 
 from __future__ import annotations
@@ -25,12 +29,29 @@ from reactive_spark.time import Duration, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
+    from reactive_spark.dependencies import Dependency
     from reactive_spark.dstream.base import DStream
     from reactive_spark.runtime import Runtime
 
-__all__ = ["Generated", "StreamMemory"]
+__all__ = ["Generated", "Reach", "StreamMemory", "merge_reach"]
 
 T = TypeVar("T")
+
+#: Per source name, the instance id of the source's earliest batch that a restart must plan
+#: again (with all its later ones) to rebuild an RDD.
+Reach = dict[str, int]
+
+
+def merge_reach(into: Reach, other: Reach) -> None:
+    """Make `into` reach back as far as `other` too."""
+    for name, first in other.items():
+        if first < into.get(name, first + 1):
+            into[name] = first
+
+
+def _reach_of_event(event: Event) -> Reach:
+    """The batch of `event` alone."""
+    return {event.source.name: event.instanceId or 0}
 
 
 @dataclass(slots=True)
@@ -39,6 +60,9 @@ class Generated:
 
     event: Event
     rdd: RDD[Any]
+    #: The batches a restart plans again to rebuild it (see `StreamMemory.reach_of`); None:
+    #: its event's alone.
+    reach: Reach | None = None
 
     @property
     def time(self) -> Time:
@@ -52,6 +76,7 @@ class StreamMemory(Generic[T]):
     if TYPE_CHECKING:
         _ssc: StreamingContext
         _runtime: Runtime
+        dependencies: list[Dependency]
 
         @property
         def name(self) -> str:
@@ -68,6 +93,8 @@ class StreamMemory(Generic[T]):
         self._since_checkpoint: tuple[Time, int] | None = None
         self._retention = Retention()
         self._keep_count, self._keep_milliseconds = 1, 0
+        #: With `track_history`, the reach of each RDD in `_generated`, in the same order.
+        self._reaches: deque[Reach] | None = None
 
     @property
     def checkpointed(self) -> bool:
@@ -109,15 +136,73 @@ class StreamMemory(Generic[T]):
         self._generated.append((event, rdd))
         self.generatedCount += 1
 
+    def _register_tracked(self, event: Event, rdd: RDD[Any]) -> None:
+        """Remember the RDD's reach, then register it (see `track_history`)."""
+        assert self._reaches is not None
+        self._reaches.append(self.reach_of(event))
+        if self._storage_level is not None or self.checkpointed:
+            self._register(event, rdd)
+        else:
+            self._keep_generated(event, rdd)
+
     def registrar(self) -> Callable[[Event, RDD[Any]], None]:
         """What the plan calls with each RDD this stream generates (fixed at start).
 
         Persist, checkpoint and remember it; only remember it when the stream neither persists
-        nor checkpoints.
+        nor checkpoints. With `track_history`, remember its reach too.
         """
+        if self._reaches is not None:
+            return self._register_tracked
         if self._storage_level is not None or self.checkpointed:
             return self._register
         return self._keep_generated
+
+    # -- what a restart rebuilds -------------------------------------------------------------
+    @property
+    def reaches_back(self) -> bool:
+        """Whether an RDD of this stream may come from batches before its event's (a window)."""
+        return any(not dependency.same_event for dependency in self.dependencies)
+
+    def track_history(self) -> None:
+        """Remember, with each RDD from now on, the batches a restart plans again to rebuild it.
+
+        The graph asks it, before the plans are made, of the streams that reach back past
+        their event and of every stream they feed, when the context has a checkpoint.
+        """
+        self._reaches = deque()
+
+    def reach_of(self, event: Event) -> Reach:
+        """The batches a restart plans again to rebuild this stream's RDD for `event`.
+
+        The event's own, and those of what its dependencies passed on for it.
+        """
+        reach = _reach_of_event(event)
+        for dependency in self.dependencies:
+            for other in dependency.reaches(event):
+                merge_reach(reach, other)
+        return reach
+
+    def latest_reach(self, event: Event) -> Reach | None:
+        """The reach of the RDD generated for `event` if it is the latest, and tracked."""
+        reaches, generated = self._reaches, self._generated
+        if reaches is None or not generated or generated[-1][0] is not event:
+            return None
+        return reaches[-1]
+
+    def history_reach(self, into: Reach) -> None:
+        """Add to `into` the batches a restart plans again to rebuild what this stream keeps.
+
+        What it remembers for windows, states and `remember` (a stream that only keeps its
+        latest RDD, as every stream does, needs none of it rebuilt).
+        """
+        if not (self._retention.count or self._retention.duration.milliseconds):
+            return
+        if self._reaches is None:
+            for event, _ in self._generated:
+                merge_reach(into, _reach_of_event(event))
+        else:
+            for reach in self._reaches:
+                merge_reach(into, reach)
 
     def _checkpoint_due(self, event: Event) -> bool:
         if self._since_checkpoint is None:
@@ -134,8 +219,16 @@ class StreamMemory(Generic[T]):
 
     def generated_up_to(self, time: Time) -> list[Generated]:
         """The remembered RDDs whose events happened at or before `time`, oldest first."""
+        if self._reaches is None:
+            return [
+                Generated(event, rdd) for event, rdd in tuple(self._generated) if event.time <= time
+            ]
         return [
-            Generated(event, rdd) for event, rdd in tuple(self._generated) if event.time <= time
+            Generated(event, rdd, reach)
+            for (event, rdd), reach in zip(
+                tuple(self._generated), tuple(self._reaches), strict=True
+            )
+            if event.time <= time
         ]
 
     @property
@@ -168,10 +261,13 @@ class StreamMemory(Generic[T]):
             return ()
         horizon = event.time.milliseconds - duration
         forgotten = []
+        reaches = self._reaches
         while len(generated) > keep and (
             not duration or generated[0][0].time.milliseconds < horizon
         ):
             forgotten.append(generated.popleft()[1])
+            if reaches is not None:
+                reaches.popleft()
         return forgotten
 
     def slice(self, begin: Time | datetime | float, end: Time | datetime | float) -> list[RDD[T]]:

@@ -12,6 +12,7 @@ from pyspark import RDD, StorageLevel
 from reactive_spark.dependencies import EventDependency, Retention
 from reactive_spark.dstream.base import DStream, ParentRDDs
 from reactive_spark.dstream.files import remove_interrupted_writes, save_atomically
+from reactive_spark.dstream.memory import Reach, merge_reach
 from reactive_spark.dstream.pair import register_builder
 from reactive_spark.events import Event
 
@@ -42,8 +43,9 @@ class StateDStream(DStream[Any]):
     Once the state changed and `CHECKPOINT_EVERY` events reached the stream since its lineage
     was last cut, it is cut again, as Spark does. With a context checkpoint directory the state
     is then saved under `<checkpoint>/state/` and the save recorded with the batch, also for an
-    event without an update, so a restart loads it and re-applies only the recent batches the
-    log keeps; without one it is checkpointed locally (in memory) with its next update.
+    event without an update, so a restart loads it and re-applies the batches since, which the
+    log keeps (the state reaches back to its last save: `reach_of`); without one it is
+    checkpointed locally (in memory) with its next update.
     """
 
     def __init__(
@@ -66,6 +68,31 @@ class StateDStream(DStream[Any]):
         self._changed_since_cut = False
         #: Whether the state was updated once: before, there is no last state to give again.
         self._updated_once = False
+        #: With `track_history`: the sources whose events reach the stream, and the batches a
+        #: restart plans again to rebuild the state (from its last save or load on).
+        self._sources: list[str] = []
+        self._state_reach: Reach = {}
+
+    @property
+    def reaches_back(self) -> bool:
+        """Always: the state comes from every update since it was last saved."""
+        return True
+
+    def track_history(self) -> None:
+        """Also follow the batches the state reaches back to."""
+        super().track_history()
+        self._sources = sorted(source.name for source in self._ssc.graph.reaching(self))
+
+    def reach_of(self, event: Event) -> Reach:
+        """The batches since the state's last save (or load), and what their updates read."""
+        return dict(self._state_reach)
+
+    def _reach_from(self, event: Event) -> None:
+        """The state comes from `event`'s batch and every later one of the sources it reacts to."""
+        if self._reaches is not None:
+            first = event.instanceId or 0
+            self._state_reach = dict.fromkeys(self._sources, first)
+            self._state_reach.setdefault(event.source.name, first)
 
     def recovery_retention(self) -> Retention:
         """Enough batches to reach back to the last saved state."""
@@ -87,13 +114,15 @@ class StateDStream(DStream[Any]):
         [values] = parents
         replayed = reads.replayed_read(self)
         if replayed is not None:  # re-planned after a restart: the state as it was saved
-            updated = self._reload(replayed, reads)
+            updated = self._reload(event, replayed, reads)
         else:
             self._events_since_cut += 1
             updated = values is not None
             if values is not None:
                 self._state = self._updated(values)
                 self._changed_since_cut = self._updated_once = True
+                if self._reaches is not None:
+                    self._reach_update(event)
             if self._changed_since_cut and self._events_since_cut >= CHECKPOINT_EVERY:
                 self._cut_lineage(event, reads, updated=updated)
         return self._state if updated or self._again(event) else None
@@ -105,6 +134,13 @@ class StateDStream(DStream[Any]):
             and not self.between_slides(event)
             and self.parents[0].reacts_up_to_its_slide(event.source)
         )
+
+    def _reach_update(self, event: Event) -> None:
+        """The state reaches back to what its update for `event` read, too."""
+        if not self._state_reach:  # the first update of an empty state: every batch from here
+            self._reach_from(event)
+        for other in self.dependencies[0].reaches(event):
+            merge_reach(self._state_reach, other)
 
     def _updated(self, values: RDD[Any]) -> RDD[Any]:
         """The state after the parent's `values`: every key of the previous state updated."""
@@ -148,9 +184,10 @@ class StateDStream(DStream[Any]):
         save_atomically(state, path, lambda rdd, target: rdd.saveAsPickleFile(target))
         reads.record(self, {"state": path, "updated": updated})
         _drop_older_saves(os.path.dirname(path), f"{self._id}-", keep=2)
+        self._reach_from(event)
         return self._ssc.sparkContext.pickleFile(path)
 
-    def _reload(self, replayed: dict[str, Any], reads: Reads) -> bool:
+    def _reload(self, event: Event, replayed: dict[str, Any], reads: Reads) -> bool:
         """Load the state a re-planned batch saved; whether the batch updated it.
 
         A save logged before saves said whether they updated was made by an update.
@@ -158,6 +195,7 @@ class StateDStream(DStream[Any]):
         self._events_since_cut, self._changed_since_cut = 0, False
         self._updated_once = True  # a state is saved once it changed
         reads.record(self, replayed)
+        self._reach_from(event)
         self._state = self._ssc.sparkContext.pickleFile(replayed["state"])
         return bool(replayed.get("updated", True))
 
