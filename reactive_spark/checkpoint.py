@@ -7,6 +7,7 @@ The checkpoint directory holds data, never code, so an upgraded application rest
   `planned` record holds the event (`describe()`), what every input read, and how far every
   source had fired when the event was accepted; a `completed` record follows the jobs;
 * `rdds/`: Spark's RDD checkpoints (`DStream.checkpoint`);
+* `state/`: `updateStateByKey`'s saves, deleted here once no batch the log keeps reads them;
 * `lock`: held by the context started on the directory, until it stops (`checkpoint_lock.py`).
 
 A `planned` record also says, per source, the earliest batch that what windows and states keep
@@ -50,6 +51,8 @@ FORMAT_VERSION = 1
 #: Records in a log segment before the log is compacted into a new segment.
 SEGMENT_RECORDS = 10_000
 _SEGMENT = re.compile(r"^segment-(\d{6,})\.jsonl$")
+#: A state save's name in `state/`: `<stream id>-<instance id>` (see `dstream/state.py`).
+_STATE_SAVE = re.compile(r"^\d+-\d+$")
 
 Record = dict[str, Any]
 #: Where, in the directory, a context starting afresh sets an earlier run's checkpoint aside.
@@ -283,7 +286,7 @@ class Checkpoint:
         `retention` says how much completed history the windows need (see `Retention`);
         `history`, called as each batch is logged, per source the earliest batch that what
         windows and states keep reaches back to (`DStreamGraph.history_from`): the log keeps
-        every batch from there.
+        every batch from there, and the state saves they read.
         """
         with self._disk("open the write-ahead log"):
             self._open(zero_time, sources, retention, recovered, history)
@@ -350,6 +353,29 @@ class Checkpoint:
         self._sync()
         for number in older:
             os.remove(self._segment_path(number))
+        self._drop_unread_saves()
+
+    def _drop_unread_saves(self) -> None:
+        """Delete the state saves that no batch the log keeps reads.
+
+        Only once the batches that read them are no longer kept: a restart plans the kept
+        ones again, loading what they saved. Runs in the worker thread, between batches, when
+        every save made was logged with its batch (a save no record reads is a crash's).
+        """
+        directory = os.path.join(self.directory, STATE_SAVES)
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return
+        read = {
+            os.path.basename(path)
+            for records in (self._recent, self._planned)
+            for record in records.values()
+            for path in _saves_read(record)
+        }
+        for name in names:
+            if _STATE_SAVE.match(name) and name not in read:
+                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
 
     def _needed(self) -> list[Record]:
         """The completed batches windows and states may need (see `open`).
@@ -413,6 +439,9 @@ class Checkpoint:
         self._stopped = False
         self._append(record)
         self._sync()
+        if _saves_read(record):  # a state was saved or loaded: older saves may be unread now
+            self._recent = {record["id"]: record for record in self._needed()}
+            self._drop_unread_saves()
 
     def completed(self, batch: Batch) -> None:
         """Log that the batch's jobs ended (a batch hook); compact the log now and then."""
@@ -513,6 +542,15 @@ def _history_from(record: Record) -> dict[str, int] | None:
     ):
         raise CheckpointError(f"historyFrom must map sources to instance ids, got {history!r:.80}")
     return history
+
+
+def _saves_read(record: Record) -> list[str]:
+    """The state saves a batch record says its states saved or loaded (`dstream/state.py`)."""
+    return [
+        read["state"]
+        for read in record["inputs"].values()
+        if isinstance(read, dict) and isinstance(read.get("state"), str)
+    ]
 
 
 def _require_fields(record: Record, types: dict[str, type]) -> None:

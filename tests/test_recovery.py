@@ -19,6 +19,7 @@ from reactive_spark import (
     Event,
     Hours,
     Minutes,
+    Seconds,
     StreamingContext,
     StreamingListener,
     Time,
@@ -410,3 +411,47 @@ async def test_windows_over_a_history_longer_than_they_count_survive_a_restart(
             checkpoint = str(tmp_path / f"checkpoint-{day}-{graceful}")
             restarted = await restarted_on(sc, checkpoint, kind, day, graceful=graceful)
             assert restarted == uninterrupted, (day, "stop" if graceful else "crash")
+
+
+async def test_a_state_over_a_file_stream_restarts_after_its_saves_moved_on(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """A file stream remembers its last 60 s of batches, so the log keeps them, and the state
+    saves they read: a crash at second 45 restarts from them. Saves no kept batch reads go."""
+    logs, checkpoint = tmp_path / "logs", str(tmp_path / "checkpoint")
+    logs.mkdir()
+    for second in range(0, 80, 7):
+        stamp(logs / f"at-{second}.log", ["all", f"some-{second % 3}"], T0 + Seconds(second + 0.5))
+    end, crash_second = T0 + Seconds(90), 45
+
+    def build(ssc: StreamingContext, totals: list[tuple[int, list[Any]]], crash: bool) -> None:
+        tick = ssc.timer(T0 + Seconds(1), None, Seconds(1), "tick")
+
+        def record(time: datetime, rdd: Any, event: Event) -> None:
+            second = (event.time - T0) // Seconds(1)
+            if crash and second == crash_second:
+                raise Crash
+            totals.append((second, sorted(rdd.collect())))
+
+        ssc.textFileStream(str(logs)).map(lambda line: (line, 1)).updateStateByKey(
+            lambda new, total: sum(new) + (total or 0)
+        ).foreachRDD(record).bind(tick)
+
+    uninterrupted: list[tuple[int, list[Any]]] = []
+    reference = virtual(sc, start=T0)
+    build(reference, uninterrupted, crash=False)
+    await ran(reference, end)
+
+    totals: list[tuple[int, list[Any]]] = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, totals, crash=True)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(end)
+    await first.stop(stopSparkContext=False)
+    second = virtual(sc, start=T0 + Seconds(crash_second), checkpoint=checkpoint)
+    build(second, totals, crash=False)
+    await ran_and_stopped(second, end)
+    assert totals == uninterrupted
+    saves = os.listdir(tmp_path / "checkpoint" / "state")
+    assert 2 <= len(saves) <= 8  # the last minute's, read by the batches the log keeps

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +43,9 @@ class StateDStream(DStream[Any]):
     was last cut, it is cut again, as Spark does. With a context checkpoint directory the state
     is then saved under `<checkpoint>/state/` and the save recorded with the batch, also for an
     event without an update, so a restart loads it and re-applies the batches since, which the
-    log keeps (the state reaches back to its last save: `reach_of`); without one it is
-    checkpointed locally (in memory) with its next update.
+    log keeps (the state reaches back to its last save: `reach_of`); the checkpoint deletes a
+    save once no batch it keeps reads it. Without one it is checkpointed locally (in memory)
+    with its next update.
     """
 
     def __init__(
@@ -183,7 +183,6 @@ class StateDStream(DStream[Any]):
         path = os.path.join(saves, f"{self._id}-{event.instanceId}")
         save_atomically(state, path, lambda rdd, target: rdd.saveAsPickleFile(target))
         reads.record(self, {"state": path, "updated": updated})
-        _drop_older_saves(os.path.dirname(path), f"{self._id}-", keep=2)
         self._reach_from(event)
         return self._ssc.sparkContext.pickleFile(path)
 
@@ -207,14 +206,3 @@ def _checkpoint_locally(state: RDD[Any]) -> None:
         state.checkpoint()
     else:
         state.localCheckpoint()
-
-
-def _drop_older_saves(directory: str, prefix: str, keep: int) -> None:
-    """Delete all but the `keep` newest saves (the newest may not be logged yet)."""
-    saves = sorted(
-        (int(name[len(prefix) :]), name)
-        for name in os.listdir(directory)
-        if name.startswith(prefix) and name[len(prefix) :].isdigit()
-    )
-    for _, name in saves[:-keep]:
-        shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
