@@ -62,6 +62,8 @@ class FileLog(LogBackend):
         if not isinstance(topic, str) or not topic or "/" in topic or topic.startswith("."):
             raise InvalidArgumentError(f"topic must be a plain non-empty name, got {topic!r}")
         require_int(partitions, "partitions")
+        if self.partitions(topic):  # more partitions would send keys to other ones
+            return
         for partition in range(partitions):
             os.makedirs(self._partition_directory(topic, partition), exist_ok=True)
 
