@@ -297,6 +297,8 @@ def test_direct_stream_arguments(sc: SparkContext, log: Any) -> None:
         ssc.directStream(log, ["clicks", "clicks"])
     with pytest.raises(ValueError, match="log must be a LogBackend"):
         ssc.directStream("log", ["clicks"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="topics must be a list of topic names, got 5"):
+        ssc.directStream(log, 5)  # type: ignore[arg-type]
 
 
 async def test_records_deleted_before_they_are_read_fail_the_batch_loudly(

@@ -134,6 +134,8 @@ class DirectLogInputDStream(InputDStream):
             raise InvalidArgumentError(f"log must be a LogBackend, got {log!r}")
         if isinstance(topics, str):
             topics = [topics]
+        if not isinstance(topics, Iterable):
+            raise InvalidArgumentError(f"topics must be a list of topic names, got {topics!r}")
         self.topics = list(topics)
         if not self.topics or not all(isinstance(t, str) and t for t in self.topics):
             raise InvalidArgumentError(f"topics must be non-empty topic names, got {topics!r}")
