@@ -517,9 +517,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
     async def awaitTermination(self, timeout: float | None = None) -> None:
         """Wait until the context is stopped (or `timeout` seconds pass).
 
-        As in PySpark, a job failure (or a failed source) raises `JobFailedError` here with the
-        first failure since the last one raised; the context keeps running, so a caller that
-        catches it may wait again. A scheduler crash is re-raised.
+        As in PySpark, a job failure (or a failed source) raises `JobFailedError` here: the
+        earliest failure not raised yet, each once (the first 100 waiting are kept for it); the
+        context keeps running, so a caller that catches it may wait again and get the next. A
+        scheduler crash is re-raised.
 
         Examples:
             >>> import asyncio
@@ -541,7 +542,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
     async def awaitTerminationOrTimeout(self, timeout: float | None) -> bool:
         """Wait up to `timeout` seconds for the context to stop; True if it stopped.
 
-        Raises the first failure not raised yet, as `awaitTermination` does.
+        Raises the earliest failure not raised yet, as `awaitTermination` does.
         """
         if self._runtime.state == INITIALIZED or not self._failures.attached:
             raise ContextStateError("cannot await termination: the StreamingContext is not started")

@@ -17,6 +17,7 @@ import asyncio
 import re
 import threading
 import traceback as _traceback
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -230,11 +231,17 @@ class SourceErrorInfo(Failure):
         )
 
 
+#: Failures kept for `awaitTermination` to raise, one per call: past these, a failure is still
+#: logged, told to listeners and returned by `advanceTo`, but not raised.
+MAX_UNRAISED = 100
+
+
 class FailureLedger:
     """The failures of one context not raised or returned yet, its crash, and its end.
 
-    Failures arrive from any thread (`note`). `awaitTermination` raises the first one not
-    raised yet (`raise_pending`, as PySpark does), then a scheduler crash; on a virtual clock
+    Failures arrive from any thread (`note`). `awaitTermination` raises the earliest one not
+    raised yet (`raise_pending`, as PySpark does; the first `MAX_UNRAISED` of those waiting),
+    then a scheduler crash; on a virtual clock
     `advanceTo` returns every one since it last returned (`take_unreturned`). `wait` is the
     waiting behind `awaitTerminationOrTimeout`: woken by a failure, a crash or the end.
 
@@ -247,7 +254,7 @@ class FailureLedger:
     def __init__(self, *, returns_failures: bool) -> None:
         self._returns = returns_failures  # on a virtual clock: `advanceTo` returns them
         self._lock = threading.Lock()
-        self._unraised: Failure | None = None
+        self._unraised: deque[Failure] = deque()
         self._unreturned: list[Failure] = []
         #: The error that crashed the scheduler, if it crashed.
         self.crash: BaseException | None = None
@@ -267,13 +274,13 @@ class FailureLedger:
         return self._ended is not None
 
     def note(self, failure: Failure) -> None:
-        """Keep `failure` for `advanceTo` and, if it is the first, for `awaitTermination`."""
+        """Keep `failure` for `advanceTo`, and for `awaitTermination` unless too many wait."""
         with self._lock:
             if self._returns:
                 self._unreturned.append(failure)
-            if self._unraised is not None:
+            if len(self._unraised) >= MAX_UNRAISED:
                 return
-            self._unraised = failure
+            self._unraised.append(failure)
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._wake)
@@ -296,9 +303,9 @@ class FailureLedger:
         return failures
 
     def raise_pending(self) -> None:
-        """Raise `JobFailedError` with the first failure not raised yet, else the crash, if any."""
+        """Raise `JobFailedError` with the earliest failure not raised yet, else the crash."""
         with self._lock:
-            failure, self._unraised = self._unraised, None
+            failure = self._unraised.popleft() if self._unraised else None
         if failure is not None:
             raise JobFailedError([failure])
         if self.crash is not None:

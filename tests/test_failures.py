@@ -118,6 +118,30 @@ async def test_a_plan_failure_completes_its_batch_with_the_error(sc: SparkContex
     assert batch.failures == [failure] and batch.completedTime is not None
 
 
+async def test_await_termination_raises_every_failure_once_in_order(sc: SparkContext) -> None:
+    """Failures that came before anyone waited are each raised, earliest first: a second one
+    that failed while the first was not raised yet was dropped (`reactive-spark run` printed
+    only some of the batches that failed as it stopped)."""
+    ssc = virtual(sc, Seconds(1), start=T0)
+
+    def fails(time: Any, rdd: Any) -> None:
+        raise ValueError(f"batch {time.second}")  # a datetime, as pyspark's
+
+    ssc.queueStream([], default=[1]).foreachRDD(fails)
+    await ssc.start()
+    try:
+        await ssc.advanceTo(T0 + Seconds(3))
+        raised = []
+        for _ in range(3):
+            with pytest.raises(JobFailedError) as failed:
+                await ssc.awaitTerminationOrTimeout(0)
+            raised.append(str(failed.value.failures[0].userError.message))
+        assert raised == ["batch 1", "batch 2", "batch 3"]
+        assert await ssc.awaitTerminationOrTimeout(0) is False  # none left, and still running
+    finally:
+        await ssc.stop(stopSparkContext=False)
+
+
 async def test_operator_functions_listeners_and_observables_that_fail_are_reported(
     sc: SparkContext,
 ) -> None:

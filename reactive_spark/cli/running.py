@@ -225,16 +225,19 @@ async def supervise(ssc: StreamingContext, deadline: Time | None, stopping: asyn
 
 
 async def failed_while_stopping(ssc: StreamingContext) -> int:
-    """1 if a batch the graceful stop let finish failed (printed), else 0.
+    """How many batches the graceful stop let finish failed (each printed).
 
     `supervise` stops waiting when the stop begins; what fails after is still the run's.
     """
-    try:
-        await ssc.awaitTerminationOrTimeout(0)
-    except JobFailedError as failure:
-        print_error(failure.failures[0].describe())
-        return 1
-    return 0
+    failed = 0
+    while True:
+        try:
+            await ssc.awaitTerminationOrTimeout(0)
+        except JobFailedError as failure:
+            print_error(failure.failures[0].describe())
+            failed += 1
+        else:
+            return failed
 
 
 async def catching_up(ssc: StreamingContext) -> None:
