@@ -172,6 +172,23 @@ def test_an_unreachable_master_is_one_line_before_spark_starts(tmp_path: Path) -
     ]
 
 
+def test_a_master_spark_does_not_take_is_one_line_before_spark_starts(tmp_path: Path) -> None:
+    """Spark's JVM refused it with its stack trace, then Python's 30 more lines."""
+    (tmp_path / "app.py").write_text("def build(ssc):\n    pass\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "reactive_spark", "run", "app.py", "--master", "bogus://x"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "--master must be yarn or start with local, spark:// or k8s:// (Spark's rule), got "
+        "'bogus://x'"
+    ]
+
+
 def test_a_master_that_never_registers_the_application_is_one_line(tmp_path: Path) -> None:
     """A server that takes Spark's connection and never answers: Spark alone would ask for a
     minute, then fail every batch."""

@@ -43,7 +43,7 @@ def spark(
     # as it connects, so only what this command was told is set here
     submitted = SUBMITTED in os.environ
     if master is not None:
-        conf.setMaster(master)
+        conf.setMaster(require_master(master))
     elif not submitted:
         conf.setMaster("local[*]")
     if not submitted:
@@ -67,6 +67,28 @@ def spark(
     for path in pyFiles:
         sc.addPyFile(path)
     return sc
+
+
+def require_master(master: str) -> str:
+    """`master` if Spark takes it as a master URL, else raise `InvalidArgumentError`.
+
+    Spark's own check comes from a JVM that exits with its stack trace, before Python's.
+
+    Examples:
+        >>> require_master("local[2]")
+        'local[2]'
+        >>> require_master("bogus://x")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: --master must be yarn or start with \
+local, spark:// or k8s:// (Spark's rule), got 'bogus://x'
+    """
+    if master != "yarn" and not master.startswith(("local", "spark://", "k8s://")):
+        raise InvalidArgumentError(
+            "--master must be yarn or start with local, spark:// or k8s:// (Spark's rule), "
+            f"got {master!r}"
+        )
+    return master
 
 
 class SparkStartError(ReactiveSparkError):
