@@ -268,6 +268,13 @@ async def test_the_console_embeds_in_a_host_application(sc: SparkContext) -> Non
     for bad in ("", "/", "reactive", "//elsewhere"):  # aiohttp mounts nothing at the root
         with pytest.raises(InvalidArgumentError, match=f"prefix must be a path under .*{bad!r}"):
             setup(web.Application(), StreamingContext(sc, None), prefix=bad)
+    for unreachable in ("/a b", "/caf\u00e9", "/a/../b", "/a//b", "/50%"):  # every request 404
+        with pytest.raises(InvalidArgumentError, match=f"prefix {unreachable!r} cannot be"):
+            setup(web.Application(), StreamingContext(sc, None), prefix=unreachable)
+    host = web.Application()
+    setup(host, StreamingContext(sc, None), prefix="/ops/reactive")
+    with pytest.raises(InvalidArgumentError, match="prefix '/ops/reactive/' is taken in app"):
+        setup(host, StreamingContext(sc, None), prefix="/ops/reactive/")
 
 
 async def test_a_context_started_elsewhere_is_left_running_until_the_host_stops(

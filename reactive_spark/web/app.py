@@ -9,6 +9,7 @@ call `setup(host, ssc, prefix="/reactive")`. The host application's start starts
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
@@ -67,6 +68,11 @@ def _refuse_any_host_without_auth(
         )
 
 
+#: What a prefix's segments may hold: the characters a URL path carries unescaped (RFC 3986),
+#: so that the requests for the console reach it.
+_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@-]+")
+
+
 def _prefix(prefix: str, *, mounted: bool = False) -> str:
     """`prefix` without its trailing slash; `mounted` (by `setup`) it may not be the root."""
     valid = isinstance(prefix, str) and (not prefix or prefix.startswith("/"))
@@ -77,6 +83,13 @@ def _prefix(prefix: str, *, mounted: bool = False) -> str:
             if mounted
             else f"prefix must be '' or a path such as '/reactive', got {prefix!r}"
         )
+    segments = prefix.rstrip("/")[1:].split("/") if prefix.rstrip("/") else []
+    for segment in segments:
+        if segment in (".", "..") or not _PREFIX_SEGMENT.fullmatch(segment):
+            raise InvalidArgumentError(
+                f"prefix {prefix!r} cannot be reached: each segment must be letters, digits "
+                "or -._~!$&'()*+,;=:@ (what a URL path carries unescaped), neither '.' nor '..'"
+            )
     return prefix.rstrip("/")
 
 
@@ -164,7 +177,9 @@ def setup(
 
     Raises:
         InvalidArgumentError: `prefix` is not a path under the host's root (`''` and `'/'`
-            included: aiohttp mounts no sub-application there), or as `create_app`.
+            included: aiohttp mounts no sub-application there), holds what a URL path
+            carries escaped (no request would reach it), or is taken in `app` already; or as
+            `create_app`.
 
     Examples:
         >>> from aiohttp import web
@@ -174,6 +189,11 @@ def setup(
     if not isinstance(app, web.Application):
         raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
     mount = _prefix(prefix, mounted=True)
+    if any(resource.canonical == mount for resource in app.router.resources()):
+        raise InvalidArgumentError(
+            f"prefix {prefix!r} is taken in app already (a console mounted there?): mount this "
+            "one under another prefix"
+        )
     console = create_app(
         ssc,
         prefix=prefix,
