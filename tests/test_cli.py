@@ -88,6 +88,10 @@ MISTAKES = {
     "no such file": (["run", "nosuch.py"], "MODULE 'nosuch.py' is not a file"),
     "no such module": (["run", "nosuch"], "no module named 'nosuch'"),
     "no such function": (["run", "app.py:nosuch"], "app.py has no function 'nosuch'"),
+    "a FUNC that is not a function": (
+        ["run", "app.py:DAYS"],
+        "app.py:DAYS must be a function, got int 5",
+    ),
     "a bad --until": (
         ["run", "app.py", "--until", "banana"],
         "--until must be an ISO time or a duration such as 90s, 10m, 2h, got 'banana'",
@@ -121,7 +125,8 @@ def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_pat
     (tmp_path / "app.py").write_text(
         "def build(ssc):\n    pass\n\n\n"
         "def report(ssc, days):\n    pass\n\n\n"
-        "def nothing():\n    pass\n"
+        "def nothing():\n    pass\n\n\n"
+        "DAYS = 5\n"
     )
     (tmp_path / "broken.py").write_text('raise RuntimeError("boom")\n')
     # were Spark started, it would fail otherwise, and loudly: there is no Spark where it looks

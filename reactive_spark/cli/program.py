@@ -55,8 +55,12 @@ def load(target: str) -> Callable[..., Any]:
         sys.path.insert(0, os.getcwd())
         module = importing(module_name, lambda: importlib.import_module(module_name))
     found = getattr(module, function, None)
-    if not callable(found):
+    if found is None:
         raise InvalidArgumentError(f"{module_name} has no function {function!r}")
+    if not callable(found):
+        raise InvalidArgumentError(
+            f"{module_name}:{function} must be a function, got {type(found).__name__} {found!r}"
+        )
     require_one_argument(found, f"{module_name}:{function}", function)
     return found  # type: ignore[no-any-return]
 
