@@ -158,6 +158,8 @@ class TailDependency(Dependency):
         self._emitted_at = 0
         #: The parent RDDs of the window emitted for the latest event (none if none was).
         self.united: Sequence[Generated] = ()
+        #: Whether a window was due at the latest event (at a slide), empty or not.
+        self.due = False
 
     stateful = True
 
@@ -172,7 +174,8 @@ class TailDependency(Dependency):
     def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
         """The window due at `event`, if one is due and non-empty."""
         generated = self.parent.generatedCount
-        if generated - self._emitted_at < self.slideLength:
+        self.due = generated - self._emitted_at >= self.slideLength
+        if not self.due:
             self.united = ()
             return None
         self._emitted_at = generated

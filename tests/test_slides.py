@@ -107,6 +107,28 @@ async def test_a_window_second_runs_every_batch_and_slides_as_its_first_parent(
     assert by_second(rolled) == {2: [3], 4: [6], 6: [5], 8: [4], 10: [3], 12: [0]}
 
 
+async def test_a_tail_window_does_not_hold_a_union_after_it_to_its_slides(
+    sc: SparkContext,
+) -> None:
+    """Only a legacy `window` has PySpark's slides: a `tailWindow` (as a `timeWindow`) emits at
+    its own events, and a union after it emits every batch, as before. It lost the other
+    side's batches between the tail window's."""
+    ssc = virtual(sc, Seconds(1))
+    xs = ssc.queueStream([[f"x{n}"] for n in range(1, 7)])
+    _, seen = gather(
+        ssc.union(xs.tailWindow(2, 2), ssc.queueStream([[f"y{n}"] for n in range(1, 7)]))
+    )
+    await run_seconds(ssc, 6)
+    assert by_second(seen) == {
+        1: ["y1"],
+        2: ["x1", "x2", "y2"],
+        3: ["y3"],
+        4: ["x3", "x4", "y4"],
+        5: ["y5"],
+        6: ["x5", "x6", "y6"],
+    }
+
+
 async def test_a_union_of_different_slides_is_refused_as_pyspark_does(sc: SparkContext) -> None:
     ssc = virtual(sc, Seconds(1))
     words = ssc.queueStream(WORDS)
