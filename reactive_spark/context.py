@@ -479,8 +479,9 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         graceful stop that was cancelled is finished by calling `stop(stopGracefully=False)`,
         which cancels what still runs. A stop called while the context starts waits for the
         start to end (a graceful one, within its `timeout`), then stops it; a stop that does
-        not wait, or whose `timeout` passed, ends the start first (`start` then raises
-        `ContextStateError`): what a source's start awaits may never come.
+        not wait, or whose `timeout` passed, ends a start that waits for a source's start,
+        which may never come (`start` then raises `ContextStateError`): before, what the start
+        runs (recovery from a checkpoint) goes on, and the stop waits for it.
 
         Raises:
             InvalidArgumentError: an argument is not what it should be (a flag not a bool, a

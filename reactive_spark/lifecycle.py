@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark.checkpoint import Checkpoint
@@ -106,6 +106,10 @@ class Lifecycle:
         self._launched = False
         self._started: asyncio.Future[None] | None = None  # done once the start ended
         self._starting: asyncio.Task[None] | None = None  # the start, which a stop may cancel
+        # set while the start awaits the sources' starts: only then may a stop cancel it (what
+        # it runs in threads before, the checkpoint's log and the batches it re-runs, goes on
+        # when an await of it is cancelled)
+        self._awaiting_sources: asyncio.Event | None = None
 
     async def launch(self, backfill_from: Time | None = None) -> None:
         """Start; a backfill gives its zero time, and fires the events: no source is started.
@@ -117,6 +121,7 @@ class Lifecycle:
         self._launched = True
         loop = asyncio.get_running_loop()
         started = self._started = loop.create_future()
+        self._awaiting_sources = asyncio.Event()
         starting = self._starting = loop.create_task(self._start(backfill_from))
         try:
             try:
@@ -204,6 +209,8 @@ class Lifecycle:
             resumed = await resume(ssc, self._checkpoint, recovered, self._scheduler)
             self._resumed = True
         self._graph.start_receivers(loop)
+        assert self._awaiting_sources is not None
+        self._awaiting_sources.set()
         for source in self._runtime.sources if start_sources else ():
             self._starting_source = source
             await _settle(source.restart() if source.name in resumed else source.start())
@@ -235,18 +242,17 @@ class Lifecycle:
         stop's to raise. A non-graceful stop runs beside the other: it escalates it. Either
         returns once the other stopped its parts too (each skips a part the other is stopping).
         A stop called while the context starts waits for the start (a graceful one, within
-        its `timeout`), then stops it; a stop that does not wait ends the start first.
+        its `timeout`), then stops it; a stop that does not wait ends the start once the start
+        awaits the sources' starts, which may never return (see `_end_start`).
         """
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         if self._started is not None and not self._started.done():
             if graceful:
                 await asyncio.wait({self._started}, timeout=timeout)
-            if not self._started.done():  # what the start awaits may never return
-                assert self._starting is not None
-                self._starting.cancel()
+            if not self._started.done():
+                await self._end_start()
                 graceful = False
-                await asyncio.wait({self._started})
         steps = _StopSteps()
         if self._runtime.state == INITIALIZED:
             self._runtime.state = STOPPED
@@ -277,6 +283,24 @@ class Lifecycle:
         await steps.run(_BLOCKING_CALLS, self._blocking.close)
         self._failures.end()
         steps.raise_failures()
+
+    async def _end_start(self) -> None:
+        """Cancel the start once it awaits the sources' starts; return when it ended.
+
+        Not before: the checkpoint's log it opens and the batches it re-runs go on in their
+        threads when an await of them is cancelled, and would write beside the next driver.
+        """
+        assert self._started is not None and self._awaiting_sources is not None
+        started: asyncio.Future[Any] = self._started
+        awaiting: asyncio.Future[Any] = asyncio.ensure_future(self._awaiting_sources.wait())
+        try:
+            await asyncio.wait({started, awaiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            awaiting.cancel()
+        if not self._started.done():
+            assert self._starting is not None
+            self._starting.cancel()
+            await asyncio.wait({self._started})
 
     async def _stop_parts(
         self, steps: _StopSteps, *, graceful: bool, timeout: float | None

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark import SparkContext
 
 from reactive_spark import ContextStateError, Days, EventSource, StreamingContext, VirtualClock
-from reactive_spark.checkpoint import CheckpointError
+from reactive_spark.checkpoint import Checkpoint, CheckpointError
 from reactive_spark.checkpoint_lock import CheckpointInUseError, CheckpointLock
 
 from .helpers import ChildProcess
@@ -114,8 +116,11 @@ async def test_a_stop_that_does_not_wait_ends_a_start_that_never_returns(
     `reactive-spark run` included). A graceful stop waits for the start within its timeout;
     one that does not wait, or whose timeout passed, ends the start, which raises."""
 
+    reached = asyncio.Event()
+
     class NeverStarts(EventSource):
         def start(self) -> asyncio.Future[None]:
+            reached.set()
             return asyncio.get_running_loop().create_future()  # never done
 
         def stop(self) -> None:
@@ -128,9 +133,9 @@ async def test_a_stop_that_does_not_wait_ends_a_start_that_never_returns(
     for graceful in (False, True):
         ssc, _ = daily(sc, checkpoint)
         NeverStarts(ssc, "never")
+        reached.clear()
         starting = asyncio.ensure_future(ssc.start())
-        await asyncio.sleep(0.1)  # the start waits for the source
-        assert not starting.done()
+        await asyncio.wait_for(reached.wait(), 30)  # the start waits for the source
         await asyncio.wait_for(
             ssc.stop(stopSparkContext=False, stopGracefully=graceful, timeout=0.2), 30
         )
@@ -142,6 +147,40 @@ async def test_a_stop_that_does_not_wait_ends_a_start_that_never_returns(
     await second.runUntil(T0 + Days(1))
     await second.stop(stopSparkContext=False)
     assert days == [1]
+
+
+async def test_a_stop_during_a_start_keeps_the_directory_until_the_start_s_threads_end(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a start runs in threads (the checkpoint's log, the batches it re-runs) goes on
+    when an await of it is cancelled: a stop that ended the start there let the directory go
+    while the log was still being written. It ends a start only at the sources' starts."""
+    checkpoint = tmp_path / "checkpoint"
+    loading, release = threading.Event(), threading.Event()
+    load = Checkpoint.load
+
+    def slow_load(self: Checkpoint) -> Any:
+        loading.set()
+        release.wait(30)
+        return load(self)
+
+    first, _ = daily(sc, checkpoint)
+    await first.start()
+    await first.runUntil(T0 + Days(1))
+    await first.stop(stopSparkContext=False)
+    monkeypatch.setattr(Checkpoint, "load", slow_load)
+    ssc, _ = daily(sc, checkpoint, days=1)
+    starting = asyncio.ensure_future(ssc.start())
+    await asyncio.get_running_loop().run_in_executor(None, loading.wait, 30)
+    stopping = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
+    await asyncio.sleep(0.2)
+    assert not stopping.done()  # it waits for the log, holding the directory
+    with pytest.raises(CheckpointInUseError):
+        await daily(sc, checkpoint)[0].start()
+    release.set()
+    await asyncio.wait_for(stopping, 30)
+    await starting  # it ended its steps and started, then was stopped
+    assert ssc.state == "stopped"
 
 
 @pytest.mark.parametrize("failing", ["a missing input directory", "a source"])
