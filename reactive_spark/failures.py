@@ -255,6 +255,7 @@ class FailureLedger:
         self._returns = returns_failures  # on a virtual clock: `advanceTo` returns them
         self._lock = threading.Lock()
         self._unraised: deque[Failure] = deque()
+        self._unkept = 0  # failures that came while `MAX_UNRAISED` waited to be raised
         self._unreturned: list[Failure] = []
         #: The error that crashed the scheduler, if it crashed.
         self.crash: BaseException | None = None
@@ -279,6 +280,7 @@ class FailureLedger:
             if self._returns:
                 self._unreturned.append(failure)
             if len(self._unraised) >= MAX_UNRAISED:
+                self._unkept += 1
                 return
             self._unraised.append(failure)
         loop = self._loop
@@ -306,8 +308,15 @@ class FailureLedger:
         """Raise `JobFailedError` with the earliest failure not raised yet, else the crash."""
         with self._lock:
             failure = self._unraised.popleft() if self._unraised else None
+            unkept, self._unkept = (self._unkept, 0) if failure is not None else (0, self._unkept)
         if failure is not None:
-            raise JobFailedError([failure])
+            error = JobFailedError([failure])
+            if unkept:
+                error.add_note(
+                    f"{unkept} more failures came while {MAX_UNRAISED} waited to be raised: "
+                    "they are not raised here (they were logged and told to listeners)"
+                )
+            raise error
         if self.crash is not None:
             raise self.crash
 

@@ -26,6 +26,7 @@ from reactive_spark import (
     SystemClock,
     Time,
 )
+from reactive_spark.failures import MAX_UNRAISED, FailureLedger
 
 from .helpers import Recorder, virtual
 
@@ -140,6 +141,28 @@ async def test_await_termination_raises_every_failure_once_in_order(sc: SparkCon
         assert await ssc.awaitTerminationOrTimeout(0) is False  # none left, and still running
     finally:
         await ssc.stop(stopSparkContext=False)
+
+
+def test_failures_past_those_waiting_to_be_raised_are_counted_with_the_next() -> None:
+    """At most `MAX_UNRAISED` wait: what comes past them is not lost without a word."""
+    ledger = FailureLedger(returns_failures=False)
+    failures = [
+        SourceErrorInfo(f"source{n}", "map", ValueError(n)) for n in range(MAX_UNRAISED + 3)
+    ]
+    for failure in failures:
+        ledger.note(failure)
+    with pytest.raises(JobFailedError) as first:
+        ledger.raise_pending()
+    assert first.value.failures == [failures[0]]
+    assert first.value.__notes__ == [
+        f"3 more failures came while {MAX_UNRAISED} waited to be raised: they are not raised "
+        "here (they were logged and told to listeners)"
+    ]
+    for failure in failures[1:MAX_UNRAISED]:
+        with pytest.raises(JobFailedError) as raised:
+            ledger.raise_pending()
+        assert raised.value.failures == [failure] and not hasattr(raised.value, "__notes__")
+    ledger.raise_pending()  # none left
 
 
 async def test_operator_functions_listeners_and_observables_that_fail_are_reported(
