@@ -126,6 +126,9 @@ class Checkpoint:
         self._deadlines: dict[str, dict[str, Any]] = {}
         # the worker thread logs batches, the loop dropped events: one writes at a time
         self._writing = threading.Lock()
+        #: The state saves kept batches read, once the log changed what it keeps: the saves
+        #: not among them are deleted after the lock is let go (`_drop_unread_saves`).
+        self._unread: set[str] | None = None
         self._last_instance_id = -1
         self._stopped = False  # see `Recovered.stopped`; until the next batch is planned
 
@@ -290,6 +293,7 @@ class Checkpoint:
         """
         with self._disk("open the write-ahead log"):
             self._open(zero_time, sources, retention, recovered, history)
+        self._drop_unread_saves()
 
     def _disk(self, action: str) -> contextlib.AbstractContextManager[None]:
         """Turn an OSError of the block into a `CheckpointError` naming the directory."""
@@ -353,26 +357,33 @@ class Checkpoint:
         self._sync()
         for number in older:
             os.remove(self._segment_path(number))
-        self._drop_unread_saves()
+        self._unread = self._saves_read()
 
-    def _drop_unread_saves(self) -> None:
-        """Delete the state saves that no batch the log keeps reads.
-
-        Only once the batches that read them are no longer kept: a restart plans the kept
-        ones again, loading what they saved. Runs in the worker thread, between batches, when
-        every save made was logged with its batch (a save no record reads is a crash's).
-        """
-        directory = os.path.join(self.directory, STATE_SAVES)
-        try:
-            names = os.listdir(directory)
-        except FileNotFoundError:
-            return
-        read = {
+    def _saves_read(self) -> set[str]:
+        """The names of the state saves a batch the log keeps reads (under `_writing`)."""
+        return {
             os.path.basename(path)
             for records in (self._recent, self._planned)
             for record in records.values()
             for path in _saves_read(record)
         }
+
+    def _drop_unread_saves(self) -> None:
+        """Delete the state saves no batch the log kept, when it last looked, reads.
+
+        Only once the batches that read them are no longer kept: a restart plans the kept
+        ones again, loading what they saved. Runs in the worker thread, between batches, when
+        every save made was logged with its batch (a save no record reads is a crash's); not
+        under `_writing`, which the event loop takes to log dropped events.
+        """
+        read, self._unread = self._unread, None
+        if read is None:
+            return
+        directory = os.path.join(self.directory, STATE_SAVES)
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:
+            return
         for name in names:
             if _STATE_SAVE.match(name) and name not in read:
                 shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
@@ -416,6 +427,7 @@ class Checkpoint:
         """Log the batch durably before its jobs run (a batch hook)."""
         with self._writing, self._disk("log a planned batch"):
             self._log_planned(batch)
+        self._drop_unread_saves()
 
     def _log_planned(self, batch: Batch) -> None:
         event = batch.event
@@ -441,12 +453,13 @@ class Checkpoint:
         self._sync()
         if _saves_read(record):  # a state was saved or loaded: older saves may be unread now
             self._recent = {record["id"]: record for record in self._needed()}
-            self._drop_unread_saves()
+            self._unread = self._saves_read()
 
     def completed(self, batch: Batch) -> None:
         """Log that the batch's jobs ended (a batch hook); compact the log now and then."""
         with self._writing, self._disk("log a completed batch"):
             self._log_completed(batch)
+        self._drop_unread_saves()
 
     def _log_completed(self, batch: Batch) -> None:
         instance_id = batch.event.instanceId
