@@ -75,8 +75,10 @@ def test_a_sink_whose_table_names_a_database_would_cut_is_refused(database: Data
     sink = TransactionalSink(database, offsets)
     assert sink.commit([OffsetRange("clicks", 0, 0, 10)], lambda cursor: None)
     assert TransactionalSink(database, offsets).committedOffsets() == {("clicks", 0): 10}
-    with pytest.raises(InvalidArgumentError, match=r"offsetsTable must be at most 55 characters"):
+    with pytest.raises(InvalidArgumentError, match=r"offsetsTable must be at most 55 bytes"):
         TransactionalSink(database, offsets + "x")
+    with pytest.raises(InvalidArgumentError, match=r"at most 55 bytes .* got 56: '\u00f6"):
+        TransactionalSink(database, "\u00f6" * 28)  # 28 letters, 56 bytes
     store = unique("s" * 38)  # + "_commit_ranges": 63
     assert StateStore(database, store).position() is None
     with pytest.raises(InvalidArgumentError, match=rf"the table {store}x_commit_ranges must fit"):

@@ -145,11 +145,12 @@ def identifier(name: str, argument: str, suffixes: Sequence[str] = ()) -> str:
     if not isinstance(name, str) or not name.replace("_", "a").isalnum() or name[0].isdigit():
         raise InvalidArgumentError(f"{argument} must be a plain SQL identifier, got {name!r}")
     longest = max(("", *suffixes), key=len)
-    if len(name) + len(longest) > MAX_IDENTIFIER:
+    size = len(name.encode())  # PostgreSQL counts bytes: a letter outside ASCII takes several
+    if size + len(longest) > MAX_IDENTIFIER:
         also = f" (the table {name}{longest} must fit too)" if longest else ""
         raise InvalidArgumentError(
-            f"{argument} must be at most {MAX_IDENTIFIER - len(longest)} characters long{also}, "
-            f"as PostgreSQL cuts longer names; got {len(name)}: {name!r}"
+            f"{argument} must be at most {MAX_IDENTIFIER - len(longest)} bytes long{also}, "
+            f"as PostgreSQL cuts longer names; got {size}: {name!r}"
         )
     return name
 
