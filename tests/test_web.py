@@ -273,8 +273,21 @@ async def test_the_console_embeds_in_a_host_application(sc: SparkContext) -> Non
             setup(web.Application(), StreamingContext(sc, None), prefix=unreachable)
     host = web.Application()
     setup(host, StreamingContext(sc, None), prefix="/ops/reactive")
-    with pytest.raises(InvalidArgumentError, match="prefix '/ops/reactive/' is taken in app"):
-        setup(host, StreamingContext(sc, None), prefix="/ops/reactive/")
+    host.router.add_get("/jobs/{name}", ok_handler)
+    host.add_subapp("/admin", web.Application())
+    for taken, there in [
+        ("/ops/reactive/", "/ops/reactive"),  # a console mounted there
+        ("/jobs", "/jobs/{name}"),  # a route under it
+        ("/admin/reactive", "/admin"),  # a sub-application above it, which takes its requests
+    ]:
+        refused = f"prefix {taken!r} is taken in app already \\({there!r} is there\\)"
+        with pytest.raises(InvalidArgumentError, match=refused):
+            setup(host, StreamingContext(sc, None), prefix=taken)
+    setup(host, StreamingContext(sc, None), prefix="/ops/other")  # beside the first: fine
+
+
+async def ok_handler(request: web.Request) -> web.Response:
+    return web.Response()
 
 
 async def test_a_context_started_elsewhere_is_left_running_until_the_host_stops(

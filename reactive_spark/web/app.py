@@ -189,11 +189,14 @@ def setup(
     if not isinstance(app, web.Application):
         raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
     mount = _prefix(prefix, mounted=True)
-    if any(resource.canonical == mount for resource in app.router.resources()):
-        raise InvalidArgumentError(
-            f"prefix {prefix!r} is taken in app already (a console mounted there?): mount this "
-            "one under another prefix"
-        )
+    for resource in app.router.resources():
+        taken = resource.canonical
+        shadows = isinstance(resource, web.PrefixedSubAppResource) and mount.startswith(f"{taken}/")
+        if taken == mount or shadows or taken.startswith(f"{mount}/"):
+            raise InvalidArgumentError(
+                f"prefix {prefix!r} is taken in app already ({taken!r} is there): mount the "
+                "console under another prefix"
+            )
     console = create_app(
         ssc,
         prefix=prefix,
