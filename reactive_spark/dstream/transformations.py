@@ -94,7 +94,7 @@ class TransformOperations(Generic[T]):
         """A stream of `func(rdd_a, rdd_b)` over this stream and `other`.
 
         `func` may take `(a, b)`, `(time, a, b)` or `(time, a, b, event)`. The stream slides as
-        this one, as in PySpark: after a window, it has an RDD at the window's slides only. When
+        this one, as in PySpark: after a `window`, it has an RDD at the window's slides only. When
         only one side has an RDD for an event, the other side is an empty RDD.
 
         Examples:
