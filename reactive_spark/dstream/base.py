@@ -16,13 +16,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pyspark import RDD
 
 from reactive_spark._callbacks import callable_name
 from reactive_spark.deadlines import Expectation
-from reactive_spark.dependencies import Dependency, EventDependency, LegacyWindowDependency
+from reactive_spark.dependencies import (
+    Dependency,
+    EventDependency,
+    LegacyWindowDependency,
+    TailDependency,
+)
 from reactive_spark.dstream.files import remove_interrupted_writes
 from reactive_spark.dstream.memory import StreamMemory
 from reactive_spark.dstream.output import OutputOperations
@@ -90,8 +95,8 @@ class DStream(
     #: in a batch, their jobs then run after it, and only if it succeeded.
     commitsFirst = False
 
-    #: For a legacy `window`'s stream: the last event its window computed for between two of
-    #: its slides (`between_slides`).
+    #: For a window's stream: the last event its window computed for and had none due at
+    #: (`between_slides`).
     idle_at: Event | None = None
 
     def __init__(
@@ -109,16 +114,20 @@ class DStream(
         self._runtime = runtime
         self._graph = ssc.graph
         self.dependencies = list(dependencies)
-        #: The legacy `window` whose slides this stream's follow (see `between_slides`): its
-        #: own, else its first parent's, as PySpark's slide is; None without one up that line
-        #: (`tailWindow` and `timeWindow` emit at their own events, and end the line).
+        #: The window whose slides this stream's follow (see `between_slides`): its own, else
+        #: its first parent's, as PySpark's slide is; None without a window up that line.
         self.slide_window: DStream[Any] | None = None
+        #: Whether that window is a legacy `window(...)`, whose slides a stream of several
+        #: parents keeps to (`tailWindow` and `timeWindow` emit at their own events).
+        self.legacy_slides = False
         if self.dependencies:
             first = self.dependencies[0]
-            if isinstance(first, LegacyWindowDependency):
+            if type(first) is not EventDependency:
                 self.slide_window = self
-            elif type(first) is EventDependency:
+                self.legacy_slides = isinstance(first, LegacyWindowDependency)
+            else:
                 self.slide_window = first.parent.slide_window
+                self.legacy_slides = first.parent.legacy_slides
         self._func_name = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
         StreamMemory.__init__(self)
@@ -218,11 +227,11 @@ class DStream(
     def between_slides(self, event: Event) -> bool:
         """Whether `event` falls between this stream's slides: no RDD is due then.
 
-        A stream slides as the nearest legacy `window` up its line of first parents (PySpark's
-        slide of a stream of several parents is its first parent's): the event is between its
-        slides when that window computed for the event and no window was due (one due and
-        empty is at a slide). Always False for a stream without such a window up that line,
-        and for an event the window does not compute for.
+        A stream slides as the nearest window up its line of first parents (PySpark's slide of
+        a stream of several parents is its first parent's): the event is between its slides
+        when that window computed for the event and had none due (a legacy window due and
+        empty is at a slide). Always False for a stream without a window up that line, and for
+        an event the window does not compute for.
         """
         window = self.slide_window
         return window is not None and window.idle_at is event
@@ -382,11 +391,11 @@ class TransformedDStream(DStream[Any]):
                 dependency.rdd_for(event, rdd)
                 for dependency, rdd in zip(self.dependencies, parents, strict=True)
             )
-            if self.slide_window is self:  # its first dependency is a legacy window
-                due = cast(LegacyWindowDependency, self.dependencies[0]).due
-                self.idle_at = None if due else event
+            first = self.dependencies[0]
+            due = first.due if isinstance(first, TailDependency) else parents[0] is not None
+            self.idle_at = None if due else event
         if len(parents) != 1:
-            if self.between_slides(event):
+            if self.legacy_slides and self.between_slides(event):
                 return None
             present = self._present(parents)
             if present is None:
@@ -442,7 +451,7 @@ class UnionDStream(TransformedDStream):
 
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
         """The parents' RDDs united; a union of logs records its merged order."""
-        if self.between_slides(event):
+        if self.legacy_slides and self.between_slides(event):
             return None
         present = self._present(parents)
         if present is None:
