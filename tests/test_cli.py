@@ -541,6 +541,66 @@ def test_a_second_sigterm_ends_a_run_whose_job_is_stuck(tmp_path: Path) -> None:
     assert "never retrieved" not in output and "Traceback" not in output, output
 
 
+NEVER_STARTS_APP = """\
+import asyncio
+from reactive_spark import EventSource
+
+class NeverStarts(EventSource):
+    def start(self):
+        print("starting the source", flush=True)
+        return asyncio.get_running_loop().create_future()  # never done
+
+    def stop(self):
+        pass
+
+    def toProduct(self):
+        return (self.name,)
+
+def build(ssc):
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(NeverStarts(ssc, "never"))
+"""
+
+
+def test_a_second_sigterm_ends_a_run_whose_source_never_starts(tmp_path: Path) -> None:
+    """A source whose start never returns held the start, and every stop waited for it: only
+    SIGKILL ended the run. The second SIGTERM now ends the start, in one line, status 1."""
+    (tmp_path / "never.py").write_text(NEVER_STARTS_APP)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "reactive_spark", "run", "never.py", "--master", "local[1]"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert run.stdout is not None
+    hung = threading.Timer(180, run.kill)  # a run that hangs before its lines ends the reads
+    hung.start()
+    seen = []
+    try:
+        for line in run.stdout:
+            seen.append(line)
+            if "starting the source" in line:
+                break
+        run.send_signal(signal.SIGTERM)
+        for line in run.stdout:
+            seen.append(line)
+            if "stopping gracefully" in line:
+                break
+        run.send_signal(signal.SIGTERM)
+        rest, _ = run.communicate(timeout=60)
+    finally:
+        hung.cancel()
+        run.kill()
+    output = "".join(seen) + rest
+    assert run.returncode == 1, output
+    assert (
+        "the StreamingContext could not start: the StreamingContext was stopped while it "
+        "started: a stop that does not wait ended the start"
+    ) in rest, output
+    assert "Traceback" not in output and "never retrieved" not in output, output
+
+
 async def test_the_catch_up_bar_counts_missed_events_posted_after_it_began(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
