@@ -495,18 +495,17 @@ def build(ssc):
 """
 
 
-def test_a_second_sigterm_ends_a_run_whose_job_is_stuck(tmp_path: Path) -> None:
-    """The first SIGTERM waits for the job; the second stops at once: the run says in one line
-    that the stuck batch is left in its thread, and ends with status 1. It went on waiting for
-    the job, and asyncio reported the second stop's error as never retrieved."""
-    (tmp_path / "stuck.py").write_text(STUCK_APP)
+def terminated_twice(tmp_path: Path, app: str, ready: str, columns: int) -> tuple[int, str, str]:
+    """`reactive-spark run` of `app` sent SIGTERM once it printed `ready`, and again once it
+    began stopping gracefully: its status, all it printed, and what it printed after that."""
+    (tmp_path / "app.py").write_text(app)
     run = subprocess.Popen(
-        [sys.executable, "-m", "reactive_spark", "run", "stuck.py", "--master", "local[1]"],
+        [sys.executable, "-m", "reactive_spark", "run", "app.py", "--master", "local[1]"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "COLUMNS": "120"},
+        env={**os.environ, "COLUMNS": str(columns)},
     )
     assert run.stdout is not None
     hung = threading.Timer(180, run.kill)  # a run that hangs before its lines ends the reads
@@ -515,7 +514,7 @@ def test_a_second_sigterm_ends_a_run_whose_job_is_stuck(tmp_path: Path) -> None:
     try:
         for line in run.stdout:
             seen.append(line)
-            if "stuck in the job" in line:
+            if ready in line:
                 break
         run.send_signal(signal.SIGTERM)
         for line in run.stdout:
@@ -527,8 +526,15 @@ def test_a_second_sigterm_ends_a_run_whose_job_is_stuck(tmp_path: Path) -> None:
     finally:
         hung.cancel()
         run.kill()
-    output = "".join(seen) + rest
-    assert run.returncode == 1, output
+    return run.returncode, "".join(seen) + rest, rest
+
+
+def test_a_second_sigterm_ends_a_run_whose_job_is_stuck(tmp_path: Path) -> None:
+    """The first SIGTERM waits for the job; the second stops at once: the run says in one line
+    that the stuck batch is left in its thread, and ends with status 1. It went on waiting for
+    the job, and asyncio reported the second stop's error as never retrieved."""
+    returncode, output, rest = terminated_twice(tmp_path, STUCK_APP, "stuck in the job", 120)
+    assert returncode == 1, output
     assert "stopping now" in rest
     failed = [line for line in rest.splitlines() if "failed" in line]
     assert failed == [
@@ -564,36 +570,10 @@ def build(ssc):
 def test_a_second_sigterm_ends_a_run_whose_source_never_starts(tmp_path: Path) -> None:
     """A source whose start never returns held the start, and every stop waited for it: only
     SIGKILL ended the run. The second SIGTERM now ends the start, in one line, status 1."""
-    (tmp_path / "never.py").write_text(NEVER_STARTS_APP)
-    run = subprocess.Popen(
-        [sys.executable, "-m", "reactive_spark", "run", "never.py", "--master", "local[1]"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "COLUMNS": "200"},
+    returncode, output, rest = terminated_twice(
+        tmp_path, NEVER_STARTS_APP, "starting the source", 200
     )
-    assert run.stdout is not None
-    hung = threading.Timer(180, run.kill)  # a run that hangs before its lines ends the reads
-    hung.start()
-    seen = []
-    try:
-        for line in run.stdout:
-            seen.append(line)
-            if "starting the source" in line:
-                break
-        run.send_signal(signal.SIGTERM)
-        for line in run.stdout:
-            seen.append(line)
-            if "stopping gracefully" in line:
-                break
-        run.send_signal(signal.SIGTERM)
-        rest, _ = run.communicate(timeout=60)
-    finally:
-        hung.cancel()
-        run.kill()
-    output = "".join(seen) + rest
-    assert run.returncode == 1, output
+    assert returncode == 1, output
     assert (
         "the StreamingContext could not start: the StreamingContext was stopped while it "
         "started: a stop that does not wait ended the start"
