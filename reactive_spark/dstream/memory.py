@@ -197,9 +197,16 @@ class StreamMemory(Generic[T]):
         """
         if not (self._retention.count or self._retention.duration.milliseconds):
             return
-        if self._reaches is None:
+        if self._reaches is None:  # each RDD reaches its own event: a source's first counts
+            sources = len(self._ssc.graph.reaching(self))  # type: ignore[arg-type]
+            seen: set[str] = set()
             for event, _ in self._generated:
-                merge_reach(into, _reach_of_event(event))
+                name = event.source.name
+                if name not in seen:
+                    seen.add(name)
+                    merge_reach(into, _reach_of_event(event))
+                    if len(seen) == sources:
+                        break
         else:
             for reach in self._reaches:
                 merge_reach(into, reach)
