@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from pyspark import RDD
 
     from reactive_spark.dstream.base import DStream
-    from reactive_spark.dstream.memory import Generated, Reach
+    from reactive_spark.dstream.memory import Generated
+    from reactive_spark.dstream.reach import Reach
     from reactive_spark.events import Event
     from reactive_spark.graph import DStreamGraph
 

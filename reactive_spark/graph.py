@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactive_spark.dependencies import LegacyWindowDependency, Retention
 from reactive_spark.dstream.inputs import ReceiverInputDStream
-from reactive_spark.dstream.memory import Reach
+from reactive_spark.dstream.reach import Reach
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.planning import Plan, reached

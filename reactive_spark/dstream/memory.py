@@ -23,6 +23,7 @@ from pyspark import RDD, StorageLevel
 
 from reactive_spark._validation import require_int
 from reactive_spark.dependencies import Retention
+from reactive_spark.dstream.reach import Reach, ReachWindow, merge_reach
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event
 from reactive_spark.time import Duration, Time, to_duration, to_time
@@ -33,20 +34,9 @@ if TYPE_CHECKING:
     from reactive_spark.dstream.base import DStream
     from reactive_spark.runtime import Runtime
 
-__all__ = ["Generated", "Reach", "StreamMemory", "merge_reach"]
+__all__ = ["Generated", "StreamMemory"]
 
 T = TypeVar("T")
-
-#: Per source name, the instance id of the source's earliest batch that a restart must plan
-#: again (with all its later ones) to rebuild an RDD.
-Reach = dict[str, int]
-
-
-def merge_reach(into: Reach, other: Reach) -> None:
-    """Make `into` reach back as far as `other` too."""
-    for name, first in other.items():
-        if first < into.get(name, first + 1):
-            into[name] = first
 
 
 def _reach_of_event(event: Event) -> Reach:
@@ -94,7 +84,7 @@ class StreamMemory(Generic[T]):
         self._retention = Retention()
         self._keep_count, self._keep_milliseconds = 1, 0
         #: With `track_history`, the reach of each RDD in `_generated`, in the same order.
-        self._reaches: deque[Reach] | None = None
+        self._reaches: ReachWindow | None = None
 
     @property
     def checkpointed(self) -> bool:
@@ -169,7 +159,7 @@ class StreamMemory(Generic[T]):
         The graph asks it, before the plans are made, of the streams that reach back past
         their event and of every stream they feed, when the context has a checkpoint.
         """
-        self._reaches = deque()
+        self._reaches = ReachWindow()
 
     def reach_of(self, event: Event) -> Reach:
         """The batches a restart plans again to rebuild this stream's RDD for `event`.
@@ -208,8 +198,7 @@ class StreamMemory(Generic[T]):
                     if len(seen) == sources:
                         break
         else:
-            for reach in self._reaches:
-                merge_reach(into, reach)
+            self._reaches.reach_back(into)
 
     def _checkpoint_due(self, event: Event) -> bool:
         if self._since_checkpoint is None:

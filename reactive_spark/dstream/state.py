@@ -11,8 +11,8 @@ from pyspark import RDD, StorageLevel
 from reactive_spark.dependencies import EventDependency, Retention
 from reactive_spark.dstream.base import DStream, ParentRDDs
 from reactive_spark.dstream.files import remove_interrupted_writes, save_atomically
-from reactive_spark.dstream.memory import Reach, merge_reach
 from reactive_spark.dstream.pair import register_builder
+from reactive_spark.dstream.reach import Reach, merge_reach
 from reactive_spark.events import Event
 
 if TYPE_CHECKING:
