@@ -2,8 +2,8 @@
 
 * A block whose first line is a comment saying "fragment" is compiled only (top-level `await`
   allowed): it shows part of a program, and says what it leaves out.
-* A block defining `test_*` functions is run like a test module: each test gets the session's
-  SparkContext (`sc`) and a temporary directory (`tmp_path`).
+* A block defining `test_*` functions is a test module: all of them run in one pytest run, in
+  an empty directory holding only the `conftest.py` and `pyproject.toml` docs/testing.md shows.
 * Any other block is a complete program: it runs in a fresh Python process, in an empty
   directory, and must exit with status 0.
 """
@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import ast
-import asyncio
-import inspect
 import os
 import re
 import subprocess
@@ -22,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pyspark import SparkContext
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -97,19 +94,54 @@ def test_a_complete_program_runs_as_printed(block: Block, tmp_path: Path) -> Non
     assert done.returncode == 0, f"{block} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
 
 
-@pytest.mark.parametrize("block", of("test"), ids=str)
-def test_a_test_block_passes(block: Block, sc: SparkContext, tmp_path: Path) -> None:
-    namespace: dict[str, object] = {"__name__": f"doc_{block.line}"}
-    exec(compile(block.code, str(block), "exec"), namespace)
-    tests = [value for name, value in namespace.items() if name.startswith("test_")]
-    assert tests
-    for test in tests:
-        assert callable(test)
-        parameters = inspect.signature(test).parameters
-        arguments = {name: {"sc": sc, "tmp_path": tmp_path}[name] for name in parameters}
-        result = test(**arguments)
-        if inspect.isawaitable(result):
-            asyncio.run(result)  # type: ignore[arg-type]
+def shown_test_setup() -> tuple[str, str]:
+    """The `conftest.py` and `pyproject.toml` docs/testing.md tells a user to write."""
+    [conftest] = [
+        block.code
+        for block in ALL
+        if block.document == "docs/testing.md" and block.code.startswith("# conftest.py")
+    ]
+    found = re.search(
+        r"^```toml\n(# pyproject\.toml\n.*?)^```",
+        (ROOT / "docs/testing.md").read_text(),
+        re.M | re.S,
+    )
+    assert found, "docs/testing.md shows no pyproject.toml for pytest"
+    return conftest, found[1]
+
+
+def test_the_test_blocks_pass_under_pytest_set_up_as_the_docs_say(tmp_path: Path) -> None:
+    """Each block of tests, as a test module of its own, in one pytest run in an empty
+    directory holding only what docs/testing.md tells a user to write: its `sc` is that
+    conftest's, its `tmp_path` pytest's, its `async def` tests pytest-asyncio's."""
+    conftest, pyproject = shown_test_setup()
+    (tmp_path / "conftest.py").write_text(conftest)
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    tests = of("test")
+    for number, block in enumerate(tests):
+        (tmp_path / f"test_doc_{number}.py").write_text(f"# {block}\n{block.code}")
+    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "error::pytest.PytestDeprecationWarning",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=environment,
+    )
+    counted = sum(len(re.findall(r"^(async )?def test_", block.code, re.M)) for block in tests)
+    assert done.returncode == 0 and f"{counted} passed" in done.stdout, (
+        f"{done.stdout[-5000:]}\n{done.stderr[-3000:]}"
+    )
 
 
 def test_the_api_reference_builds_without_a_warning(tmp_path: Path) -> None:
