@@ -34,7 +34,9 @@ def collect(
 ) -> list[list[Any]]:
     """Collect every RDD of `stream` into the returned list (one list per batch).
 
-    The collecting output is bound to `source`; without one it runs on the default timer.
+    The collecting output is bound to `source`; without one it runs on the default timer. With
+    `sort`, each batch's items are sorted; items that do not compare with each other (dicts,
+    mixed types) are sorted by their `repr`, so a batch compares whatever order its items came in.
 
     Examples:
         >>> import asyncio
@@ -56,12 +58,19 @@ def collect(
 
     def gather(rdd: RDD[Any]) -> None:
         items = rdd.collect()
-        batches.append(sorted(items) if sort else items)
+        batches.append(_sorted(items) if sort else items)
 
     output = stream.foreachRDD(gather)
     if source is not None:
         output.bind(source)
     return batches
+
+
+def _sorted(items: list[Any]) -> list[Any]:
+    try:
+        return sorted(items)
+    except TypeError:  # `<` is not defined between some of them
+        return sorted(items, key=repr)
 
 
 async def run_batches(
