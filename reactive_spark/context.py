@@ -480,8 +480,10 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         which cancels what still runs. A stop called while the context starts waits for the
         start to end (a graceful one, within its `timeout`), then stops it; a stop that does
         not wait, or whose `timeout` passed, ends a start that waits for a source's start,
-        which may never come (`start` then raises `ContextStateError`): before, what the start
-        runs (recovery from a checkpoint) goes on, and the stop waits for it.
+        which may never come, or for the batches a restart re-runs from a checkpoint, leaving
+        one stuck in a function of yours in its thread (`start` then raises
+        `ContextStateError`, saying so); before those, what the start runs (the checkpoint's
+        log) goes on, and the stop waits for it.
 
         Raises:
             InvalidArgumentError: an argument is not what it should be (a flag not a bool, a

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactive_spark._collector import hold_heap, release_heap
 from reactive_spark.checkpoint import Checkpoint
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["GRACEFUL_DRAIN_PERIODS", "Lifecycle"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: A graceful stop waits at most this many batch durations for batches to read what
 #: receivers received (Spark's spark.streaming.gracefulStopTimeout default).
@@ -106,10 +108,10 @@ class Lifecycle:
         self._launched = False
         self._started: asyncio.Future[None] | None = None  # done once the start ended
         self._starting: asyncio.Task[None] | None = None  # the start, which a stop may cancel
-        # set while the start awaits the sources' starts: only then may a stop cancel it (what
-        # it runs in threads before, the checkpoint's log and the batches it re-runs, goes on
-        # when an await of it is cancelled)
-        self._awaiting_sources: asyncio.Event | None = None
+        # set while the start awaits what a stop may end (`_stoppable`): the batches it re-runs
+        # and the sources' starts; only then may a stop cancel it (what it runs in threads
+        # else, the checkpoint's log, goes on when an await of it is cancelled)
+        self._awaiting_stoppable: asyncio.Event | None = None
 
     async def launch(self, backfill_from: Time | None = None) -> None:
         """Start; a backfill gives its zero time, and fires the events: no source is started.
@@ -121,7 +123,7 @@ class Lifecycle:
         self._launched = True
         loop = asyncio.get_running_loop()
         started = self._started = loop.create_future()
-        self._awaiting_sources = asyncio.Event()
+        self._awaiting_stoppable = asyncio.Event()
         starting = self._starting = loop.create_task(self._start(backfill_from))
         try:
             try:
@@ -131,16 +133,15 @@ class Lifecycle:
         except BaseException as exc:
             if self._starting_source is not None and isinstance(exc, Exception):
                 self._runtime.report_source_error(self._starting_source, "start", exc)
+            stop_failure: StopError | None = None
             try:
                 await self.stop(stop_spark_context=False, graceful=False, timeout=None)
             except StopError as stop_error:  # the start's failure comes first, this after it
+                stop_failure = stop_error
                 exc.add_note(f"then stopping what had started failed too: {stop_error}")
             current = asyncio.current_task()
             if isinstance(exc, asyncio.CancelledError) and not (current and current.cancelling()):
-                raise ContextStateError(
-                    "the StreamingContext was stopped while it started: a stop that does not "
-                    "wait ended the start"
-                ) from None
+                raise ContextStateError(_ended_start(stop_failure)) from stop_failure
             raise
         assert self.zero_time is not None and self.started_at is not None
         if self.zero_time == self.started_at:
@@ -206,20 +207,35 @@ class Lifecycle:
             self._watchdog.start()
         resumed: set[str] = set()
         if self._checkpoint is not None:
-            resumed = await resume(ssc, self._checkpoint, recovered, self._scheduler)
+            resumed = await resume(
+                ssc, self._checkpoint, recovered, self._scheduler, stoppable=self._stoppable
+            )
             self._resumed = True
         self._graph.start_receivers(loop)
-        assert self._awaiting_sources is not None
-        self._awaiting_sources.set()
         for source in self._runtime.sources if start_sources else ():
             self._starting_source = source
-            await _settle(source.restart() if source.name in resumed else source.start())
+            starting = source.restart() if source.name in resumed else source.start()
+            await self._stoppable(_settle(starting))
         self._starting_source = None
         if self._deadlines is not None:
             self._deadlines.schedule(self.started_at, settle=self._accept_posted)
         if self._freeze_heap:
             hold_heap(ssc)  # what exists now, Spark and the lineage included, is not walked
         self._runtime.tell_listeners("onStreamingStarted", StreamingStarted(int(now_ms())))
+
+    async def _stoppable(self, step: Awaitable[T]) -> T:
+        """Await `step` of the start, which a stop that does not wait may end (`_end_start`).
+
+        Only a step that nothing goes on from once its await is cancelled, or whose threads
+        that stop ends: a source's start, the batches the scheduler re-runs after a crash (it
+        leaves one stuck in a function of yours, and keeps the directory until it ends).
+        """
+        assert self._awaiting_stoppable is not None
+        self._awaiting_stoppable.set()
+        try:
+            return await step
+        finally:
+            self._awaiting_stoppable.clear()
 
     def _accept_posted(self, then: Callable[[], None]) -> None:
         """Accept the events posted so far; `then()` once all missed during the downtime were.
@@ -243,21 +259,28 @@ class Lifecycle:
         returns once the other stopped its parts too (each skips a part the other is stopping).
         A stop called while the context starts waits for the start (a graceful one, within
         its `timeout`), then stops it; a stop that does not wait ends the start once the start
-        awaits the sources' starts, which may never return (see `_end_start`).
+        awaits the sources' starts, which may never return, or the batches it re-runs after a
+        crash, which may be stuck in a function of yours (see `_end_start`). The start then
+        stops what it started, without waiting, and this stop waits for that one, whose
+        failures (a batch left stuck) the start raises.
         """
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
+        ended_start = False
         if self._started is not None and not self._started.done():
             if graceful:
                 await asyncio.wait({self._started}, timeout=timeout)
             if not self._started.done():
                 await self._end_start()
-                graceful = False
+                graceful, ended_start = False, True
         steps = _StopSteps()
         if self._runtime.state == INITIALIZED:
             self._runtime.state = STOPPED
             self.stop_complete = True
         while not self.stop_complete:
+            if ended_start and self._stops:  # the start's own stop, which does not wait
+                await asyncio.wait(set(self._stops))
+                continue
             if graceful and self._stops:  # another stop runs: this one waits for it
                 left = None if deadline is None else max(0.0, deadline - loop.time())
                 done, _ = await asyncio.wait(set(self._stops), timeout=left)
@@ -285,22 +308,25 @@ class Lifecycle:
         steps.raise_failures()
 
     async def _end_start(self) -> None:
-        """Cancel the start once it awaits the sources' starts; return when it ended.
+        """Cancel the start once it awaits a step a stop may end; return when it ended.
 
-        Not before: the checkpoint's log it opens and the batches it re-runs go on in their
-        threads when an await of them is cancelled, and would write beside the next driver.
+        That is a source's start, or the batches it re-runs after a crash: the stop the start
+        then runs ends those in the worker thread as it ends live batches (`_stoppable`). Not
+        in another step: the checkpoint's log it opens goes on in its thread when an await of
+        it is cancelled, and would write beside the next driver.
         """
-        assert self._started is not None and self._awaiting_sources is not None
+        assert self._started is not None and self._awaiting_stoppable is not None
         started: asyncio.Future[Any] = self._started
-        awaiting: asyncio.Future[Any] = asyncio.ensure_future(self._awaiting_sources.wait())
-        try:
-            await asyncio.wait({started, awaiting}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            awaiting.cancel()
-        if not self._started.done():
+        while not started.done() and not self._awaiting_stoppable.is_set():
+            awaiting = asyncio.ensure_future(self._awaiting_stoppable.wait())
+            try:
+                await asyncio.wait({started, awaiting}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                awaiting.cancel()
+        if not started.done():  # the start awaits that step now (it sets and clears it)
             assert self._starting is not None
             self._starting.cancel()
-            await asyncio.wait({self._started})
+            await asyncio.wait({started})
 
     async def _stop_parts(
         self, steps: _StopSteps, *, graceful: bool, timeout: float | None
@@ -500,6 +526,22 @@ class _StopSteps:
         """Raise `StopError` naming every step that failed, from the first one's error."""
         if self.failures:
             raise StopError(self.failures) from self.failures[0][2]
+
+
+def _ended_start(stop_failure: StopError | None) -> str:
+    """Why the start raises when a stop that does not wait ended it, in one line.
+
+    With what stopping what it started failed at: a batch it re-ran after a crash, stuck in a
+    function of yours and left in its thread, says so and how to fix it.
+    """
+    message = (
+        "the StreamingContext was stopped while it started: a stop that does not wait ended "
+        "the start"
+    )
+    if stop_failure is not None:
+        failed = "; ".join(f"{step} failed: {error}" for step, _, error in stop_failure.failures)
+        message += f"; then {failed}"
+    return message
 
 
 def _release_later(hold: CheckpointLock) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from reactive_spark.checkpoint import Checkpoint, Record, Recovered, StopRecord, product_of
@@ -154,6 +155,8 @@ async def resume(
     checkpoint: Checkpoint,
     recovered: Recovered | None,
     scheduler: JobScheduler,
+    *,
+    stoppable: Callable[[Awaitable[None]], Awaitable[None]],
 ) -> set[str]:
     """Open the write-ahead log and, after a crash, bring the graph back to where it was.
 
@@ -163,6 +166,9 @@ async def resume(
     sequence in time order (the scheduler orders them as it orders live events, and posts
     each source's as its bound leaves room: `EventOrder.catch_up`). Returns the
     names of the sources to `restart()` (the others are new, or changed, and `start()` afresh).
+    The replayed batches are awaited through `stoppable`, the one step a stop that does not
+    wait may cancel (`Lifecycle._stoppable`: the worker thread runs them, and that stop ends
+    them there); nothing else that runs in a thread here goes on after its await.
     """
     graph, runtime = ssc.graph, Runtime.of(ssc)
     known = {} if recovered is None else matching_sources(ssc, recovered)
@@ -197,7 +203,7 @@ async def resume(
         sum(not rerun for *_, rerun in batches),
         sum(rerun for *_, rerun in batches),
     )
-    await scheduler.replay(batches)
+    await stoppable(scheduler.replay(batches))
     now = ssc.startedAt
     primaries = [source for source in known.values() if not source.parents]
     since = {

@@ -97,6 +97,8 @@ class JobScheduler:
         self._finished = False  # the worker thread is told to end
         # what the worker thread calls as it ends (None once it has ended); under `_taking`
         self._at_worker_end: list[Callable[[], None]] | None = []
+        # the batches a checkpoint replays, which the worker takes before any run (`replay`)
+        self._replay: Callable[[], None] | None = None
         #: Whether posted events will be processed (not closed, not crashed).
         self.accepting = True
         self._batches_processed = 0  # counted in the worker thread
@@ -410,9 +412,13 @@ class JobScheduler:
             if self._finished:
                 return
             with self._taking:
+                replay, self._replay = self._replay, None
                 first = self._ready[0][0] if self._ready else None
             self._taken = 0
             try:
+                if replay is not None:  # counted as one event queued (`replay`)
+                    self._taken += 1
+                    replay()
                 self._process_queued()
             except BaseException as exc:
                 # the stop said so, and what the batch did is not recorded
@@ -505,31 +511,70 @@ class JobScheduler:
         return bool(batch.jobs)
 
     async def replay(self, batches: list[tuple[Event, dict[str, Any], bool]]) -> None:
-        """Re-plan batches from a checkpoint, in order, before any new event.
+        """Re-plan batches from a checkpoint, in order, before any new event (worker thread).
 
         Each entry is `(event, reads, rerun)`: the inputs read what `reads` recorded; with
         `rerun` the batch is processed as new (hooks and jobs), else only its RDDs are rebuilt
-        for the windows that need them.
+        for the windows that need them. They run as live batches do, so a stop that does not
+        wait (`stop(graceful=False)`) ends them between two batches, and leaves one stuck in a
+        function of yours to end in its thread: when this await is cancelled, the batches go on
+        until such a stop ends them, and what they do after it is neither told nor recorded.
         """
-        keep_empty = self.runner.has_hooks
+        assert self._loop is not None
+        loop = self._loop
+        replayed: asyncio.Future[None] = loop.create_future()
 
         def run() -> None:
-            for event, reads, rerun in batches:
-                batch = self._graph.plan_of(event.source).batch(event, reads, keep_empty=keep_empty)
-                if rerun:
-                    if batch is not None:
-                        self._run(event, batch)
-                    self._batches_processed += 1
-                    if event.instanceId is not None:
-                        self.processed_through = event.instanceId
-                elif batch is not None:
-                    for failure in batch.failures:  # a batch rebuilt for the windows failed
-                        self._listeners.report(failure)
-                self._graph.clear_metadata(event)
+            failure: BaseException | None = None
+            try:
+                self._replay_batches(batches)
+            except BaseException as exc:  # the start raises it, as if it had run there
+                if self.runner.abandoned:  # the stop said so, and what it did is not recorded
+                    log.info("the batch a stop left running ended with %r", exc)
+                    return
+                failure = exc
+            self._on_loop(_settle_future, replayed, failure)
 
-        await self._blocking.run(run)
+        with self._taking:
+            self._replay = run
+        self._enqueued += 1
+        self._work.set()
+        await replayed
+
+    def _replay_batches(self, batches: list[tuple[Event, dict[str, Any], bool]]) -> None:
+        """Plan the replayed batches, running those to re-run (worker thread; see `replay`).
+
+        A stop that does not wait ends them between two batches: the others stay unfinished in
+        the checkpoint's log, and the next start runs them.
+        """
+        graph, runner = self._graph, self.runner
+        keep_empty = runner.has_hooks
+        for event, reads, rerun in batches:
+            if runner.dropping:
+                return
+            batch = graph.plan_of(event.source).batch(event, reads, keep_empty=keep_empty)
+            if rerun:
+                if batch is not None:
+                    self._run(event, batch)
+                self._batches_processed += 1
+                if event.instanceId is not None:
+                    self.processed_through = event.instanceId
+            elif batch is not None and not runner.abandoned:
+                for failure in batch.failures:  # a batch rebuilt for the windows failed
+                    self._listeners.report(failure)
+            graph.clear_metadata(event)
 
 
 def _count(runs: Iterable[list[Event]]) -> int:
     """How many events `runs` hold (a snapshot: another thread may change them)."""
     return sum(len(run) for run in list(runs))
+
+
+def _settle_future(future: asyncio.Future[None], failure: BaseException | None) -> None:
+    """End `future` with `failure`, or None if none; unless it was cancelled (on the loop)."""
+    if future.done():
+        return
+    if failure is None:
+        future.set_result(None)
+    else:
+        future.set_exception(failure)

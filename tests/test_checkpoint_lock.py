@@ -4,6 +4,7 @@ in this process or another, until the first stops or its process dies."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from pathlib import Path
@@ -12,7 +13,14 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import ContextStateError, Days, EventSource, StreamingContext, VirtualClock
+from reactive_spark import (
+    ContextStateError,
+    Days,
+    Event,
+    EventSource,
+    StreamingContext,
+    VirtualClock,
+)
 from reactive_spark.checkpoint import Checkpoint, CheckpointError
 from reactive_spark.checkpoint_lock import CheckpointInUseError, CheckpointLock
 
@@ -154,7 +162,8 @@ async def test_a_stop_during_a_start_keeps_the_directory_until_the_start_s_threa
 ) -> None:
     """What a start runs in threads (the checkpoint's log, the batches it re-runs) goes on
     when an await of it is cancelled: a stop that ended the start there let the directory go
-    while the log was still being written. It ends a start only at the sources' starts."""
+    while the log was still being written. It ends a start only at the sources' starts, or
+    at the batches it re-plans, which the worker thread runs and the stop ends there."""
     checkpoint = tmp_path / "checkpoint"
     loading, release = threading.Event(), threading.Event()
     load = Checkpoint.load
@@ -179,8 +188,103 @@ async def test_a_stop_during_a_start_keeps_the_directory_until_the_start_s_threa
         await daily(sc, checkpoint)[0].start()
     release.set()
     await asyncio.wait_for(stopping, 30)
-    await starting  # it ended its steps and started, then was stopped
+    try:
+        await starting  # it ended its steps and started, then was stopped
+    except ContextStateError as ended:  # or it was ended as it rebuilt the last batch
+        assert "stopped while it started" in str(ended)
     assert ssc.state == "stopped"
+
+
+class Held:
+    """Holds a batch in a function of yours: `stuck` is set once it is, `release` ends it."""
+
+    def __init__(self) -> None:
+        self.stuck, self.release = threading.Event(), threading.Event()
+
+    def hold(self) -> None:
+        self.stuck.set()
+        self.release.wait(60)
+
+
+def re_runs(
+    sc: SparkContext, checkpoint: Path, seen: list[str], held: Held | None = None
+) -> StreamingContext:
+    """`holding_app.program` on day 3; `seen` says which days' batches were planned and ran,
+    in order. The batch of day 1 is stuck in `held` until it is released."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0 + Days(3)), checkpoint=str(checkpoint))
+    daily_timer = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+
+    def plan(time: Any, rdd: Any, event: Event) -> Any:
+        seen.append(f"planned {(event.time - T0) // Days(1)}")
+        return rdd
+
+    def run(time: Any, rdd: Any, event: Event) -> None:
+        day = (event.time - T0) // Days(1)
+        if held is not None and day == 1:
+            held.hold()
+        seen.append(f"ran {day}")
+
+    ssc.queueStream([], default=[1]).transform(plan).foreachRDD(run).bind(daily_timer)
+    return ssc
+
+
+@pytest.mark.parametrize("graceful", [False, True])
+async def test_a_stop_that_does_not_wait_leaves_a_re_run_batch_stuck_in_a_function_of_yours(
+    sc: SparkContext,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    graceful: bool,
+) -> None:
+    """A batch the start re-ran after a crash, stuck in a function of yours, held every stop
+    (a second SIGTERM to `reactive-spark run` included) for as long as it was stuck. A stop
+    that does not wait (or whose timeout passed) leaves it in its thread, as it leaves a live
+    batch: the start raises, saying so; the directory stays held until the batch ends; the
+    batches to re-run after it never run in that thread; the next start re-runs them once."""
+    checkpoint = tmp_path / "checkpoint"
+    with monkeypatch.context() as crash:  # as after a crash: no batch was recorded done
+        crash.setattr(Checkpoint, "completed", lambda self, batch: None)
+        first, first_days = daily(sc, checkpoint)
+        await first.start()
+        await first.runUntil(T0 + Days(3))
+        await first.stop(stopSparkContext=False)
+    assert first_days == [1, 2, 3]
+    held = Held()
+    left: list[str] = []
+    second = re_runs(sc, checkpoint, left, held)
+    starting = asyncio.ensure_future(second.start())
+    await asyncio.get_running_loop().run_in_executor(None, held.stuck.wait, 30)
+    workers = [t for t in threading.enumerate() if t.name == "reactive-spark-worker"]
+    try:
+        with caplog.at_level(logging.WARNING):
+            await asyncio.wait_for(
+                second.stop(stopSparkContext=False, stopGracefully=graceful, timeout=0.2), 15
+            )
+        with pytest.raises(ContextStateError, match="stopped while it started") as raised:
+            await asyncio.wait_for(starting, 10)
+        assert "did not end 2 s after its Spark jobs were cancelled" in str(raised.value)
+        assert second.state == "stopped"
+        assert "stays held until the batch the stop left running ends" in caplog.text
+        with pytest.raises(CheckpointInUseError):
+            await daily(sc, checkpoint, days=3)[0].start()
+    finally:
+        held.release.set()
+    for worker in workers:  # it ends once the batch returns, and lets the directory go
+        worker.join(10)
+    await asyncio.sleep(0.1)  # what the worker handed to the loop, if anything, ran
+    assert left == ["planned 1", "ran 1"]  # it returned; the batches after it were not planned
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    again: list[str] = []
+    third = re_runs(sc, checkpoint, again)
+    await third.start()
+    await third.stop(stopSparkContext=False)
+    # the batches never recorded done run again, once
+    assert again == ["planned 1", "ran 1", "planned 2", "ran 2", "planned 3", "ran 3"]
+    again.clear()
+    fourth = re_runs(sc, checkpoint, again)
+    await fourth.start()
+    await fourth.stop(stopSparkContext=False)
+    assert [seen for seen in again if seen.startswith("ran")] == []  # none runs a third time
 
 
 @pytest.mark.parametrize("failing", ["a missing input directory", "a source"])

@@ -495,12 +495,15 @@ def build(ssc):
 """
 
 
-def terminated_twice(tmp_path: Path, app: str, ready: str, columns: int) -> tuple[int, str, str]:
-    """`reactive-spark run` of `app` sent SIGTERM once it printed `ready`, and again once it
-    began stopping gracefully: its status, all it printed, and what it printed after that."""
+def terminated_twice(
+    tmp_path: Path, app: str, ready: str, columns: int, *options: str
+) -> tuple[int, str, str]:
+    """`reactive-spark run` of `app` (with `options`) sent SIGTERM once it printed `ready`, and
+    again once it began stopping gracefully: its status, all it printed, and what it printed
+    after that."""
     (tmp_path / "app.py").write_text(app)
     run = subprocess.Popen(
-        [sys.executable, "-m", "reactive_spark", "run", "app.py", "--master", "local[1]"],
+        [sys.executable, "-m", "reactive_spark", "run", "app.py", "--master", "local[1]", *options],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -578,6 +581,53 @@ def test_a_second_sigterm_ends_a_run_whose_source_never_starts(tmp_path: Path) -
         "the StreamingContext could not start: the StreamingContext was stopped while it "
         "started: a stop that does not wait ended the start"
     ) in rest, output
+    assert "Traceback" not in output and "never retrieved" not in output, output
+
+
+RE_RUN_STUCK_APP = """\
+import os
+import time
+from datetime import UTC, datetime
+
+from reactive_spark import Seconds
+
+def stuck(rdd):
+    if not os.path.exists("crashed"):  # the driver dies in the batch, which stays planned
+        open("crashed", "w").close()
+        os._exit(3)
+    print("stuck in the job", flush=True)  # the restart re-runs it
+    time.sleep(300)
+
+def build(ssc):
+    tick = ssc.timer(datetime(2026, 1, 1, tzinfo=UTC), None, Seconds(1), "tick")
+    ssc.queueStream([], default=[1]).foreachRDD(stuck).bind(tick)
+"""
+
+
+def test_a_second_sigterm_ends_a_restart_whose_re_run_job_is_stuck(tmp_path: Path) -> None:
+    """A restart re-runs the batch a crash left unfinished before it starts its sources: stuck
+    in the job, it held the start, and every stop waited for it (only SIGKILL ended the run).
+    The second SIGTERM now leaves it in its thread: one line, status 1."""
+    (tmp_path / "app.py").write_text(RE_RUN_STUCK_APP)
+    crashed = command(
+        "run", "app.py", "--master", "local[1]", "--checkpoint", "checkpoint", cwd=tmp_path
+    )
+    assert crashed.returncode == 3, crashed.stderr
+    returncode, output, rest = terminated_twice(
+        tmp_path, RE_RUN_STUCK_APP, "stuck in the job", 400, "--checkpoint", "checkpoint"
+    )
+    assert returncode == 1, output
+    assert "re-running 1 unfinished" in output, output
+    failed = [line for line in rest.splitlines() if "failed" in line or "could not" in line]
+    assert failed == [
+        "the StreamingContext could not start: the StreamingContext was stopped while it "
+        "started: a stop that does not wait ended the start; then stopping the scheduler "
+        "(cancelling its running Spark jobs, ending its worker thread) failed: the running "
+        "batch did not end 2 s after its Spark jobs were cancelled (is a function of yours "
+        "stuck in a call that does not return?): it is left to end in its thread, its later "
+        "jobs never start, and its end is neither told nor recorded (a restart from a "
+        "checkpoint runs it again); the context is stopped"
+    ], output
     assert "Traceback" not in output and "never retrieved" not in output, output
 
 
