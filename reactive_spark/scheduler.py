@@ -178,8 +178,8 @@ class JobScheduler:
         Should cancelling fail, the worker thread still ends (after the batch it runs), and
         then the failure is raised. A batch that has not ended `ABANDON_AFTER` seconds after
         its jobs were cancelled is left to end in its thread, and `ContextStateError` says so.
-        A stop that finds the batch left so by another (escalated beside it) ends at once: that
-        one said so.
+        A stop that finds the batch left so by another (escalated beside it) ends at once,
+        before or after its own cancels: that one said so.
         """
         if self._worker is None or self._idle is None:
             self._close(dropping=False)
@@ -198,6 +198,10 @@ class JobScheduler:
                 abandoned = True
                 self._abandon()
                 self._wake_idle()  # who waits for it (advanceTo) returns: the context stopped
+            elif self.runner.abandoned:  # a stop beside this one left it meanwhile, and ends
+                if failure is not None:  # the worker thread; this one must not wait for it
+                    raise failure
+                return
         self._finished = True
         self._work.set()
         if not abandoned:

@@ -567,12 +567,11 @@ async def test_the_checkpoint_stays_held_until_a_batch_a_stop_left_running_ends(
     assert again == [1]  # the batch never recorded done runs again
 
 
-async def test_a_graceful_stop_escalated_beside_it_ends_when_the_stuck_batch_is_left(
+async def stuck_in_its_first_batch(
     sc: SparkContext,
-) -> None:
-    """A graceful stop waits for a batch stuck in a function of yours; a stop that does not
-    wait, called beside it (a second SIGTERM), leaves the batch in its thread and says so. The
-    graceful stop then ends too, rather than waiting for the thread it left."""
+) -> tuple[StreamingContext, threading.Event, asyncio.Future[Any]]:
+    """A started context whose first batch is stuck in a function of yours until the event
+    returned is set; and the `advanceTo` that runs the batch."""
     stuck, release = threading.Event(), threading.Event()
 
     def hangs(rdd: Any) -> None:
@@ -584,6 +583,25 @@ async def test_a_graceful_stop_escalated_beside_it_ends_when_the_stuck_batch_is_
     await ssc.start()
     advancing = asyncio.ensure_future(ssc.advanceTo(ssc.zeroTime + Seconds(1)))
     await asyncio.get_running_loop().run_in_executor(None, stuck.wait, 30)
+    return ssc, release, advancing
+
+
+async def the_worker_ended() -> None:
+    """Wait until the worker thread ended (once the batch left in it returned)."""
+    for _ in range(100):
+        if "reactive-spark-worker" not in our_threads():
+            break
+        await asyncio.sleep(0.05)
+    assert "reactive-spark-worker" not in our_threads()
+
+
+async def test_a_graceful_stop_escalated_beside_it_ends_when_the_stuck_batch_is_left(
+    sc: SparkContext,
+) -> None:
+    """A graceful stop waits for a batch stuck in a function of yours; a stop that does not
+    wait, called beside it (a second SIGTERM), leaves the batch in its thread and says so. The
+    graceful stop then ends too, rather than waiting for the thread it left."""
+    ssc, release, advancing = await stuck_in_its_first_batch(sc)
     try:
         graceful = asyncio.ensure_future(ssc.stop(stopSparkContext=False, stopGracefully=True))
         await asyncio.sleep(0.2)
@@ -597,11 +615,31 @@ async def test_a_graceful_stop_escalated_beside_it_ends_when_the_stuck_batch_is_
         assert await asyncio.wait_for(advancing, 10) == []
     finally:
         release.set()
-    for _ in range(100):  # the worker ends once the batch returns
-        if "reactive-spark-worker" not in our_threads():
-            break
+    await the_worker_ended()
+
+
+async def test_stops_that_do_not_wait_called_together_leave_a_stuck_batch_once(
+    sc: SparkContext,
+) -> None:
+    """Two stops that do not wait, called one beside the other (a second and a third SIGTERM)
+    while a batch is stuck in a function of yours: the one whose 2 s passed first left the
+    batch, and the other then waited for the worker thread to end, and so did the first,
+    which waits for the other to stop its parts: both waited for the function to return."""
+    ssc, release, advancing = await stuck_in_its_first_batch(sc)
+    try:
+        first = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
         await asyncio.sleep(0.05)
-    assert "reactive-spark-worker" not in our_threads()
+        second = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
+        done, _ = await asyncio.wait([first, second], timeout=15)
+        assert done == {first, second}, "a stop waited for the stuck batch"
+        raised = [error for error in (first.exception(), second.exception()) if error]
+        assert len(raised) == 1, raised  # the one that left the batch says so
+        assert isinstance(raised[0], StopError) and "did not end 2 s" in str(raised[0])
+        assert ssc.state == "stopped"
+        assert await asyncio.wait_for(advancing, 10) == []
+    finally:
+        release.set()
+    await the_worker_ended()
 
 
 async def test_a_stop_abandoning_a_stuck_batch_reports_the_rest_of_its_run_dropped(
