@@ -423,6 +423,7 @@ class JobScheduler:
                 if replay is not None:  # counted as one event queued (`replay`)
                     self._taken += 1
                     replay()
+                    replay = None  # its batches are freed now, not at the next wake
                 self._process_queued()
             except BaseException as exc:
                 # the stop said so, and what the batch did is not recorded
