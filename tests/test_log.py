@@ -290,6 +290,11 @@ def test_direct_stream_arguments(sc: SparkContext, log: Any) -> None:
         ssc.directStream(log, ["clicks"], fromOffsets={("clicks", 7): 0})
     with pytest.raises(ValueError, match=r"fromOffsets must map \(topic, partition\) pairs .* 'cl"):
         ssc.directStream(log, ["clicks"], fromOffsets={"clicks": 0})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match=r"fromOffsets must map .*, got \[0, 1\]"):
+        ssc.directStream(log, ["clicks"], fromOffsets=[0, 1])  # type: ignore[arg-type]
+    one = OffsetRange("clicks", 0, 0, 1)
+    with pytest.raises(ValueError, match=r"offsetRanges must be a list of .* \(write \[Offset"):
+        createRDD(sc, log, one)  # type: ignore[arg-type]
     for rate in (float("nan"), float("inf")):
         with pytest.raises(ValueError, match="maxRatePerPartition must be a positive, finite"):
             ssc.directStream(log, ["clicks"], maxRatePerPartition=rate)

@@ -67,6 +67,11 @@ def createRDD(
         >>> createRDD(sc, log, [OffsetRange("clicks", 0, 1, 3)]).values().collect()
         [{'page': '/p1'}, {'page': '/p2'}]
     """
+    if isinstance(offsetRanges, OffsetRange) or not isinstance(offsetRanges, Iterable):
+        raise InvalidArgumentError(
+            f"offsetRanges must be a list of OffsetRanges, got {offsetRanges!r}"
+            + (f" (write [{offsetRanges!r}])" if isinstance(offsetRanges, OffsetRange) else "")
+        )
     ranges = list(offsetRanges)
     for offsets in ranges:
         if not isinstance(offsets, OffsetRange):
@@ -164,6 +169,11 @@ class DirectLogInputDStream(InputDStream):
         if commitsTo is not None and not isinstance(commitsTo, TransactionalSink):
             raise InvalidArgumentError(f"commitsTo must be a TransactionalSink, got {commitsTo!r}")
         self.partitions = {topic: log.require_topic(topic) for topic in self.topics}
+        if fromOffsets is not None and not isinstance(fromOffsets, Mapping):
+            raise InvalidArgumentError(
+                "fromOffsets must map (topic, partition) pairs to offsets, such as "
+                f"{{('clicks', 0): 42}}, got {fromOffsets!r}"
+            )
         starts = dict(fromOffsets or {})
         for key, offset in starts.items():
             if not (isinstance(key, tuple) and len(key) == 2):
