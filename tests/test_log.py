@@ -161,6 +161,18 @@ def test_a_file_log_refuses_a_record_json_cannot_hold(tmp_path: Path) -> None:
     assert log.append("clicks", [1, 2]) == (0, 0)  # nothing half-written before it
 
 
+def test_every_log_refuses_nan_and_infinity_which_json_readers_refuse(log: Any) -> None:
+    name = type(log).__name__
+    for bad in (float("nan"), float("inf"), {"ms": float("-inf")}):
+        with pytest.raises(InvalidArgumentError, match=rf"a {name} record holds JSON: .* is not"):
+            log.append("clicks", bad, partition=0)
+        with pytest.raises(InvalidArgumentError, match=rf"a {name} record holds JSON: .* is not"):
+            log.append("clicks", 1, key=bad, partition=0)
+    assert log.append("clicks", {"ms": 1.5}, partition=0) == (0, 0)  # none of them was written
+    [record] = log.read(OffsetRange("clicks", 0, 0, 1))
+    assert record.value == {"ms": 1.5}
+
+
 def test_file_log_lines_written_before_records_had_times_have_none(tmp_path: Path) -> None:
     log = FileLog(str(tmp_path / "log"), segmentRecords=1)
     log.create_topic("clicks")

@@ -7,6 +7,7 @@ read the ranges themselves and a retried task reads the same records again.
 from __future__ import annotations
 
 import inspect
+import json
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -75,6 +76,32 @@ def _milliseconds(value: Timestamp, name: str) -> int:
     raise InvalidArgumentError(
         f"{name} must be a Time, a datetime or epoch milliseconds (int), got {value!r}"
     )
+
+
+def strict_json(value: Any, what: str, log: str) -> str:
+    """`value` as JSON that every JSON reader takes: no NaN or Infinity, which Python writes.
+
+    Raises `InvalidArgumentError` naming `what` (`"key"`, `"value"`) and the `log` class when
+    `value` has no such JSON.
+
+    Examples:
+        >>> strict_json({"page": "/a", "ms": 3}, "value", "FileLog")
+        '{"page":"/a","ms":3}'
+        >>> from reactive_spark.errors import InvalidArgumentError
+        >>> try:
+        ...     strict_json(float("nan"), "value", "FileLog")
+        ... except InvalidArgumentError as error:
+        ...     print(str(error).split(" (")[0])
+        a FileLog record holds JSON: value nan is not
+    """
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(
+            f"a {log} record holds JSON: {what} {value!r} is not ({exc}); convert it first "
+            "(NaN or infinity to None or a string, a datetime to its isoformat(), a set to a "
+            "list)"
+        ) from exc
 
 
 class LogBackend(ABC):

@@ -20,7 +20,7 @@ from typing import Any
 
 from reactive_spark._validation import require_int
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.log.backend import LogBackend, LogRecord
+from reactive_spark.log.backend import LogBackend, LogRecord, strict_json
 from reactive_spark.offsets import OffsetRange
 
 __all__ = ["FileLog"]
@@ -137,14 +137,11 @@ class FileLog(LogBackend):
                         yield offset, line
 
     def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
-        try:
-            record = json.dumps({"t": timestamp, "k": key, "v": value}, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgumentError(
-                f"a FileLog record holds JSON: key {key!r} or value {value!r} is not ({exc}); "
-                "convert it first (a datetime to its isoformat(), a set to a list)"
-            ) from exc
-        line = record + "\n"
+        encoded_key, encoded_value = (
+            strict_json(key, "key", "FileLog"),
+            strict_json(value, "value", "FileLog"),
+        )
+        line = f'{{"t":{timestamp},"k":{encoded_key},"v":{encoded_value}}}\n'
         directory = self._partition_directory(topic, partition)
         with open(os.path.join(directory, ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)

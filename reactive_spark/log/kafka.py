@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from reactive_spark.errors import InvalidArgumentError, OffsetOutOfRangeError
-from reactive_spark.log.backend import LogBackend, LogRecord
+from reactive_spark.log.backend import LogBackend, LogRecord, strict_json
 from reactive_spark.offsets import OffsetRange
 
 __all__ = ["KafkaLog"]
@@ -24,7 +24,7 @@ READ_TIMEOUT_MS = 30_000
 
 
 def _encode_json(value: Any) -> bytes | None:
-    return None if value is None else json.dumps(value).encode()
+    return None if value is None else strict_json(value, "key or value", "KafkaLog").encode()
 
 
 def _decode_json(data: bytes | None) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 from reactive_spark._validation import require_int
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.log.backend import LogBackend, LogRecord
+from reactive_spark.log.backend import LogBackend, LogRecord, strict_json
 from reactive_spark.offsets import OffsetRange
 
 __all__ = ["RedisLog"]
@@ -144,7 +144,13 @@ class RedisLog(LogBackend):
     def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
         stream = self._stream(topic, partition)
         offset = self.client.eval(
-            _APPEND, 2, stream, f"{stream}:next", json.dumps(key), json.dumps(value), timestamp
+            _APPEND,
+            2,
+            stream,
+            f"{stream}:next",
+            strict_json(key, "key", "RedisLog"),
+            strict_json(value, "value", "RedisLog"),
+            timestamp,
         )
         return int(offset)
 
