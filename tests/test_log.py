@@ -80,7 +80,9 @@ def test_log_appends_and_reads(log: Any) -> None:
         log.append("views", 1)
     with pytest.raises(ValueError, match="partition must be one of \\[0, 1\\]"):
         log.append("clicks", 1, partition=5)
-    log.create_topic("clicks", partitions=5)  # left as it is: keys keep their partitions
+    with pytest.raises(ValueError, match=r"topic 'clicks' exists with 2 partitions in .*, not 5"):
+        log.create_topic("clicks", partitions=5)  # left as it is: keys keep their partitions
+    log.create_topic("clicks", partitions=2)  # as it is: nothing to say
     assert log.partitions("clicks") == [0, 1]
     assert log.append("clicks", "z", key="user-1")[0] == key_partition
     assert repr(pickle.loads(pickle.dumps(log))) == repr(log)

@@ -234,6 +234,22 @@ class LogBackend(ABC):
         for record in self._read(offsets):
             yield record.offset, record.timestamp
 
+    def topic_exists(self, topic: str, partitions: int) -> bool:
+        """Whether `topic` exists, with `partitions` partitions (what `create_topic` asks).
+
+        Raises `InvalidArgumentError` if it exists with another count: `create_topic` leaves
+        an existing topic as it is (more partitions would send keys to other ones), so a call
+        asking for another count would leave it otherwise than asked.
+        """
+        existing = self.partitions(topic)
+        if existing and len(existing) != partitions:
+            raise InvalidArgumentError(
+                f"topic {topic!r} exists with {len(existing)} partitions in {self!r}, not "
+                f"{partitions}: ask for {len(existing)}, or delete the topic first "
+                "(delete_topic) to make it anew"
+            )
+        return bool(existing)
+
     def require_topic(self, topic: str) -> list[int]:
         """The partitions of `topic`; raises `InvalidArgumentError` for an unknown topic."""
         partitions = self.partitions(topic)

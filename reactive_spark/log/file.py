@@ -58,11 +58,14 @@ class FileLog(LogBackend):
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 1) -> None:
-        """Create `topic` with `partitions` partitions (an existing topic is left as it is)."""
+        """Create `topic` with `partitions` partitions (an existing topic is left as it is).
+
+        Raises `InvalidArgumentError` if the topic exists with another number of partitions.
+        """
         if not isinstance(topic, str) or not topic or "/" in topic or topic.startswith("."):
             raise InvalidArgumentError(f"topic must be a plain non-empty name, got {topic!r}")
         require_int(partitions, "partitions")
-        if self.partitions(topic):  # more partitions would send keys to other ones
+        if self.topic_exists(topic, partitions):
             return
         for partition in range(partitions):
             os.makedirs(self._partition_directory(topic, partition), exist_ok=True)

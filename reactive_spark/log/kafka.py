@@ -8,7 +8,6 @@ with Spark's direct Kafka stream. Needs the `kafka` extra.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -106,14 +105,19 @@ class KafkaLog(LogBackend):
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 1, replicationFactor: int = 1) -> None:
-        """Create `topic` (an existing topic is left as it is)."""
+        """Create `topic` (an existing topic is left as it is).
+
+        Raises `InvalidArgumentError` if the topic exists with another number of partitions.
+        """
         from kafka.admin import NewTopic  # noqa: PLC0415 (an optional dependency)
         from kafka.errors import TopicAlreadyExistsError  # noqa: PLC0415 (an optional dependency)
 
-        with contextlib.suppress(TopicAlreadyExistsError):
+        try:
             self._client("admin").create_topics(
                 [NewTopic(topic, partitions, replicationFactor)], wait_for_metadata=True
             )
+        except TopicAlreadyExistsError:
+            self.topic_exists(topic, partitions)
 
     def delete_topic(self, topic: str) -> None:
         """Delete `topic` and its records."""

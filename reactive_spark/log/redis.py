@@ -71,11 +71,15 @@ class RedisLog(LogBackend):
 
     # -- topics ------------------------------------------------------------------------------
     def create_topic(self, topic: str, partitions: int = 1) -> None:
-        """Create `topic` with `partitions` partitions (an existing topic is left as it is)."""
+        """Create `topic` with `partitions` partitions (an existing topic is left as it is).
+
+        Raises `InvalidArgumentError` if the topic exists with another number of partitions.
+        """
         if not isinstance(topic, str) or not topic or ":" in topic:
             raise InvalidArgumentError(f"topic must be a non-empty name without ':', got {topic!r}")
         require_int(partitions, "partitions")
-        self.client.set(f"{self.prefix}:topics:{topic}", partitions, nx=True)
+        if not self.client.set(f"{self.prefix}:topics:{topic}", partitions, nx=True):
+            self.topic_exists(topic, partitions)
 
     def delete_topic(self, topic: str) -> None:
         """Delete `topic` and all its records."""
