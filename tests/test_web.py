@@ -137,6 +137,7 @@ async def test_a_trigger_s_status_lists_the_batches_of_the_events_derived_from_i
         ("GET", "/api/events?limit=x", None, 400, "limit must be an integer"),
         ("GET", "/api/batches/abc", None, 400, "instanceId must be a non-negative integer"),
         ("GET", "/api/batches/%C2%B2", None, 400, "instanceId must be a non-negative integer"),
+        ("GET", "/api/batches/" + "9" * 19, None, 400, "integer of at most 18 digits, got '99"),
         ("GET", "/api/batches?limit=%C2%B2", None, 400, "limit must be an integer"),
         ("GET", "/api/events?limit=%EF%BC%95", None, 400, "limit must be an integer"),
         ("GET", "/api/batches/99999", None, 404, "no event 99999"),

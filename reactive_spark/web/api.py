@@ -93,7 +93,8 @@ async def batch(request: web.Request) -> web.Response:
     instance_id = _number(raw)
     if instance_id is None:
         raise json_error(
-            web.HTTPBadRequest, f"instanceId must be a non-negative integer, got {raw!r}"
+            web.HTTPBadRequest,
+            f"instanceId must be a non-negative integer of at most 18 digits, got {raw!r}",
         )
     record = request.app[HISTORY_KEY].batch(instance_id)
     if record is None:
