@@ -112,6 +112,8 @@ class Lifecycle:
         # and the sources' starts; only then may a stop cancel it (what it runs in threads
         # else, the checkpoint's log, goes on when an await of it is cancelled)
         self._awaiting_stoppable: asyncio.Event | None = None
+        # done once the stop the start runs as it fails (or a stop ended it) returned
+        self._start_stopping: asyncio.Future[None] | None = None
 
     async def launch(self, backfill_from: Time | None = None) -> None:
         """Start; a backfill gives its zero time, and fires the events: no source is started.
@@ -134,11 +136,14 @@ class Lifecycle:
             if self._starting_source is not None and isinstance(exc, Exception):
                 self._runtime.report_source_error(self._starting_source, "start", exc)
             stop_failure: StopError | None = None
+            stopping = self._start_stopping = loop.create_future()
             try:
                 await self.stop(stop_spark_context=False, graceful=False, timeout=None)
             except StopError as stop_error:  # the start's failure comes first, this after it
                 stop_failure = stop_error
                 exc.add_note(f"then stopping what had started failed too: {stop_error}")
+            finally:
+                stopping.set_result(None)
             current = asyncio.current_task()
             if isinstance(exc, asyncio.CancelledError) and not (current and current.cancelling()):
                 raise ContextStateError(_ended_start(stop_failure)) from stop_failure
@@ -271,15 +276,15 @@ class Lifecycle:
             if graceful:
                 await asyncio.wait({self._started}, timeout=timeout)
             if not self._started.done():
-                await self._end_start()
-                graceful, ended_start = False, True
+                ended_start = await self._end_start()
+                graceful = False
         steps = _StopSteps()
         if self._runtime.state == INITIALIZED:
             self._runtime.state = STOPPED
             self.stop_complete = True
         while not self.stop_complete:
-            if ended_start and self._stops:  # the start's own stop, which does not wait
-                await asyncio.wait(set(self._stops))
+            if ended_start and self._start_stopping is not None:  # the start's own stop (it
+                await asyncio.wait({self._start_stopping})  # does not wait), not another
                 continue
             if graceful and self._stops:  # another stop runs: this one waits for it
                 left = None if deadline is None else max(0.0, deadline - loop.time())
@@ -307,8 +312,10 @@ class Lifecycle:
         self._failures.end()
         steps.raise_failures()
 
-    async def _end_start(self) -> None:
+    async def _end_start(self) -> bool:
         """Cancel the start once it awaits a step a stop may end; return when it ended.
+
+        Returns whether it cancelled the start (else the start ended by itself meanwhile).
 
         That is a source's start, or the batches it re-runs after a crash: the stop the start
         then runs ends those in the worker thread as it ends live batches (`_stoppable`). Not
@@ -323,10 +330,12 @@ class Lifecycle:
                 await asyncio.wait({started, awaiting}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 awaiting.cancel()
-        if not started.done():  # the start awaits that step now (it sets and clears it)
-            assert self._starting is not None
-            self._starting.cancel()
-            await asyncio.wait({started})
+        if started.done():
+            return False
+        assert self._starting is not None  # the start awaits that step now (it sets, clears it)
+        self._starting.cancel()
+        await asyncio.wait({started})
+        return True
 
     async def _stop_parts(
         self, steps: _StopSteps, *, graceful: bool, timeout: float | None

@@ -20,6 +20,7 @@ from reactive_spark import (
     EventSource,
     StreamingContext,
     VirtualClock,
+    recovery,
 )
 from reactive_spark.checkpoint import Checkpoint, CheckpointError
 from reactive_spark.checkpoint_lock import CheckpointInUseError, CheckpointLock
@@ -285,6 +286,45 @@ async def test_a_stop_that_does_not_wait_leaves_a_re_run_batch_stuck_in_a_functi
     await fourth.start()
     await fourth.stop(stopSparkContext=False)
     assert [seen for seen in again if seen.startswith("ran")] == []  # none runs a third time
+
+
+async def test_a_stop_that_does_not_wait_during_a_start_escalates_the_program_s_own_stop(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start that ended by itself while a stop that does not wait waited for it (nothing left
+    to cancel): that stop then waited for the program's graceful stop, itself waiting for the
+    caught-up batches, one of them stuck in a function of yours, instead of dropping them."""
+    checkpoint = tmp_path / "checkpoint"
+    first, _ = daily(sc, checkpoint)
+    await first.start()  # down before day 1: the next start catches up days 1 to 3
+    await first.stop(stopSparkContext=False)
+    recovering, go_on = threading.Event(), threading.Event()
+    missed = recovery.all_missed_events
+
+    def slow_missed(*args: Any) -> Any:  # the start is busy catching up: not cancellable
+        recovering.set()
+        go_on.wait(30)
+        return missed(*args)
+
+    monkeypatch.setattr(recovery, "all_missed_events", slow_missed)
+    held = Held()
+    second = re_runs(sc, checkpoint, [], held)
+
+    async def program() -> None:
+        await second.start()
+        await second.stop(stopSparkContext=False, stopGracefully=True)
+
+    running = asyncio.ensure_future(program())
+    await asyncio.get_running_loop().run_in_executor(None, recovering.wait, 30)
+    hard = asyncio.ensure_future(second.stop(stopSparkContext=False))
+    await asyncio.sleep(0.1)
+    go_on.set()
+    try:
+        done, _ = await asyncio.wait({hard}, timeout=10)
+        assert done, "the stop that does not wait waited for the graceful one"
+    finally:
+        held.release.set()
+        await asyncio.wait({hard, running}, timeout=30)
 
 
 @pytest.mark.parametrize("failing", ["a missing input directory", "a source"])
