@@ -99,6 +99,8 @@ class JobScheduler:
         self._at_worker_end: list[Callable[[], None]] | None = []
         # the batches a checkpoint replays, which the worker takes before any run (`replay`)
         self._replay: Callable[[], None] | None = None
+        # what the replay raised after a stop ended the start that awaited it: that stop's
+        self._replay_failure: BaseException | None = None
         #: Whether posted events will be processed (not closed, not crashed).
         self.accepting = True
         self._batches_processed = 0  # counted in the worker thread
@@ -186,7 +188,7 @@ class JobScheduler:
             return
         if self.runner.abandoned:
             return
-        failure: Exception | None = None
+        failure: BaseException | None = None
         abandoned = False
         if graceful and not self.runner.dropping:
             await self.idle(raise_crash=False)
@@ -202,6 +204,9 @@ class JobScheduler:
                 if failure is not None:  # the worker thread; this one must not wait for it
                     raise failure
                 return
+        replay_failure, self._replay_failure = self._replay_failure, None
+        if replay_failure is not None and failure is None:
+            failure = replay_failure
         self._finished = True
         self._work.set()
         if not abandoned:
@@ -538,7 +543,7 @@ class JobScheduler:
                     log.info("the batch a stop left running ended with %r", exc)
                     return
                 failure = exc
-            self._on_loop(_settle_future, replayed, failure)
+            self._on_loop(self._replayed, replayed, failure)
 
         with self._taking:
             self._replay = run
@@ -546,17 +551,35 @@ class JobScheduler:
         self._work.set()
         await replayed
 
+    def _replayed(self, replayed: asyncio.Future[None], failure: BaseException | None) -> None:
+        """End the replay's future with `failure`, if any (on the loop).
+
+        Once a stop ended the start that awaited it, the failure is that stop's to raise (the
+        start raises it with its own): unless it is the stop's own doing (`_ReplayEndedError`).
+        """
+        if not replayed.done():
+            if failure is None:
+                replayed.set_result(None)
+            else:
+                replayed.set_exception(failure)
+        elif failure is not None and not isinstance(failure, _ReplayEndedError):
+            self._replay_failure = failure
+
     def _replay_batches(self, batches: list[tuple[Event, dict[str, Any], bool]]) -> None:
         """Plan the replayed batches, running those to re-run (worker thread; see `replay`).
 
-        A stop that does not wait ends them between two batches: the others stay unfinished in
-        the checkpoint's log, and the next start runs them.
+        A stop that does not wait ends them between two batches (`_ReplayEndedError`): the others
+        stay unfinished in the checkpoint's log, and the next start runs them.
         """
         graph, runner = self._graph, self.runner
         keep_empty = runner.has_hooks
-        for event, reads, rerun in batches:
+        for done, (event, reads, rerun) in enumerate(batches):
             if runner.dropping:
-                return
+                raise _ReplayEndedError(
+                    f"the StreamingContext was stopped while a restart planned again the "
+                    f"batches of its checkpoint, {done} of {len(batches)} done: the next start "
+                    "plans the others again"
+                )
             batch = graph.plan_of(event.source).batch(event, reads, keep_empty=keep_empty)
             if rerun:
                 if batch is not None:
@@ -575,11 +598,5 @@ def _count(runs: Iterable[list[Event]]) -> int:
     return sum(len(run) for run in list(runs))
 
 
-def _settle_future(future: asyncio.Future[None], failure: BaseException | None) -> None:
-    """End `future` with `failure`, or None if none; unless it was cancelled (on the loop)."""
-    if future.done():
-        return
-    if failure is None:
-        future.set_result(None)
-    else:
-        future.set_exception(failure)
+class _ReplayEndedError(ContextStateError):
+    """A stop ended the batches a restart planned again, before the last (see `replay`)."""

@@ -288,6 +288,37 @@ async def test_a_stop_that_does_not_wait_leaves_a_re_run_batch_stuck_in_a_functi
     assert [seen for seen in again if seen.startswith("ran")] == []  # none runs a third time
 
 
+async def test_a_re_run_batch_failing_after_a_stop_ended_the_start_is_raised_by_the_start(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch the start re-ran, slower than the stop's wait for it but ending within it, then
+    failing (its record could not be written): the start raised only that a stop ended it,
+    and the failure itself went nowhere, not even a log line."""
+    checkpoint = tmp_path / "checkpoint"
+    with monkeypatch.context() as crash:  # as after a crash: no batch was recorded done
+        crash.setattr(Checkpoint, "completed", lambda self, batch: None)
+        first, _ = daily(sc, checkpoint)
+        await first.start()
+        await first.runUntil(T0 + Days(1))
+        await first.stop(stopSparkContext=False)
+
+    def disk_full(self: Checkpoint, batch: Any) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Checkpoint, "completed", disk_full)
+    held = Held()
+    second = re_runs(sc, checkpoint, [], held)
+    starting = asyncio.ensure_future(second.start())
+    await asyncio.get_running_loop().run_in_executor(None, held.stuck.wait, 30)
+    stopping = asyncio.ensure_future(second.stop(stopSparkContext=False))
+    await asyncio.sleep(0.3)  # the stop cancelled the start; the batch ends within its wait
+    held.release.set()
+    await asyncio.wait_for(stopping, 15)
+    with pytest.raises(ContextStateError, match="stopped while it started") as raised:
+        await asyncio.wait_for(starting, 10)
+    assert "No space left on device" in str(raised.value)
+
+
 async def test_a_stop_that_does_not_wait_during_a_start_escalates_the_program_s_own_stop(
     sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
