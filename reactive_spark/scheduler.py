@@ -196,14 +196,14 @@ class JobScheduler:
         else:
             self.abort()
             ended, failure = await self._cancel_until_processed()
+            if self.runner.abandoned:  # a stop beside this one left it (and said so): this
+                if failure is not None:  # one must not wait for the worker thread, nor say so
+                    raise failure
+                return
             if not ended:
                 abandoned = True
                 self._abandon()
                 self._wake_idle()  # who waits for it (advanceTo) returns: the context stopped
-            elif self.runner.abandoned:  # a stop beside this one left it meanwhile, and ends
-                if failure is not None:  # the worker thread; this one must not wait for it
-                    raise failure
-                return
         replay_failure, self._replay_failure = self._replay_failure, None
         if replay_failure is not None and failure is None:
             failure = replay_failure

@@ -618,17 +618,19 @@ async def test_a_graceful_stop_escalated_beside_it_ends_when_the_stuck_batch_is_
     await the_worker_ended()
 
 
+@pytest.mark.parametrize("apart", [0.05, 0.0])
 async def test_stops_that_do_not_wait_called_together_leave_a_stuck_batch_once(
-    sc: SparkContext,
+    sc: SparkContext, apart: float
 ) -> None:
     """Two stops that do not wait, called one beside the other (a second and a third SIGTERM)
     while a batch is stuck in a function of yours: the one whose 2 s passed first left the
     batch, and the other then waited for the worker thread to end, and so did the first,
-    which waits for the other to stop its parts: both waited for the function to return."""
+    which waits for the other to stop its parts: both waited for the function to return.
+    Called at once, both found their 2 s passed before either left it, and both said so."""
     ssc, release, advancing = await stuck_in_its_first_batch(sc)
     try:
         first = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(apart)
         second = asyncio.ensure_future(ssc.stop(stopSparkContext=False))
         done, _ = await asyncio.wait([first, second], timeout=15)
         assert done == {first, second}, "a stop waited for the stuck batch"
