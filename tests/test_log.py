@@ -306,6 +306,7 @@ def test_direct_stream_arguments(sc: SparkContext, log: Any) -> None:
         ssc.directStream(log, ["clicks"], fromOffsets={"clicks": 0})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match=r"fromOffsets must map .*, got \[0, 1\]"):
         ssc.directStream(log, ["clicks"], fromOffsets=[0, 1])  # type: ignore[arg-type]
+    ssc.directStream(log, ["clicks"], fromOffsets=[(("clicks", 0), 0)])  # type: ignore[arg-type]
     one = OffsetRange("clicks", 0, 0, 1)
     with pytest.raises(ValueError, match=r"offsetRanges must be a list of .* \(write \[Offset"):
         createRDD(sc, log, one)  # type: ignore[arg-type]
@@ -472,10 +473,14 @@ def test_kafka_log_without_a_broker() -> None:
     copy = pickle.loads(pickle.dumps(log))
     assert repr(copy) == "KafkaLog('127.0.0.1:9', codec='raw')"
     assert copy.config == {"security_protocol": "PLAINTEXT"}
-    assert _decode_json(_encode_json({"n": [1, 2]})) == {"n": [1, 2]}
-    assert _encode_raw("é") == "é".encode() and _encode_raw(None) is None
-    with pytest.raises(ValueError, match="a raw Kafka log takes bytes or str, got 5"):
-        _encode_raw(5)
+    assert _decode_json(_encode_json({"n": [1, 2]}, "value")) == {"n": [1, 2]}
+    assert _encode_raw("é", "value") == "é".encode() and _encode_raw(None, "key") is None
+    with pytest.raises(ValueError, match="a raw Kafka log takes bytes or str, got value 5"):
+        _encode_raw(5, "value")
+    # keys and values as json.dumps wrote them before: compaction and consumers key on bytes
+    assert _encode_json({"user": 7}, "key") == b'{"user": 7}'
+    with pytest.raises(ValueError, match="a KafkaLog record holds JSON: key nan is not"):
+        _encode_json(float("nan"), "key")
     with pytest.raises(ValueError, match="codec must be 'json' or 'raw', got 'avro'"):
         KafkaLog("127.0.0.1:9092", codec="avro")
     with pytest.raises(ValueError, match="bootstrap must be 'host:port"):

@@ -78,14 +78,15 @@ def _milliseconds(value: Timestamp, name: str) -> int:
     )
 
 
-def strict_json(value: Any, what: str, log: str) -> str:
+def strict_json(value: Any, what: str, log: str, *, compact: bool = False) -> str:
     """`value` as JSON that every JSON reader takes: no NaN or Infinity, which Python writes.
 
-    Raises `InvalidArgumentError` naming `what` (`"key"`, `"value"`) and the `log` class when
-    `value` has no such JSON.
+    `compact` leaves out the spaces after `,` and `:` (a file log's lines); without it the
+    text is `json.dumps`'s, as records written before were. Raises `InvalidArgumentError`
+    naming `what` (`"key"`, `"value"`) and the `log` class when `value` has no such JSON.
 
     Examples:
-        >>> strict_json({"page": "/a", "ms": 3}, "value", "FileLog")
+        >>> strict_json({"page": "/a", "ms": 3}, "value", "FileLog", compact=True)
         '{"page":"/a","ms":3}'
         >>> from reactive_spark.errors import InvalidArgumentError
         >>> try:
@@ -95,7 +96,7 @@ def strict_json(value: Any, what: str, log: str) -> str:
         a FileLog record holds JSON: value nan is not
     """
     try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+        return json.dumps(value, separators=(",", ":") if compact else None, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(
             f"a {log} record holds JSON: {what} {value!r} is not ({exc}); convert it first "
@@ -234,7 +235,7 @@ class LogBackend(ABC):
         for record in self._read(offsets):
             yield record.offset, record.timestamp
 
-    def topic_exists(self, topic: str, partitions: int) -> bool:
+    def require_partition_count(self, topic: str, partitions: int) -> bool:
         """Whether `topic` exists, with `partitions` partitions (what `create_topic` asks).
 
         Raises `InvalidArgumentError` if it exists with another count: `create_topic` leaves
@@ -245,8 +246,8 @@ class LogBackend(ABC):
         if existing and len(existing) != partitions:
             raise InvalidArgumentError(
                 f"topic {topic!r} exists with {len(existing)} partitions in {self!r}, not "
-                f"{partitions}: ask for {len(existing)}, or delete the topic first "
-                "(delete_topic) to make it anew"
+                f"{partitions}: ask for as many, or delete the topic first (delete_topic) to "
+                "make it anew"
             )
         return bool(existing)
 

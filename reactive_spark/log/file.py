@@ -65,7 +65,7 @@ class FileLog(LogBackend):
         if not isinstance(topic, str) or not topic or "/" in topic or topic.startswith("."):
             raise InvalidArgumentError(f"topic must be a plain non-empty name, got {topic!r}")
         require_int(partitions, "partitions")
-        if self.topic_exists(topic, partitions):
+        if self.require_partition_count(topic, partitions):
             return
         for partition in range(partitions):
             os.makedirs(self._partition_directory(topic, partition), exist_ok=True)
@@ -140,10 +140,8 @@ class FileLog(LogBackend):
                         yield offset, line
 
     def _append(self, topic: str, partition: int, key: Any, value: Any, timestamp: int) -> int:
-        encoded_key, encoded_value = (
-            strict_json(key, "key", "FileLog"),
-            strict_json(value, "value", "FileLog"),
-        )
+        encoded_key = strict_json(key, "key", "FileLog", compact=True)
+        encoded_value = strict_json(value, "value", "FileLog", compact=True)
         line = f'{{"t":{timestamp},"k":{encoded_key},"v":{encoded_value}}}\n'
         directory = self._partition_directory(topic, partition)
         with open(os.path.join(directory, ".lock"), "w") as lock:

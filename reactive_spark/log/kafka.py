@@ -22,27 +22,27 @@ __all__ = ["KafkaLog"]
 READ_TIMEOUT_MS = 30_000
 
 
-def _encode_json(value: Any) -> bytes | None:
-    return None if value is None else strict_json(value, "key or value", "KafkaLog").encode()
+def _encode_json(value: Any, what: str) -> bytes | None:
+    return None if value is None else strict_json(value, what, "KafkaLog").encode()
 
 
 def _decode_json(data: bytes | None) -> Any:
     return None if data is None else json.loads(data)
 
 
-def _encode_raw(value: Any) -> bytes | None:
+def _encode_raw(value: Any, what: str) -> bytes | None:
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, str):
         return value.encode()
-    raise InvalidArgumentError(f"a raw Kafka log takes bytes or str, got {value!r}")
+    raise InvalidArgumentError(f"a raw Kafka log takes bytes or str, got {what} {value!r}")
 
 
 def _decode_raw(data: bytes | None) -> Any:
     return data
 
 
-_CODECS: dict[str, tuple[Callable[[Any], bytes | None], Callable[[bytes | None], Any]]] = {
+_CODECS: dict[str, tuple[Callable[[Any, str], bytes | None], Callable[[bytes | None], Any]]] = {
     "json": (_encode_json, _decode_json),
     "raw": (_encode_raw, _decode_raw),
 }
@@ -117,7 +117,7 @@ class KafkaLog(LogBackend):
                 [NewTopic(topic, partitions, replicationFactor)], wait_for_metadata=True
             )
         except TopicAlreadyExistsError:
-            self.topic_exists(topic, partitions)
+            self.require_partition_count(topic, partitions)
 
     def delete_topic(self, topic: str) -> None:
         """Delete `topic` and its records."""
@@ -213,8 +213,8 @@ class KafkaLog(LogBackend):
         encode = _CODECS[self.codec][0]
         sent = self._client("producer").send(
             topic,
-            value=encode(value),
-            key=encode(key),
+            value=encode(value, "value"),
+            key=encode(key, "key"),
             partition=partition,
             timestamp_ms=timestamp,  # its CreateTime (a topic on LogAppendTime overrides it)
         )

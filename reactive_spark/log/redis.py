@@ -79,7 +79,7 @@ class RedisLog(LogBackend):
             raise InvalidArgumentError(f"topic must be a non-empty name without ':', got {topic!r}")
         require_int(partitions, "partitions")
         if not self.client.set(f"{self.prefix}:topics:{topic}", partitions, nx=True):
-            self.topic_exists(topic, partitions)
+            self.require_partition_count(topic, partitions)
 
     def delete_topic(self, topic: str) -> None:
         """Delete `topic` and all its records."""

@@ -169,12 +169,13 @@ class DirectLogInputDStream(InputDStream):
         if commitsTo is not None and not isinstance(commitsTo, TransactionalSink):
             raise InvalidArgumentError(f"commitsTo must be a TransactionalSink, got {commitsTo!r}")
         self.partitions = {topic: log.require_topic(topic) for topic in self.topics}
-        if fromOffsets is not None and not isinstance(fromOffsets, Mapping):
+        try:
+            starts = dict(fromOffsets or {})
+        except (TypeError, ValueError):
             raise InvalidArgumentError(
                 "fromOffsets must map (topic, partition) pairs to offsets, such as "
                 f"{{('clicks', 0): 42}}, got {fromOffsets!r}"
-            )
-        starts = dict(fromOffsets or {})
+            ) from None
         for key, offset in starts.items():
             if not (isinstance(key, tuple) and len(key) == 2):
                 raise InvalidArgumentError(
