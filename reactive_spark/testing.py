@@ -35,8 +35,8 @@ def collect(
     """Collect every RDD of `stream` into the returned list (one list per batch).
 
     The collecting output is bound to `source`; without one it runs on the default timer. With
-    `sort`, each batch's items are sorted; items that do not compare with each other (dicts,
-    mixed types) are sorted by their `repr`, so a batch compares whatever order its items came in.
+    `sort`, each batch's items are sorted by `<`, or by their `repr` when `<` raises for some
+    of them (dicts, mixed types).
 
     Examples:
         >>> import asyncio
