@@ -129,11 +129,12 @@ class StreamMemory(Generic[T]):
     def _register_tracked(self, event: Event, rdd: RDD[Any]) -> None:
         """Remember the RDD's reach, then register it (see `track_history`)."""
         assert self._reaches is not None
-        self._reaches.append(self.reach_of(event))
+        reach = self.reach_of(event)
         if self._storage_level is not None or self.checkpointed:
             self._register(event, rdd)
         else:
             self._keep_generated(event, rdd)
+        self._reaches.append(reach)  # once remembered: the two stay the same length
 
     def registrar(self) -> Callable[[Event, RDD[Any]], None]:
         """What the plan calls with each RDD this stream generates (fixed at start).

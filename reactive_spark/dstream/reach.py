@@ -2,7 +2,7 @@
 
 `ReachWindow` keeps the reaches of the RDDs a stream remembers, oldest first, and what they
 reach back to together, at a constant cost per RDD whatever the stream keeps
-(docs/architecture.md, "Crash recovery").
+(docs/architecture.md, "Recovery").
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class ReachWindow:
         self._earliest: dict[str, deque[tuple[int, int]]] = {}
 
     def append(self, reach: Reach) -> None:
-        """Add the reach of the newest remembered RDD."""
+        """Add the reach of the newest remembered RDD (kept as it is: never change it after)."""
         position = self._added
         self._added += 1
         self._reaches.append(reach)
