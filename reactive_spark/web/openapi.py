@@ -424,7 +424,7 @@ def openapi(prefix: str) -> Schema:
                             "name": "instanceId",
                             "in": "path",
                             "required": True,
-                            "schema": {"type": "integer", "minimum": 0},
+                            "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1},
                         }
                     ],
                     "responses": _viewed(
