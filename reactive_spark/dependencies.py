@@ -94,6 +94,10 @@ class Dependency(ABC):
     #: (a window ending with the event): the sources of those events go first at the instant.
     reads_its_instant = False
 
+    #: Whether it passed on, for the latest event, what it passed on for an earlier event at
+    #: the same instant (a window read again by another source's event of that instant).
+    again = False
+
     def save_state(self) -> Any:
         """The state before computing the current event, as JSON (see `stateful`)."""
         return None
@@ -124,7 +128,16 @@ def _reaches(window: Sequence[Generated]) -> list[Reach]:
     ]
 
 
-def _union(parent: DStream[Any], window: list[Generated]) -> RDD[Any] | None:
+@dataclass(frozen=True, slots=True)
+class _Emitted:
+    """A window a dependency passed on: when, over which parent RDDs, as which RDD."""
+
+    time: Time
+    window: Sequence[Generated]
+    rdd: RDD[Any] | None
+
+
+def _union(parent: DStream[Any], window: Sequence[Generated]) -> RDD[Any] | None:
     if not window:
         return None
     if len(window) == 1:
@@ -157,6 +170,7 @@ class TailDependency(Dependency):
         self.slideLength = slideLength
         self.skipLength = skipLength
         self._emitted_at = 0
+        self._emitted: _Emitted | None = None
         #: The parent RDDs of the window emitted for the latest event (none if none was).
         self.united: Sequence[Generated] = ()
         #: Whether a window was due at the latest event (at a slide), empty or not.
@@ -173,8 +187,20 @@ class TailDependency(Dependency):
         self._emitted_at = self.parent.generatedCount - int(state)
 
     def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
-        """The window due at `event`, if one is due and non-empty."""
+        """The window due at `event`, if one is due and non-empty.
+
+        An event at the instant of the last window, with no parent RDD since, gets that window
+        again (`again`), the same RDD: every reader of an instant reads its one window.
+        """
         generated = self.parent.generatedCount
+        emitted = self._emitted
+        self.again = (
+            generated == self._emitted_at and emitted is not None and emitted.time == event.time
+        )
+        if self.again:
+            assert emitted is not None
+            self.due, self.united = True, emitted.window
+            return emitted.rdd
         self.due = generated - self._emitted_at >= self.slideLength
         if not self.due:
             self.united = ()
@@ -183,7 +209,9 @@ class TailDependency(Dependency):
         history = self.parent.generated_up_to(event.time)
         kept = history[: len(history) - self.skipLength] if self.skipLength else history
         self.united = window = kept[-self.windowLength :]
-        return _union(self.parent, window)
+        rdd = _union(self.parent, window)
+        self._emitted = _Emitted(event.time, window, rdd)
+        return rdd
 
     def reaches(self, event: Event) -> list[Reach]:
         """Those of the parent RDDs of the window emitted for `event`, if one was."""
@@ -286,6 +314,7 @@ class TimeWindowDependency(Dependency):
         self.slide_duration = slide_duration
         self._origin = origin
         self._last_emitted_end: Time | None = None
+        self._emitted: _Emitted | None = None
         #: The parent RDDs of the window emitted for the latest event (none if none was).
         self.united: Sequence[Generated] = ()
 
@@ -307,8 +336,12 @@ class TimeWindowDependency(Dependency):
         return self.parent.context().zeroTime
 
     def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
-        """The latest complete window not emitted yet, if any and non-empty."""
-        self.united = ()
+        """The latest complete window not emitted yet, if any and non-empty.
+
+        An event at the instant the last window was emitted at gets it again (`again`), the
+        same RDD: every reader of an instant reads its one window.
+        """
+        self.united, self.again = (), False
         last_end = event.time.floor(self.slide_duration, self.origin)
         before = [item for item in self.parent.generated_up_to(event.time) if item.time < last_end]
         if not before:
@@ -316,14 +349,20 @@ class TimeWindowDependency(Dependency):
         latest = before[-1].time
         end = latest.floor(self.slide_duration, self.origin) + self.slide_duration
         if self._last_emitted_end is not None and end <= self._last_emitted_end:
-            return None
+            emitted = self._emitted
+            if emitted is None or emitted.time != event.time or end != self._last_emitted_end:
+                return None
+            self.again, self.united = True, emitted.window
+            return emitted.rdd
         start = end - self.windowDuration
         window = [item for item in before if start <= item.time < end]
         if not window:
             return None
         self._last_emitted_end = end
         self.united = window
-        return _union(self.parent, window)
+        rdd = _union(self.parent, window)
+        self._emitted = _Emitted(event.time, window, rdd)
+        return rdd
 
     def reaches(self, event: Event) -> list[Reach]:
         """Those of the parent RDDs of the window emitted for `event`, if one was."""

@@ -20,7 +20,7 @@ from reactive_spark import (
 )
 from reactive_spark.testing import run_batches
 
-from .helpers import gather, virtual
+from .helpers import gather, ran, virtual
 
 T0 = Time(0)
 
@@ -176,6 +176,44 @@ async def test_a_roll_up_over_the_stream_an_output_bound_to_daily_reads(
     await ssc.stop(stopSparkContext=False)
     assert [e.time for e, _ in seen] == [T0 + Days(7), T0 + Days(14)]
     assert [max(items) for _, items in seen] == [7, 14]  # the day of its instant included
+
+
+async def test_every_reader_of_a_window_at_one_instant_reads_the_same_window(
+    sc: SparkContext,
+) -> None:
+    """Two timers tick weekly at the same instants and read the same windows: the second got
+    an empty window (it was not due again). Every reader of an instant now reads the one
+    window of that instant, as every output of a PySpark batch does; a stream both read is
+    remembered once per instant, so a window over it counts each week once."""
+    ssc = virtual(sc)
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    also_weekly = ssc.timer(T0 + Days(7), None, Days(7), "also weekly")
+    days = ssc.queueStream([[d] for d in range(1, 15)]).foreachRDD(lambda rdd: None).bind(daily)
+    windows = {
+        "window": days.window(Days(7), Days(7)),
+        "tailWindow": days.tailWindow(7, 7),
+        "timeWindow": days.timeWindow(Days(7)),
+    }
+    first, second = {}, {}
+    for name, windowed in windows.items():
+        out, first[name] = gather(windowed)
+        out.bind(weekly)
+        out, second[name] = gather(windowed.map(lambda d: d))
+        out.bind(also_weekly)
+    shared = windows["window"].map(lambda d: d)
+    shared.foreachRDD(lambda rdd: None).bind(weekly)
+    shared.foreachRDD(lambda rdd: None).bind(also_weekly)
+    out, fortnights = gather(shared.window(Days(14), Days(14)))
+    out.bind(also_weekly)
+    await ran(ssc, T0 + Days(14))
+    weeks = [list(range(1, 8)), list(range(8, 15))]
+    for name in windows:
+        # a time window ends at the instant, so it holds the days before it
+        expected = [list(range(1, 7)), list(range(7, 14))] if name == "timeWindow" else weeks
+        assert [sorted(items) for _, items in first[name]] == expected, name
+        assert [sorted(items) for _, items in second[name]] == expected, name
+        assert [e.source for e, _ in second[name]] == [also_weekly, also_weekly]
+    assert [sorted(items) for _, items in fortnights] == [list(range(1, 15))]
 
 
 def test_windows_reading_each_others_batches_keep_creation_order(sc: SparkContext) -> None:

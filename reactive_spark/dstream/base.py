@@ -99,6 +99,11 @@ class DStream(
     #: (`between_slides`).
     idle_at: Event | None = None
 
+    #: Whether the stream may give the RDD it gave for an event to a later event of the same
+    #: instant (a window or a state, and what derives from them): it is then not remembered
+    #: twice (`StreamMemory.registrar`), so a window over it counts one RDD for the instant.
+    repeats = False
+
     def __init__(
         self,
         ssc: StreamingContext,
@@ -128,6 +133,10 @@ class DStream(
             else:
                 self.slide_window = first.parent.slide_window
                 self.legacy_slides = first.parent.legacy_slides
+        self.repeats = any(
+            type(dependency) is not EventDependency or dependency.parent.repeats
+            for dependency in self.dependencies
+        )
         self._func_name = None if func is None else callable_name(func)
         self._bound: list[EventSource] = []
         StreamMemory.__init__(self)
@@ -379,21 +388,42 @@ class TransformedDStream(DStream[Any]):
         self._window_states = [
             dependency for dependency in self.dependencies if dependency.stateful
         ]
+        #: With `repeats`: the instant, the parents' RDDs and the RDD of its latest event.
+        self._instant: tuple[Time, ParentRDDs, RDD[Any] | None] | None = None
 
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
         """The function over the parents' RDDs (see the class): None if no parent has one.
 
         Through windows, the function gets what each window's dependency makes of its parent.
+        A stream that `repeats` gives, to an event of the instant of its previous one whose
+        parents gave the very same RDDs again, the RDD it gave then (the function is not called
+        again): one RDD per instant, as a PySpark batch has.
         """
         if self._windows:
-            self._restore_windows(reads)
-            parents = tuple(
-                dependency.rdd_for(event, rdd)
-                for dependency, rdd in zip(self.dependencies, parents, strict=True)
-            )
-            first = self.dependencies[0]
-            due = first.due if isinstance(first, TailDependency) else parents[0] is not None
-            self.idle_at = None if due else event
+            parents = self._through_windows(event, parents, reads)
+        if not self.repeats:
+            return self._applied(event, parents, reads)
+        instant = self._instant
+        if instant is not None and instant[0] == event.time and _same(instant[1], parents):
+            return instant[2]
+        rdd = self._applied(event, parents, reads)
+        self._instant = (event.time, parents, rdd)
+        return rdd
+
+    def _through_windows(self, event: Event, parents: ParentRDDs, reads: Reads) -> ParentRDDs:
+        """What each window's dependency makes of its parent's RDD for `event`."""
+        self._restore_windows(reads)
+        parents = tuple(
+            dependency.rdd_for(event, rdd)
+            for dependency, rdd in zip(self.dependencies, parents, strict=True)
+        )
+        first = self.dependencies[0]
+        due = first.due if isinstance(first, TailDependency) else parents[0] is not None
+        self.idle_at = None if due else event
+        return parents
+
+    def _applied(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+        """The function over the parents' RDDs, as `compute_rdd` says."""
         if len(parents) != 1:
             if self.legacy_slides and self.between_slides(event):
                 return None
@@ -449,7 +479,7 @@ class UnionDStream(TransformedDStream):
             "union",
         )
 
-    def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+    def _applied(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
         """The parents' RDDs united; a union of logs records its merged order."""
         if self.legacy_slides and self.between_slides(event):
             return None
@@ -522,6 +552,11 @@ def _run_output(
 
 def _unchanged(rdd: RDD[Any]) -> RDD[Any]:
     return rdd
+
+
+def _same(before: ParentRDDs, now: ParentRDDs) -> bool:
+    """Whether the parents gave the very RDDs (or None) they gave before."""
+    return all(a is b for a, b in zip(before, now, strict=True))
 
 
 def require_same_slide(streams: Sequence[DStream[Any]], message: str) -> None:

@@ -67,6 +67,7 @@ class StreamMemory(Generic[T]):
         _ssc: StreamingContext
         _runtime: Runtime
         dependencies: list[Dependency]
+        repeats: bool
 
         @property
         def name(self) -> str:
@@ -140,13 +141,27 @@ class StreamMemory(Generic[T]):
         """What the plan calls with each RDD this stream generates (fixed at start).
 
         Persist, checkpoint and remember it; only remember it when the stream neither persists
-        nor checkpoints. With `track_history`, remember its reach too.
+        nor checkpoints. With `track_history`, remember its reach too. A stream that `repeats`
+        remembers an RDD it gives again at the instant it gave it once.
         """
         if self._reaches is not None:
-            return self._register_tracked
-        if self._storage_level is not None or self.checkpointed:
-            return self._register
-        return self._keep_generated
+            register = self._register_tracked
+        elif self._storage_level is not None or self.checkpointed:
+            register = self._register
+        else:
+            register = self._keep_generated
+        if not self.repeats:
+            return register
+        generated = self._generated
+
+        def register_once(event: Event, rdd: RDD[Any]) -> None:
+            if generated:
+                last_event, last_rdd = generated[-1]
+                if last_rdd is rdd and last_event.time == event.time:
+                    return
+            register(event, rdd)
+
+        return register_once
 
     # -- what a restart rebuilds -------------------------------------------------------------
     @property

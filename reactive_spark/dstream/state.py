@@ -58,6 +58,7 @@ class StateDStream(DStream[Any]):
         super().__init__(
             parent.context(), [EventDependency(parent)], "updateStateByKey", updateFunc
         )
+        self.repeats = True  # its last state again, at a later event of its instant too
         self._update = updateFunc
         self._num_partitions = numPartitions
         self._storage_level = StorageLevel.MEMORY_ONLY
