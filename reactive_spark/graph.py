@@ -39,6 +39,9 @@ class DStreamGraph:
         self.zero_time: Time | None = None
         self.remember_duration: Duration | None = None
         self._reaching: dict[int, set[EventSource]] = {}
+        self._producing: dict[int, set[EventSource] | None] = {}
+        #: Per source, the streams its events compute only for a window to read (at start).
+        self._feeds: dict[EventSource, list[DStream[Any]]] = {}
         self._plans: dict[EventSource, Plan] = {}  # per bound source, fixed at start
 
     # -- building ----------------------------------------------------------------------------
@@ -172,7 +175,8 @@ class DStreamGraph:
         self.zero_time = zeroTime
         for streams in self._bindings.values():
             streams.sort(key=lambda stream: stream.id)
-        self._reaching = self._reaching_sources()
+        self._producing = self._producing_sources()
+        self._feeds, self._reaching = self._fed_and_reaching()
         for stream in self.streams:
             for dependency in stream.dependencies:
                 dependency.prepare(self)
@@ -196,7 +200,10 @@ class DStreamGraph:
         Each plan compiles its steps into a function, about 0.2 ms per stream at most: too long
         to hold the event loop for a large lineage.
         """
-        self._plans = {source: Plan(source, streams) for source, streams in self._bindings.items()}
+        self._plans = {
+            source: Plan(source, streams, self._feeds.get(source, ()))
+            for source, streams in self._bindings.items()
+        }
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what writes interrupted by a crash left behind (before batches re-run)."""
@@ -230,24 +237,95 @@ class DStreamGraph:
         """The sources whose events make `stream` compute an RDD (once started)."""
         return set(self._reaching.get(stream.id, ()))
 
-    def _reaching_sources(self) -> dict[int, set[EventSource]]:
+    def _reaching_sources(
+        self, feeds: dict[EventSource, list[DStream[Any]]]
+    ) -> dict[int, set[EventSource]]:
         """For each stream, the sources whose events make it compute an RDD.
 
-        Events start at the streams bound to their source and travel up while streams react.
+        Events start at the streams bound to their source, and at those it `feeds` to windows,
+        and travel up while streams react.
         """
         children: dict[int, list[DStream[Any]]] = {stream.id: [] for stream in self.streams}
         for stream in self.streams:
             for parent in stream.parents:
                 children[parent.id].append(stream)
+        fed: dict[int, set[EventSource]] = {}
+        for source, streams in feeds.items():
+            for stream in streams:
+                fed.setdefault(stream.id, set()).add(source)
         reaching: dict[int, set[EventSource]] = {}
         for stream in reversed(self.streams):  # children are created after their parents
-            sources = set(stream.boundSources)
+            sources = set(stream.boundSources) | fed.get(stream.id, set())
             for child in children[stream.id]:
                 sources |= reaching[child.id]
             if stream.boundSources:
                 sources &= set(stream.boundSources)
             reaching[stream.id] = sources
         return reaching
+
+    def _producing_sources(self) -> dict[int, set[EventSource] | None]:
+        """For each stream, the sources at whose events new data may reach it (None: any).
+
+        An input bound to nothing reads at any event; a bound stream only at its sources'
+        events; any other stream where its parents may have new data (a window slides on its
+        parent's batches, a state moves with its parent's).
+        """
+        producing: dict[int, set[EventSource] | None] = {}
+        for stream in self.streams:  # parents before children
+            sources: set[EventSource] | None = None
+            if stream.parents:
+                sources = set()
+                for parent in stream.parents:
+                    made = producing[parent.id]
+                    if made is None:
+                        sources = None
+                        break
+                    sources |= made
+            if stream.boundSources:
+                bound = set(stream.boundSources)
+                sources = bound if sources is None else sources & bound
+            producing[stream.id] = sources
+        return producing
+
+    def _fed_and_reaching(
+        self,
+    ) -> tuple[dict[EventSource, list[DStream[Any]]], dict[int, set[EventSource]]]:
+        """The streams each source feeds to windows, and then the sources reaching each stream.
+
+        A window reads what its parent generated at earlier events. With `days` bound to a
+        daily timer, the window of `days.map(f)` read by a weekly output reaches the map only
+        at the weekly events, where `days` has no RDD: every window was empty. Such a parent,
+        which may have new data only at events its window is never computed at, computes at
+        those events too (the daily ones), as every stream of a PySpark program computes every
+        batch; without a job, and nothing is bound anew. Feeding a parent makes the streams it
+        reads compute too, which may feed a window further up (a window of windows).
+        """
+        producing = self._producing
+        feeds: dict[EventSource, list[DStream[Any]]] = {}
+        while True:
+            reaching = self._reaching_sources(feeds)
+            added = False
+            for stream, reader in self._window_parents():
+                made = producing[stream.id]
+                read = reaching[reader.id]
+                if made is None or not read or made & read:
+                    continue
+                for source in made - reaching[stream.id]:
+                    fed = feeds.setdefault(source, [])
+                    if stream.reactsToSource(source) and stream not in fed:
+                        fed.append(stream)
+                        added = True
+            if not added:
+                return feeds, reaching
+
+    def _window_parents(self) -> list[tuple[DStream[Any], DStream[Any]]]:
+        """Each stream a window reads the history of, with the window's stream."""
+        return [
+            (dependency.parent, stream)
+            for stream in self.streams
+            for dependency in stream.dependencies
+            if not dependency.same_event
+        ]
 
     def slide_duration(self, stream: DStream[Any]) -> Duration | None:
         """How often `stream` produces an RDD, when that is regular (legacy window semantics).
@@ -261,6 +339,9 @@ class DStreamGraph:
             return inherited
         if self.zero_time is not None:
             sources = self._reaching.get(stream.id, set())
+            made = self._producing.get(stream.id)
+            if made is not None:  # where it computes but never has new data does not count
+                sources = sources & made
         else:
             sources = set(self._nearest_bound(stream))
             if not sources and self._ssc.batchDuration is not None:
@@ -318,7 +399,12 @@ class DStreamGraph:
         bindings = {source: self._bindings.get(source, []) for source in sources}
         bound = {source: {s.id for s in bindings[source]} for source in sources}
         upstream = {source: _above(bindings[source]) for source in sources}
-        plans = {source: reached(source, bindings[source]) for source in sources}
+        # a source's feeds (known once started) are below one of its bound streams, which
+        # the windows reading them are below as well: before the start, `reads` orders them
+        plans = {
+            source: reached(source, [*bindings[source], *self._feeds.get(source, ())])
+            for source in sources
+        }
         computed = {source: {s.id for s in plans[source]} for source in sources}
         windowed = {source: _windowed(plans[source]) for source in sources}
         edges: dict[EventSource, list[tuple[EventSource, bool]]] = {s: [] for s in sources}

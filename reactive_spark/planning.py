@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,9 +81,15 @@ class Plan:
         ['queueStream[0]', 'map[1](str)', 'foreachRDD[2](print)']
     """
 
-    def __init__(self, source: EventSource, bound: list[DStream[Any]]) -> None:
-        #: The streams that compute for the source's events, in the order they do.
-        self.streams = reached(source, bound)
+    def __init__(
+        self,
+        source: EventSource,
+        bound: list[DStream[Any]],
+        feeds: Sequence[DStream[Any]] = (),
+    ) -> None:
+        #: The streams that compute for the source's events, in the order they do: those the
+        #: bound streams read, and those the source `feeds` to windows (they make no job).
+        self.streams = reached(source, [*bound, *feeds])
         computing = {stream.id for stream in self.streams}
         bound = [stream for stream in bound if stream.id in computing]
         #: The source code of the plan's function (see `_compile`), made once.

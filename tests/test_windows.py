@@ -4,6 +4,8 @@ expected outputs of pyspark's own test_dstream.py window tests."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from pyspark import SparkContext
 
 from reactive_spark import (
     Days,
+    DStream,
     Event,
     EventSource,
     InvalidArgumentError,
@@ -176,6 +179,131 @@ async def test_a_roll_up_over_the_stream_an_output_bound_to_daily_reads(
     await ssc.stop(stopSparkContext=False)
     assert [e.time for e, _ in seen] == [T0 + Days(7), T0 + Days(14)]
     assert [max(items) for _, items in seen] == [7, 14]  # the day of its instant included
+
+
+def weekly_over_mapped_days(
+    ssc: StreamingContext, *names: str, weekly_first: bool = False
+) -> tuple[EventSource, EventSource, dict[str, DStream[Any]]]:
+    """Days 1..28 bound to a daily timer, mapped, and the named weekly windows of them."""
+    daily, weekly = daily_and_weekly(ssc, weekly_first)
+    days = ssc.queueStream([[d] for d in range(1, 29)]).bind(daily)
+    mapped = days.map(lambda d: ("k", d))
+    values = mapped.map(lambda kv: kv[1])
+    windows: dict[str, Callable[[], DStream[Any]]] = {
+        "window": lambda: mapped.window(Days(7), Days(7)).map(lambda kv: kv[1]),
+        "reduceByKeyAndWindow": lambda: mapped.reduceByKeyAndWindow(
+            operator.add, None, Days(7), Days(7)
+        ).map(lambda kv: kv[1]),
+        "reduceByWindow": lambda: values.reduceByWindow(operator.add, None, Days(7), Days(7)),
+        "countByWindow": lambda: mapped.countByWindow(Days(7), Days(7)),
+        "tailWindow": lambda: mapped.tailWindow(7, 7).map(lambda kv: kv[1]),
+        "timeWindow": lambda: mapped.timeWindow(Days(7), Days(7)).map(lambda kv: kv[1]),
+        "window of windows": lambda: (
+            values.window(Days(1), Days(1)).map(lambda d: d).window(Days(7), Days(7))
+        ),
+    }
+    return daily, weekly, {name: windows[name]() for name in names or windows}
+
+
+async def test_weekly_windows_over_streams_derived_from_bound_days(sc: SparkContext) -> None:
+    """`days` is bound to the daily timer and a window over `days.map(...)` is read weekly:
+    the map reacted to the weekly events only, where `days` has no RDD, and every window was
+    empty, silently (a reducing window too: its per-batch reduction is such a stream). The map
+    now computes on the daily events too, as every stream of a PySpark program computes every
+    batch, and so does a window of windows; nothing is bound anew."""
+    ssc = virtual(sc)
+    daily, weekly, windows = weekly_over_mapped_days(ssc)
+    seen = {}
+    for name, windowed in windows.items():
+        out, seen[name] = gather(windowed)
+        out.bind(weekly)
+    await ran(ssc, T0 + Days(14))
+    got = {name: [sorted(items) for _, items in batches] for name, batches in seen.items()}
+    weeks = [list(range(1, 8)), list(range(8, 15))]
+    assert got == {
+        "window": weeks,
+        "reduceByKeyAndWindow": [[28], [77]],
+        "reduceByWindow": [[28], [77]],
+        "countByWindow": [[7], [7]],
+        "tailWindow": weeks,
+        # a time window ends just after the day it last read: days 1..6 end the first week
+        "timeWindow": [list(range(1, 7)), list(range(7, 14))],
+        "window of windows": weeks,
+    }
+    assert all(e.source is weekly for batches in seen.values() for e, _ in batches)
+    assert [s.boundSources for s in ssc.graph.streams] == [
+        [daily] if s.id == 0 else [weekly] if s.isOutput else [] for s in ssc.graph.streams
+    ]
+
+
+async def test_a_weekly_roll_up_of_derived_days_that_a_monthly_window_reads(
+    sc: SparkContext,
+) -> None:
+    """The weekly roll-up computes on weekly and monthly events; the monthly window over it
+    reads its four weekly windows, and the weekly output still sees each week."""
+    ssc = virtual(sc)
+    _, weekly, windows = weekly_over_mapped_days(ssc, "window")
+    rolled = windows["window"]
+    monthly = ssc.timer(T0 + Days(28), None, Days(28), "monthly")
+    weeks, each_week = gather(rolled)
+    weeks.bind(weekly)
+    months, each_month = gather(rolled.window(Days(28), Days(28)))
+    months.bind(monthly)
+    await ran(ssc, T0 + Days(28))
+    assert [sorted(items) for _, items in each_week] == [
+        list(range(first, first + 7)) for first in (1, 8, 15, 22)
+    ]
+    assert [sorted(items) for _, items in each_month] == [list(range(1, 29))]
+
+
+async def test_a_window_whose_parent_has_rdds_at_its_events_is_left_as_it_is(
+    sc: SparkContext,
+) -> None:
+    """`days` is bound to both timers, so the mapped stream has an RDD at the weekly events:
+    the window reads what it computes there, one weekly batch each, as before; and a union
+    with an input bound to nothing has RDDs at every event: it is not fed the daily ones."""
+    ssc = virtual(sc)
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    days = ssc.queueStream([[d] for d in range(1, 29)]).bind(daily).bind(weekly)
+    out, seen = gather(days.map(lambda d: d * 10).window(Days(7), Days(7)))
+    out.bind(weekly)
+    extra = ssc.queueStream([], default=[0])
+    joined, joined_seen = gather(days.map(lambda d: d).union(extra).window(Days(7), Days(7)))
+    joined.bind(weekly)
+    await ran(ssc, T0 + Days(14))
+    # the weekly tick pops the queue after the daily one of its instant: days 8 and 16
+    assert [sorted(items) for _, items in seen] == [[80], [160]]
+    assert [sorted(items) for _, items in joined_seen] == [[0, 8], [0, 16]]
+
+
+def test_the_order_of_a_fed_window_is_known_before_the_start(sc: SparkContext) -> None:
+    """The daily batches compute what the weekly window reads: the daily tick goes first,
+    in a backfill's plan (before the start) as at the start, whichever timer came first."""
+    ssc = virtual(sc)
+    daily, weekly, windows = weekly_over_mapped_days(ssc, "tailWindow", weekly_first=True)
+    windows["tailWindow"].foreachRDD(lambda rdd: None).bind(weekly)
+    assert ssc.graph.lineage_ranks([weekly, daily]) == {daily: 0, weekly: 1}
+
+
+async def test_a_fed_window_emits_as_before_after_a_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The daily batches a restart plans again compute the mapped stream, as live ones do."""
+    checkpoint = str(tmp_path / "checkpoint")
+    first = virtual(sc, checkpoint=checkpoint)
+    _, weekly, windows = weekly_over_mapped_days(first, "window")
+    out, before = gather(windows["window"])
+    out.bind(weekly)
+    await ran(first, T0 + Days(10), graceful=True)
+    second = virtual(sc, start=T0 + Days(10), checkpoint=checkpoint)
+    _, weekly, windows = weekly_over_mapped_days(second, "window")
+    out, after = gather(windows["window"])
+    out.bind(weekly)
+    await ran(second, T0 + Days(14))
+    assert [sorted(items) for _, items in before + after] == [
+        list(range(1, 8)),
+        list(range(8, 15)),
+    ]
 
 
 async def test_every_reader_of_a_window_at_one_instant_reads_the_same_window(
