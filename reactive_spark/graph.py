@@ -298,14 +298,15 @@ class DStreamGraph:
         which may have new data only at events its window is never computed at, computes at
         those events too (the daily ones), as every stream of a PySpark program computes every
         batch; without a job, and nothing is bound anew. Feeding a parent makes the streams it
-        reads compute too, which may feed a window further up (a window of windows).
+        reads compute too, which may feed a window further up (a window of windows). A state
+        (`updateStateByKey`) is fed so too: its history is what it carries.
         """
         producing = self._producing
         feeds: dict[EventSource, list[DStream[Any]]] = {}
         while True:
             reaching = self._reaching_sources(feeds)
             added = False
-            for stream, reader in self._window_parents():
+            for stream, reader in self._history_readers():
                 made = producing[stream.id]
                 read = reaching[reader.id]
                 if made is None or not read or made & read:
@@ -318,14 +319,18 @@ class DStreamGraph:
             if not added:
                 return feeds, reaching
 
-    def _window_parents(self) -> list[tuple[DStream[Any], DStream[Any]]]:
-        """Each stream a window reads the history of, with the window's stream."""
+    def _history_readers(self) -> list[tuple[DStream[Any], DStream[Any]]]:
+        """Each stream whose history is read, with the stream whose events read it.
+
+        A window's parent, with the window's stream; a state, with itself (it carries what
+        each of its parent's batches made of it).
+        """
         return [
             (dependency.parent, stream)
             for stream in self.streams
             for dependency in stream.dependencies
             if not dependency.same_event
-        ]
+        ] + [(stream, stream) for stream in self.streams if stream.carries_state]
 
     def slide_duration(self, stream: DStream[Any]) -> Duration | None:
         """How often `stream` produces an RDD, when that is regular (legacy window semantics).

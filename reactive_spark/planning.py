@@ -88,10 +88,15 @@ class Plan:
         feeds: Sequence[DStream[Any]] = (),
     ) -> None:
         #: The streams that compute for the source's events, in the order they do: those the
-        #: bound streams read, and those the source `feeds` to windows (they make no job).
+        #: bound streams read, and those the source `feeds` to windows and states.
         self.streams = reached(source, [*bound, *feeds])
         computing = {stream.id for stream in self.streams}
-        bound = [stream for stream in bound if stream.id in computing]
+        # a fed state is materialised as it moves: a job computes it before its lineage is cut
+        bound = [
+            stream
+            for stream in [*bound, *(fed for fed in feeds if fed.carries_state)]
+            if stream.id in computing
+        ]
         #: The source code of the plan's function (see `_compile`), made once.
         self.code = _compile(self.streams, bound)
         self._plan = _function(self.code, self.streams, bound, source)

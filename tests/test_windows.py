@@ -667,3 +667,39 @@ async def test_update_state_by_key_moves_only_when_its_tail_window_emits(sc: Spa
         numBatches=8,
     )
     assert out == [[("k", [6])], [("k", [6, 10])]]
+
+
+def weekly_totals_of_days(ssc: StreamingContext) -> list[tuple[Event, list[Any]]]:
+    """Days 1..28 bound to a daily timer, their running total read by a weekly output."""
+    daily, weekly = daily_and_weekly(ssc, weekly_first=True)
+    days = ssc.queueStream([[("total", d)] for d in range(1, 29)]).bind(daily)
+    out, seen = gather(days.updateStateByKey(lambda new, old: sum(new) + (old or 0)))
+    out.bind(weekly)
+    return seen
+
+
+async def test_update_state_by_key_over_days_read_weekly(sc: SparkContext) -> None:
+    """`days` is bound to the daily timer, its state read weekly: the state reacted to the
+    weekly events only, where `days` has no RDD, and was never updated: empty, silently. It
+    now moves at the daily events (materialised there, so its lineage is cut past the tenth),
+    and a weekly event reads the last state."""
+    ssc = virtual(sc)
+    seen = weekly_totals_of_days(ssc)
+    await ran(ssc, T0 + Days(28))
+    assert [(e.time, items) for e, items in seen] == [
+        (T0 + Days(7 * week), [("total", sum(range(1, 7 * week + 1)))]) for week in (1, 2, 3, 4)
+    ]
+
+
+async def test_a_state_over_days_read_weekly_after_a_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """Saved with the tenth day's batch, the state is loaded again and moves on."""
+    checkpoint = str(tmp_path / "checkpoint")
+    first = virtual(sc, checkpoint=checkpoint)
+    before = weekly_totals_of_days(first)
+    await ran(first, T0 + Days(11), graceful=True)
+    second = virtual(sc, start=T0 + Days(11), checkpoint=checkpoint)
+    after = weekly_totals_of_days(second)
+    await ran(second, T0 + Days(14))
+    assert [items for _, items in before + after] == [[("total", 28)], [("total", 105)]]

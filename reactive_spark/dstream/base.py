@@ -99,6 +99,10 @@ class DStream(
     #: (`between_slides`).
     idle_at: Event | None = None
 
+    #: Whether what it computes for an event carries to later ones (`updateStateByKey`): it
+    #: computes wherever its parents may have new data (`DStreamGraph._fed_and_reaching`).
+    carries_state = False
+
     #: Whether the stream may give the RDD it gave for an event to a later event of the same
     #: instant (a window or a state, and what derives from them): it is then not remembered
     #: twice (`StreamMemory.registrar`), so a window over it counts one RDD for the instant.
@@ -244,19 +248,6 @@ class DStream(
         """
         window = self.slide_window
         return window is not None and window.idle_at is event
-
-    def reacts_up_to_its_slide(self, source: EventSource) -> bool:
-        """Whether this stream and its first parents, up to its window or input, react to `source`.
-
-        So an event of `source` makes all of them compute: where this stream then has no RDD
-        and is not `between_slides`, a function of that line gave None.
-        """
-        stream: DStream[Any] = self
-        while stream.reactsToSource(source):
-            if stream.slide_window is stream or not stream.dependencies:
-                return True
-            stream = stream.dependencies[0].parent
-        return False
 
     def record_count(self, read: dict[str, Any]) -> int | None:
         """How many records a read holds, for inputs (None: this stream is not an input)."""

@@ -33,11 +33,13 @@ class StateDStream(DStream[Any]):
 
     The state moves with its parent, as PySpark's does at its parent's slide: for an event the
     parent has an RDD for, every key of the previous state is updated (with no new values when
-    the RDD has none for it) and the new state is this stream's RDD. For an event at the
-    parent's slide that its parent computed no RDD for (a `transform` that returned None), the
-    last state is the RDD again, unchanged, once there is one (PySpark's `PythonStateDStream`).
-    For any other event (a window between two slides, a parent that does not compute for the
-    event's source) nothing is updated and the stream has no RDD.
+    the RDD has none for it) and the new state is this stream's RDD. For any other event the
+    last state is the RDD again, unchanged, once there is one (PySpark's `PythonStateDStream`):
+    at the parent's slide that its parent computed no RDD for (a `transform` that returned
+    None), and at an event of a source the parent does not compute for (a weekly output of a
+    state moved by daily batches); between the slides of a window up its parent's line, nothing
+    is updated and it has no RDD. Its parent's new data may come only at events nothing reads
+    the state at: the state computes at those events too (`DStreamGraph._fed_and_reaching`).
 
     Once the state changed and `CHECKPOINT_EVERY` events reached the stream since its lineage
     was last cut, it is cut again, as Spark does. With a context checkpoint directory the state
@@ -59,6 +61,7 @@ class StateDStream(DStream[Any]):
             parent.context(), [EventDependency(parent)], "updateStateByKey", updateFunc
         )
         self.repeats = True  # its last state again, at a later event of its instant too
+        self.carries_state = True
         self._update = updateFunc
         self._num_partitions = numPartitions
         self._storage_level = StorageLevel.MEMORY_ONLY
@@ -129,12 +132,12 @@ class StateDStream(DStream[Any]):
         return self._state if updated or self._again(event) else None
 
     def _again(self, event: Event) -> bool:
-        """Whether the last state is the RDD again: its parent gave none at one of its slides."""
-        return (
-            self._updated_once
-            and not self.between_slides(event)
-            and self.parents[0].reacts_up_to_its_slide(event.source)
-        )
+        """Whether the last state is the RDD again: not between its parent's slides.
+
+        So where its parent gave none at one of its slides, and at the events of a source the
+        parent does not compute for (a weekly output of a state its daily batches move).
+        """
+        return self._updated_once and not self.between_slides(event)
 
     def _reach_update(self, event: Event) -> None:
         """The state reaches back to what its update for `event` read, too."""
