@@ -180,6 +180,7 @@ class DStreamGraph:
         for stream in self.streams:
             for dependency in stream.dependencies:
                 dependency.prepare(self)
+            stream.check_slides()
         remembered = Retention(duration=self.remember_duration or Duration(0))
         for stream in self.streams:
             stream.require_retention(remembered)
@@ -374,11 +375,16 @@ class DStreamGraph:
         return None
 
     def driving_sources(self, stream: DStream[Any]) -> frozenset[EventSource]:
-        """The sources the nearest bound stream at or above `stream` is bound to.
+        """The sources whose events give `stream` new data (once started).
 
-        Empty for a stream no bound stream is above: the default timer drives it.
+        Before the start, the sources the nearest bound stream at or above it is bound to
+        (empty when no bound stream is above: the default timer drives it).
         """
-        return frozenset(self._nearest_bound(stream))
+        if self.zero_time is None:
+            return frozenset(self._nearest_bound(stream))
+        sources = self._reaching.get(stream.id, set())
+        made = self._producing.get(stream.id)
+        return frozenset(sources if made is None else sources & made)
 
     def _nearest_bound(self, stream: DStream[Any]) -> list[EventSource]:
         """The sources of the nearest bound stream at or above `stream`, depth first."""

@@ -129,7 +129,11 @@ async def test_a_tail_window_does_not_hold_a_union_after_it_to_its_slides(
     }
 
 
-async def test_a_union_of_different_slides_is_refused_as_pyspark_does(sc: SparkContext) -> None:
+async def test_a_union_or_transform_of_different_slides_is_refused_as_pyspark_does(
+    sc: SparkContext,
+) -> None:
+    """Spark's TransformedDStream (`ssc.transform`) requires its streams to slide alike, as a
+    union does: `ssc.transform` was accepted."""
     ssc = virtual(sc, Seconds(1))
     words = ssc.queueStream(WORDS)
     windowed = words.window(2, 2)
@@ -143,6 +147,12 @@ async def test_a_union_of_different_slides_is_refused_as_pyspark_does(sc: SparkC
         ssc.union(words, windowed)
     with pytest.raises(InvalidArgumentError, match="All DStreams should have same slide duration"):
         ssc.union(windowed, words.map(str), words)
+    with pytest.raises(
+        InvalidArgumentError, match="Some of the DStreams have different slide durations"
+    ) as raised:
+        ssc.transform([words, windowed], lambda rdds: rdds[0])
+    assert "1000 ms" in str(raised.value) and "2000 ms" in str(raised.value)
+    ssc.transform([windowed, words.window(4, 2)], lambda rdds: rdds[0])
     # the same slides are united, as are streams on different sources (no pyspark program has
     # those: each slides with its own source's events)
     windowed.union(words.window(4, 2))
@@ -150,6 +160,29 @@ async def test_a_union_of_different_slides_is_refused_as_pyspark_does(sc: SparkC
     daily = ssc.timer(T0 + Seconds(1), None, Seconds(1), "daily")
     weekly = ssc.timer(T0 + Seconds(7), None, Seconds(7), "weekly")
     ssc.queueStream([[1]]).bind(daily).union(ssc.queueStream([[2]]).bind(weekly))
+
+
+@pytest.mark.parametrize("operation", ["union", "ssc.union", "ssc.transform"])
+async def test_a_binding_made_later_that_makes_slides_differ_is_refused_at_start(
+    sc: SparkContext, operation: str
+) -> None:
+    """Both streams slid every 2 s on the default timer when united; the output bound to a
+    1 s timer afterwards drives them both, the window still sliding every 2 s: PySpark would
+    have refused them, so the start does."""
+    ssc = virtual(sc, Seconds(2))
+    windowed = ssc.queueStream(WORDS).window(4, 2)
+    words = ssc.queueStream(WORDS)
+    both = {
+        "union": lambda: windowed.union(words),
+        "ssc.union": lambda: ssc.union(windowed, words),
+        "ssc.transform": lambda: ssc.transform([windowed, words], lambda rdds: rdds[0]),
+    }[operation]()
+    fast = ssc.timer(T0 + Seconds(1), None, Seconds(1), "fast")
+    both.foreachRDD(lambda rdd: None).bind(fast)
+    with pytest.raises(InvalidArgumentError, match="slide duration") as raised:
+        await ssc.start()
+    message = str(raised.value)
+    assert both.name in message and "2000 ms" in message and "1000 ms" in message
 
 
 def none_when_empty(rdd: RDD[Any]) -> RDD[Any] | None:

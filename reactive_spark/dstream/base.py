@@ -99,6 +99,10 @@ class DStream(
     #: (`between_slides`).
     idle_at: Event | None = None
 
+    #: For a stream whose parents must slide alike (a union, `ssc.transform`): PySpark's
+    #: message when they do not. Checked when defined, and again at start (`check_slides`).
+    same_slide: str | None = None
+
     #: Whether what it computes for an event carries to later ones (`updateStateByKey`): it
     #: computes wherever its parents may have new data (`DStreamGraph._fed_and_reaching`).
     carries_state = False
@@ -307,8 +311,16 @@ class DStream(
 
     def _union(self, others: Sequence[DStream[Any]]) -> DStream[Any]:
         streams = [self, *(require_stream(other, "union: other", self._ssc) for other in others)]
-        require_same_slide(streams, "the two DStream should have same slide duration")
-        return UnionDStream(self._ssc, streams)
+        return UnionDStream(self._ssc, streams, "the two DStream should have same slide duration")
+
+    def check_slides(self) -> None:
+        """Raise unless the parents slide alike, if they must (`same_slide`).
+
+        At start, once every binding is known: one made after the stream was defined may
+        change what drives a parent (`InvalidArgumentError`, naming this stream).
+        """
+        if self.same_slide is not None:
+            require_same_slide(self.parents, self.same_slide, self)
 
     def _transform_rdd(
         self,
@@ -462,13 +474,17 @@ class UnionDStream(TransformedDStream):
     re-run fails instead of silently changing the order.
     """
 
-    def __init__(self, ssc: StreamingContext, streams: Sequence[DStream[Any]]) -> None:
+    def __init__(
+        self, ssc: StreamingContext, streams: Sequence[DStream[Any]], same_slide: str
+    ) -> None:
+        require_same_slide(streams, same_slide)
         super().__init__(
             ssc,
             [EventDependency(s) for s in streams],
             lambda rdds, e: union_log_rdds(rdds),
             "union",
         )
+        self.same_slide = same_slide
 
     def _applied(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
         """The parents' RDDs united; a union of logs records its merged order."""
@@ -550,13 +566,16 @@ def _same(before: ParentRDDs, now: ParentRDDs) -> bool:
     return all(a is b for a, b in zip(before, now, strict=True))
 
 
-def require_same_slide(streams: Sequence[DStream[Any]], message: str) -> None:
+def require_same_slide(
+    streams: Sequence[DStream[Any]], message: str, reader: DStream[Any] | None = None
+) -> None:
     """Raise `InvalidArgumentError` (a ValueError, as PySpark's) if `streams` slide differently.
 
-    A union's streams must slide alike, as in PySpark. Only streams driven by the same sources
-    are compared (PySpark's all run on one clock): a union of streams bound to a daily and a
-    weekly timer unites what each source's events give. `message` is PySpark's; the error
-    adds the slides.
+    A union's streams must slide alike, as in PySpark, and so must `ssc.transform`'s. Only
+    streams driven by the same sources are compared (PySpark's all run on one clock): a union
+    of streams bound to a daily and a weekly timer unites what each source's events give.
+    `message` is PySpark's; the error adds the slides. `reader`: the stream reading them,
+    checked again at start.
     """
     graph = streams[0].context().graph
     first: dict[frozenset[EventSource], tuple[DStream[Any], Duration]] = {}
@@ -566,9 +585,16 @@ def require_same_slide(streams: Sequence[DStream[Any]], message: str) -> None:
             continue
         other, other_slide = first.setdefault(graph.driving_sources(stream), (stream, slide))
         if slide != other_slide:
+            where = (
+                ""
+                if reader is None
+                else f" (as bound at start, read by {reader.name}: a binding made after it "
+                "was defined changed what drives them)"
+            )
             raise InvalidArgumentError(
                 f"{message}: {other.name} slides every {other_slide.milliseconds} ms, "
-                f"{stream.name} every {slide.milliseconds} ms"
+                f"{stream.name} every {slide.milliseconds} ms{where}; give them the same "
+                "slide (bind them to the same timers, or window the faster one)"
             )
 
 

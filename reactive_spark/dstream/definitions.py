@@ -179,8 +179,7 @@ class InputStreamDefinitions:
                 "them: call ssc.union(*streams)"
             )
         streams = self._own_streams(dstreams)
-        require_same_slide(streams, "All DStreams should have same slide duration")
-        return UnionDStream(_context(self), streams)
+        return UnionDStream(_context(self), streams, "All DStreams should have same slide duration")
 
     def _own_streams(self, dstreams: Sequence[DStream[Any]]) -> list[DStream[Any]]:
         """`dstreams` as a list, if it holds at least one DStream, all of this context."""
@@ -203,7 +202,9 @@ class InputStreamDefinitions:
         """A stream of `transformFunc(rdds)` over the RDDs of several streams.
 
         `transformFunc` may take `(rdds)`, `(time, rdds)` or `(time, rdds, event)`; `rdds` is
-        in the order of `dstreams` (an empty RDD for a stream without one for the event).
+        in the order of `dstreams` (an empty RDD for a stream without one for the event). The
+        streams must slide alike, as in PySpark (`InvalidArgumentError`, a ValueError,
+        otherwise), and the result slides as they do.
 
         Examples:
             >>> a, b = ssc.queueStream([[1, 2, 3]]), ssc.queueStream([[2]])
@@ -211,13 +212,20 @@ class InputStreamDefinitions:
         """
         streams = self._own_streams(dstreams)
         adapted = adapt_callback(transformFunc, 1, "transformFunc", "StreamingContext.transform")
-        return TransformedDStream(
+        require_same_slide(streams, _TRANSFORM_SLIDES)
+        transformed = TransformedDStream(
             _context(self),
             [EventDependency(stream) for stream in streams],
             lambda rdds, event: adapted((list(rdds),), event),
             "transform",
             transformFunc,
         )
+        transformed.same_slide = _TRANSFORM_SLIDES
+        return transformed
+
+
+#: What PySpark (Spark's `TransformedDStream`) says of `ssc.transform` over different slides.
+_TRANSFORM_SLIDES = "Some of the DStreams have different slide durations"
 
 
 def _context(definitions: InputStreamDefinitions) -> StreamingContext:
