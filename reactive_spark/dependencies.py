@@ -179,37 +179,48 @@ class TailDependency(Dependency):
     stateful = True
 
     def save_state(self) -> int:
-        """Parent RDDs generated since the last emitted window (before this event's)."""
-        return self.parent.generatedCount - self._emitted_at
+        """What the parent counted since the last emitted window (before this event's)."""
+        return self._counted() - self._emitted_at
 
     def restore_state(self, state: Any) -> None:
-        """Count the parent RDDs since the last window from the parent's RDDs rebuilt so far."""
-        self._emitted_at = self.parent.generatedCount - int(state)
+        """Count since the last window from what the parent counted again so far."""
+        self._emitted_at = self._counted() - int(state)
+
+    def _counted(self) -> int:
+        """What the window counts of its parent: its generated RDDs."""
+        return self.parent.generatedCount
+
+    def _window(self, event: Event) -> Sequence[Generated]:
+        """The parent RDDs of the window due at `event`."""
+        history = self.parent.generated_up_to(event.time)
+        kept = history[: len(history) - self.skipLength] if self.skipLength else history
+        return kept[-self.windowLength :]
+
+    def _united(self, window: Sequence[Generated]) -> RDD[Any] | None:
+        """The RDD of a window due: its parent RDDs united (None: none)."""
+        return _union(self.parent, window)
 
     def rdd_for(self, event: Event, parent_rdd: RDD[Any] | None) -> RDD[Any] | None:
         """The window due at `event`, if one is due and non-empty.
 
-        An event at the instant of the last window, with no parent RDD since, gets that window
-        again (`again`), the same RDD: every reader of an instant reads its one window.
+        An event at the instant of the last window, with nothing counted since, gets that
+        window again (`again`), the same RDD: every reader of an instant reads its one window.
         """
-        generated = self.parent.generatedCount
-        emitted = self._emitted
+        counted, emitted = self._counted(), self._emitted
         self.again = (
-            generated == self._emitted_at and emitted is not None and emitted.time == event.time
+            counted == self._emitted_at and emitted is not None and emitted.time == event.time
         )
         if self.again:
             assert emitted is not None
             self.due, self.united = True, emitted.window
             return emitted.rdd
-        self.due = generated - self._emitted_at >= self.slideLength
+        self.due = counted - self._emitted_at >= self.slideLength
         if not self.due:
             self.united = ()
             return None
-        self._emitted_at = generated
-        history = self.parent.generated_up_to(event.time)
-        kept = history[: len(history) - self.skipLength] if self.skipLength else history
-        self.united = window = kept[-self.windowLength :]
-        rdd = _union(self.parent, window)
+        self._emitted_at = counted
+        self.united = window = self._window(event)
+        rdd = self._united(window)
         self._emitted = _Emitted(event.time, window, rdd)
         return rdd
 
@@ -229,9 +240,11 @@ class TailDependency(Dependency):
 class LegacyWindowDependency(TailDependency):
     """The legacy `window(windowDuration, slideDuration)`: a tail window in parent batches.
 
-    It equals `tailWindow(windowDuration / parentSlide, slideDuration / parentSlide)`; without
-    a `slideDuration` the window slides by the parent's slide, one window per parent batch, as
-    PySpark's does.
+    It equals `tailWindow(windowDuration / parentSlide, slideDuration / parentSlide)`, counted
+    in the parent's batches rather than its RDDs (`DStream.count_batch`): a batch its parent
+    gave no RDD for still counts, so the window slides with time and may be empty, as
+    PySpark's does. Without a `slideDuration` the window slides by the parent's slide, one
+    window per parent batch, as PySpark's does.
 
     `parentSlide` is the period of the timer driving the parent (times the slides of legacy
     windows in between). It is estimated when the window is defined, so bad durations raise at
@@ -246,13 +259,31 @@ class LegacyWindowDependency(TailDependency):
         estimatedParentSlide: Duration | None,
     ) -> None:
         super().__init__(parent, 1, 1, 0)
+        parent.counts_batches = True
         self.windowDuration = windowDuration
         #: The slide asked for; None: the parent's.
         self.requested_slide = slideDuration
         #: The slide in force: the one asked for, else the parent's once it is known.
         self.slide_duration = slideDuration
+        self._parent_slide: Duration | None = None
         if estimatedParentSlide is not None:
             self.resolve(estimatedParentSlide)
+
+    def _counted(self) -> int:
+        """What the window counts of its parent: its batches, RDD or not."""
+        return self.parent.batchCount
+
+    def _window(self, event: Event) -> Sequence[Generated]:
+        """The parent RDDs of its latest `windowLength` batches."""
+        last, slide = self.parent.batchTime, self._parent_slide
+        assert last is not None and slide is not None  # a batch was counted; settled at start
+        start = last - slide * self.windowLength
+        return [item for item in self.parent.generated_up_to(last) if item.time > start]
+
+    def _united(self, window: Sequence[Generated]) -> RDD[Any]:
+        """The window's parent RDDs united; an empty RDD if its batches gave none."""
+        rdd = _union(self.parent, window)
+        return self.parent.context().sparkContext.emptyRDD() if rdd is None else rdd
 
     @staticmethod
     def check(windowDuration: Duration, slide_duration: Duration, parentSlide: Duration) -> None:
@@ -272,6 +303,7 @@ class LegacyWindowDependency(TailDependency):
         slide = parentSlide if self.requested_slide is None else self.requested_slide
         self.check(self.windowDuration, slide, parentSlide)
         self.slide_duration = slide
+        self._parent_slide = parentSlide
         self.windowLength = self.windowDuration // parentSlide
         self.slideLength = slide // parentSlide
 

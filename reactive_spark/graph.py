@@ -202,9 +202,23 @@ class DStreamGraph:
         to hold the event loop for a large lineage.
         """
         self._plans = {
-            source: Plan(source, streams, self._feeds.get(source, ()))
+            source: Plan(source, streams, self._feeds.get(source, ()), self._counting(source))
             for source, streams in self._bindings.items()
         }
+
+    def _counting(self, source: EventSource) -> frozenset[int]:
+        """The streams that count the events of `source` as batches (`counts_batches`).
+
+        Those legacy windows read, where `source` may give them new data: an event at which
+        a stream computes but never has data (a weekly one, for a daily stream fed to a
+        window) is none of its batches.
+        """
+        counting = set()
+        for stream in self.streams:
+            made = self._producing[stream.id]
+            if stream.counts_batches and (made is None or source in made):
+                counting.add(stream.id)
+        return frozenset(counting)
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete what writes interrupted by a crash left behind (before batches re-run)."""

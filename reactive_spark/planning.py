@@ -86,6 +86,7 @@ class Plan:
         source: EventSource,
         bound: list[DStream[Any]],
         feeds: Sequence[DStream[Any]] = (),
+        counted: frozenset[int] = frozenset(),
     ) -> None:
         #: The streams that compute for the source's events, in the order they do: those the
         #: bound streams read, and those the source `feeds` to windows and states.
@@ -97,8 +98,9 @@ class Plan:
             for stream in [*bound, *(fed for fed in feeds if fed.carries_state)]
             if stream.id in computing
         ]
-        #: The source code of the plan's function (see `_compile`), made once.
-        self.code = _compile(self.streams, bound)
+        #: The source code of the plan's function (see `_compile`), made once; the streams
+        #: whose ids are `counted` count its events as their batches (`DStream.count_batch`).
+        self.code = _compile(self.streams, bound, counted)
         self._plan = _function(self.code, self.streams, bound, source)
         self._reads = Reads()  # one for every batch: batches are planned one at a time
 
@@ -176,14 +178,17 @@ except Exception as error:
 """
 
 
-def _compile(streams: list[DStream[Any]], bound: list[DStream[Any]]) -> str:
+def _compile(
+    streams: list[DStream[Any]], bound: list[DStream[Any]], counted: frozenset[int] = frozenset()
+) -> str:
     """The source of the plan's function, `plan(event, reads, jobs) -> failures or None`.
 
     Straight-line code: one step per stream, parents first, each stream's RDD a local
     variable (so a batch keeps nothing of the one before). A step whose stream raises adds the
     stream's failure and leaves FAILED; a step with a FAILED parent is FAILED without
     computing. A parent that does not react to the source has no RDD for its events: None.
-    Then a job for each bound stream with an RDD. The names it uses are `_function`'s;
+    A stream among `counted` then counts the event as its batch. Then a job for each bound
+    stream with an RDD. The names it uses are `_function`'s;
     docs/architecture.md says why plans are compiled.
     """
     slots = {stream.id: slot for slot, stream in enumerate(streams)}
@@ -202,6 +207,8 @@ def _compile(streams: list[DStream[Any]], bound: list[DStream[Any]]) -> str:
             ]
             step = textwrap.indent(step, "    ")
         lines.append(step.rstrip("\n"))
+        if stream.id in counted:
+            lines.append(f"    stream{slot}.count_batch(event)")
     for index, stream in enumerate(bound):
         rdd = f"rdd{slots[stream.id]}"
         lines.append(f"    if {rdd} is not None and {rdd} is not FAILED:")

@@ -240,3 +240,16 @@ async def test_a_state_between_its_window_slides_still_gives_nothing(sc: SparkCo
         6: [("a", 2), ("b", 2)],
         8: [("a", 2), ("b", 2)],
     }
+
+
+async def test_a_window_slides_with_time_over_batches_without_rdds(sc: SparkContext) -> None:
+    """The transform gives no RDD at seconds 3 to 6 and from 9 on: the window counted its
+    parent's RDDs, so it emitted at 2 and then only at 8, over seconds 1, 2, 7 and 8, and never
+    again. PySpark's slides with time: a window every 2 s, empty where no batch gave data, as
+    pyspark.streaming printed for this program."""
+    ssc = virtual(sc, Seconds(1))
+    batches = [[1], [2], [], [], [], [], [7], [8]]
+    kept = ssc.queueStream(batches).transform(none_when_empty)
+    _, windows = gather(kept.window(4, 2))
+    await run_seconds(ssc, 12)
+    assert by_second(windows) == {2: [1, 2], 4: [1, 2], 6: [], 8: [7, 8], 10: [7, 8], 12: []}

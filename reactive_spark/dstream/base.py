@@ -99,6 +99,13 @@ class DStream(
     #: (`between_slides`).
     idle_at: Event | None = None
 
+    #: Whether a legacy window reads it: it counts its batches (`count_batch`), at a slide,
+    #: whether it had an RDD or not, and a legacy window slides by them, as PySpark's by time.
+    counts_batches = False
+    #: How many batches it counted, and when the latest was (see `counts_batches`).
+    batchCount = 0
+    batchTime: Time | None = None
+
     #: For a stream whose parents must slide alike (a union, `ssc.transform`): PySpark's
     #: message when they do not. Checked when defined, and again at start (`check_slides`).
     same_slide: str | None = None
@@ -252,6 +259,16 @@ class DStream(
         """
         window = self.slide_window
         return window is not None and window.idle_at is event
+
+    def count_batch(self, event: Event) -> None:
+        """Count `event` as one of its batches unless it falls between its slides.
+
+        The plan calls it after the stream computed, for the events of the sources that may
+        give it new data (`counts_batches`), RDD or not.
+        """
+        if not self.between_slides(event):
+            self.batchCount += 1
+            self.batchTime = event.time
 
     def record_count(self, read: dict[str, Any]) -> int | None:
         """How many records a read holds, for inputs (None: this stream is not an input)."""

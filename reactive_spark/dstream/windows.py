@@ -3,9 +3,10 @@
 `tailWindow` counts parent RDDs, `timeWindow` bounds them in time. The legacy operations
 (`window`, `reduceByWindow`, `countByWindow`, `countByValueAndWindow`, `reduceByKeyAndWindow`,
 `groupByKeyAndWindow`) count parent batches: `window(w, s)` is `tailWindow(w / parentSlide,
-s / parentSlide)`. Each makes one stream named after it (`countByValueAndWindow[3]`), reading
-its windows; the reducing ones read those of a stream that reduces each batch once, named
-after what it does (`countByValue[2]`).
+s / parentSlide)` counted in the parent's batches, RDD or not, so it slides with time as
+PySpark's does (`LegacyWindowDependency`). Each makes one stream named after it
+(`countByValueAndWindow[3]`), reading its windows; the reducing ones read those of a stream
+that reduces each batch once, named after what it does (`countByValue[2]`).
 """
 
 from __future__ import annotations
