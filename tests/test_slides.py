@@ -8,6 +8,7 @@ of the same queues (batch times here in seconds from the zero time)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from pyspark import RDD, SparkContext
 
 from reactive_spark import DStream, Event, InvalidArgumentError, Seconds, StreamingContext, Time
 
-from .helpers import gather, virtual
+from .helpers import gather, ran, virtual
 
 T0 = Time(0)
 
@@ -253,3 +254,23 @@ async def test_a_window_slides_with_time_over_batches_without_rdds(sc: SparkCont
     _, windows = gather(kept.window(4, 2))
     await run_seconds(ssc, 12)
     assert by_second(windows) == {2: [1, 2], 4: [1, 2], 6: [], 8: [7, 8], 10: [7, 8], 12: []}
+
+
+async def test_a_window_over_batches_without_rdds_slides_on_after_a_restart(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The batches without an RDD before the restart count as they did."""
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def windows(ssc: StreamingContext) -> Seen:
+        batches = [[1], [2], [], [], [], [], [7], [8]]
+        return gather(ssc.queueStream(batches).transform(none_when_empty).window(4, 2))[1]
+
+    first = virtual(sc, Seconds(1), checkpoint=checkpoint)
+    before = windows(first)
+    await ran(first, T0 + Seconds(5), graceful=True)
+    second = virtual(sc, Seconds(1), start=T0 + Seconds(5), checkpoint=checkpoint)
+    after = windows(second)
+    await ran(second, T0 + Seconds(12))
+    assert by_second(before) == {2: [1, 2], 4: [1, 2]}
+    assert by_second(after) == {6: [], 8: [7, 8], 10: [7, 8], 12: []}
