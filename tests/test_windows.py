@@ -703,3 +703,24 @@ async def test_a_state_over_days_read_weekly_after_a_restart(
     after = weekly_totals_of_days(second)
     await ran(second, T0 + Days(14))
     assert [items for _, items in before + after] == [[("total", 28)], [("total", 105)]]
+
+
+async def test_a_state_fed_at_its_parents_events_updates_once_per_instant(
+    sc: SparkContext,
+) -> None:
+    """Orders arrive on their own timer at daily instants; the daily state reads them through
+    `tailWindow(1)`. The state moves at the orders' events (its parent's new data), and the
+    daily event of the same instant reads the same window again: it must not add it twice."""
+    ssc = virtual(sc)
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    arrivals = ssc.timer(T0 + Days(1), None, Days(3), "orders")
+    orders = ssc.queueStream([[("a", 1)], [("a", 10)]]).bind(arrivals)
+    totals = orders.tailWindow(1).updateStateByKey(lambda new, old: sum(new) + (old or 0))
+    out, seen = gather(totals)
+    out.bind(daily)
+    await ran(ssc, T0 + Days(5))
+    # between the tail window's emits the state has no RDD, as before
+    assert [(e.time, items) for e, items in seen] == [
+        (T0 + Days(1), [("a", 1)]),
+        (T0 + Days(4), [("a", 11)]),
+    ]

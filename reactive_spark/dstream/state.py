@@ -14,6 +14,7 @@ from reactive_spark.dstream.files import remove_interrupted_writes, save_atomica
 from reactive_spark.dstream.pair import register_builder
 from reactive_spark.dstream.reach import Reach, merge_reach
 from reactive_spark.events import Event
+from reactive_spark.time import Time
 
 if TYPE_CHECKING:
     from reactive_spark.planning import Reads
@@ -72,6 +73,9 @@ class StateDStream(DStream[Any]):
         self._changed_since_cut = False
         #: Whether the state was updated once: before, there is no last state to give again.
         self._updated_once = False
+        #: The instant and the parent RDD of its latest update: a parent giving that RDD again
+        #: at that instant (a window read by two sources' events) does not update it twice.
+        self._update_of: tuple[Time, RDD[Any]] | None = None
         #: With `track_history`: the sources whose events reach the stream, and the batches a
         #: restart plans again to rebuild the state (from its last save or load on).
         self._sources: list[str] = []
@@ -116,6 +120,9 @@ class StateDStream(DStream[Any]):
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
         """The previous state updated with the parent's RDD (see the class for other events)."""
         [values] = parents
+        last = self._update_of
+        if values is not None and last is not None and last[1] is values and last[0] == event.time:
+            return self._state  # the state of this instant, which that RDD made
         replayed = reads.replayed_read(self)
         if replayed is not None:  # re-planned after a restart: the state as it was saved
             updated = self._reload(event, replayed, reads)
@@ -124,6 +131,7 @@ class StateDStream(DStream[Any]):
             updated = values is not None
             if values is not None:
                 self._state = self._updated(values)
+                self._update_of = (event.time, values)
                 self._changed_since_cut = self._updated_once = True
                 if self._reaches is not None:
                     self._reach_update(event)
