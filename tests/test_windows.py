@@ -344,6 +344,27 @@ async def test_every_reader_of_a_window_at_one_instant_reads_the_same_window(
     assert [sorted(items) for _, items in fortnights] == [list(range(1, 15))]
 
 
+async def test_an_output_bound_to_two_sources_of_one_instant_runs_once_per_instant(
+    sc: SparkContext,
+) -> None:
+    """One output over a window (and one over a state) bound to two timers that tick at the
+    same instants: the second event of the instant got the instant's RDD again, and the
+    output ran twice on it (saveAsTextFiles wrote `-<ms>` and `-<ms>_2`). One output runs
+    once per instant, as once per PySpark batch."""
+    ssc = virtual(sc)
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    also_weekly = ssc.timer(T0 + Days(7), None, Days(7), "also weekly")
+    days = ssc.queueStream([[d] for d in range(1, 15)]).foreachRDD(lambda rdd: None).bind(daily)
+    out, windows = gather(days.tailWindow(7, 7))
+    out.bind(weekly).bind(also_weekly)
+    states = days.map(lambda d: ("n", d)).updateStateByKey(lambda new, old: sum(new) + (old or 0))
+    out, totals = gather(states)
+    out.bind(weekly).bind(also_weekly)
+    await ran(ssc, T0 + Days(14))
+    assert [sorted(items) for _, items in windows] == [list(range(1, 8)), list(range(8, 15))]
+    assert [items for _, items in totals] == [[("n", sum(range(1, 8)))], [("n", sum(range(1, 15)))]]
+
+
 def test_windows_reading_each_others_batches_keep_creation_order(sc: SparkContext) -> None:
     """Each timer's window reads what the other's ticks generate: neither can go first, so
     neither waits for the other, as when nothing relates them."""

@@ -542,6 +542,8 @@ class ForEachDStream(DStream[Any]):
         self.target = target
         self.isOutput = True
         self.outputId = self._ssc.graph.add_output(self)
+        #: With `repeats`: the instant and RDD of its latest job.
+        self._last_job: tuple[Time, RDD[Any]] | None = None
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete the temporary batch directories a crash left behind (see `target`)."""
@@ -550,8 +552,18 @@ class ForEachDStream(DStream[Any]):
         return remove_interrupted_writes(self._ssc.sparkContext, *self.target)
 
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
-        """The parent's RDD, which the job's function receives."""
-        return parents[0]
+        """The parent's RDD, which the job's function receives.
+
+        None for the RDD of an instant a parent that `repeats` gives again (to a later event of
+        that instant): an output runs once per instant, as once per PySpark batch.
+        """
+        rdd = parents[0]
+        if self.repeats and rdd is not None:
+            last = self._last_job
+            if last is not None and last[1] is rdd and last[0] == event.time:
+                return None
+            self._last_job = (event.time, rdd)
+        return rdd
 
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
         """The job body for `event`: the function, with `running_output()` giving `event`."""
