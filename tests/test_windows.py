@@ -21,6 +21,7 @@ from reactive_spark import (
     StreamingContext,
     Time,
 )
+from reactive_spark.checkpoint import Checkpoint
 from reactive_spark.testing import run_batches
 
 from .helpers import gather, ran, virtual
@@ -724,6 +725,33 @@ async def test_a_state_over_days_read_weekly_after_a_restart(
     after = weekly_totals_of_days(second)
     await ran(second, T0 + Days(14))
     assert [items for _, items in before + after] == [[("total", 28)], [("total", 105)]]
+
+
+async def test_a_state_fed_at_its_parents_events_updates_once_per_instant_after_a_crash(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As below, with a checkpoint: the state is saved at the tenth orders event, and a
+    restart re-plans that event from the save and then the daily event of its instant, which
+    reads the same window again. It updated the state a second time there."""
+
+    def build(ssc: StreamingContext) -> list[tuple[Any, list[Any]]]:
+        daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+        arrivals = ssc.timer(T0 + Days(1), None, Days(1), "orders")
+        orders = ssc.queueStream([[("a", 1)]] * 12).bind(arrivals)
+        totals = orders.tailWindow(1).updateStateByKey(lambda new, old: sum(new) + (old or 0))
+        out, seen = gather(totals)
+        out.bind(daily)
+        return seen
+
+    with monkeypatch.context() as crash:  # as after a crash: no batch was recorded done
+        crash.setattr(Checkpoint, "completed", lambda self, batch: None)
+        first = virtual(sc, checkpoint=str(tmp_path))
+        build(first)
+        await ran(first, T0 + Days(12))
+    again = virtual(sc, start=T0 + Days(12), checkpoint=str(tmp_path))
+    seen = build(again)
+    await ran(again, T0 + Days(12))
+    assert [items for _, items in seen] == [[("a", day)] for day in range(1, 13)]
 
 
 async def test_a_state_fed_at_its_parents_events_updates_once_per_instant(

@@ -126,6 +126,8 @@ class StateDStream(DStream[Any]):
         replayed = reads.replayed_read(self)
         if replayed is not None:  # re-planned after a restart: the state as it was saved
             updated = self._reload(event, replayed, reads)
+            if updated and values is not None:  # as live: a reader of the instant reads it
+                self._update_of = (event.time, values)
         else:
             self._events_since_cut += 1
             updated = values is not None
