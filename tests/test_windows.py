@@ -727,6 +727,26 @@ async def test_a_state_over_days_read_weekly_after_a_restart(
     assert [items for _, items in before + after] == [[("total", 28)], [("total", 105)]]
 
 
+async def test_a_window_given_again_at_its_instant_reaches_back_as_when_it_was_made(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """With a checkpoint, what a window's RDD reaches back to is tracked for restarts. Given
+    again to the weekly event of the instant the daily event made it at, it had no reach (the
+    weekly event's own only, for what is made of it): a restart could lose the week."""
+    ssc = virtual(sc, checkpoint=str(tmp_path))
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    days = ssc.queueStream([[d] for d in range(1, 8)]).foreachRDD(lambda rdd: None).bind(daily)
+    week = days.tailWindow(7, 7)
+    week.foreachRDD(lambda rdd: None).bind(daily)
+    out, seen = gather(week)
+    out.bind(weekly)
+    await ran(ssc, T0 + Days(7))
+    [(event, _)] = seen
+    assert event.source is weekly
+    reach = week.latest_reach(event)
+    assert reach is not None and reach["daily"] == 0, reach  # from the first day's batch on
+
+
 async def test_a_state_fed_at_its_parents_events_updates_once_per_instant_after_a_crash(
     sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

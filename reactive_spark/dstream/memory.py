@@ -191,9 +191,12 @@ class StreamMemory(Generic[T]):
     def latest_reach(self, event: Event) -> Reach | None:
         """The reach of the RDD generated for `event` if it is the latest, and tracked."""
         reaches, generated = self._reaches, self._generated
-        if reaches is None or not generated or generated[-1][0] is not event:
+        if reaches is None or not generated:
             return None
-        return reaches[-1]
+        latest = generated[-1][0]
+        if latest is event or (self.repeats and latest.time == event.time):
+            return reaches[-1]  # (a stream that repeats gives its instant's RDD again)
+        return None
 
     def history_reach(self, into: Reach) -> None:
         """Add to `into` the batches a restart plans again to rebuild what this stream keeps.
