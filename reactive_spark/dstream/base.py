@@ -542,8 +542,8 @@ class ForEachDStream(DStream[Any]):
         self.target = target
         self.isOutput = True
         self.outputId = self._ssc.graph.add_output(self)
-        #: With `repeats`: the instant and RDD of its latest job.
-        self._last_job: tuple[Time, RDD[Any]] | None = None
+        #: With `repeats`: the instant, source and RDD of its latest job.
+        self._last_job: tuple[Time, EventSource, RDD[Any]] | None = None
 
     def remove_interrupted_writes(self) -> list[str]:
         """Delete the temporary batch directories a crash left behind (see `target`)."""
@@ -554,15 +554,21 @@ class ForEachDStream(DStream[Any]):
     def compute_rdd(self, event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
         """The parent's RDD, which the job's function receives.
 
-        None for the RDD of an instant a parent that `repeats` gives again (to a later event of
-        that instant): an output runs once per instant, as once per PySpark batch.
+        None for the RDD of an instant a parent that `repeats` gives again to another source's
+        event of that instant: an output bound to sources that fire together runs once per
+        instant, as once per PySpark batch. Each event of one source is a batch of its own.
         """
         rdd = parents[0]
         if self.repeats and rdd is not None:
             last = self._last_job
-            if last is not None and last[1] is rdd and last[0] == event.time:
+            if (
+                last is not None
+                and last[2] is rdd
+                and last[0] == event.time
+                and last[1] is not event.source
+            ):
                 return None
-            self._last_job = (event.time, rdd)
+            self._last_job = (event.time, event.source, rdd)
         return rdd
 
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
