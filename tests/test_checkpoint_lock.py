@@ -37,6 +37,18 @@ def daily(sc: SparkContext, checkpoint: Path, days: int = 0) -> tuple[StreamingC
     return ssc, program(ssc)
 
 
+async def crashed_until(sc: SparkContext, checkpoint: Path, days: int) -> list[int]:
+    """`holding_app.program` run until `days` after T0 and stopped as after a crash: no batch
+    was recorded done, so a restart re-runs them all. Returns the days whose batch ran."""
+    with pytest.MonkeyPatch.context() as crash:
+        crash.setattr(Checkpoint, "completed", lambda self, batch: None)
+        first, first_days = daily(sc, checkpoint)
+        await first.start()
+        await first.runUntil(T0 + Days(days))
+        await first.stop(stopSparkContext=False)
+    return first_days
+
+
 def in_use(checkpoint: Path, holder: str) -> str:
     """The start of the refusal's message, `holder` holding `checkpoint`."""
     return f"checkpoint directory {checkpoint} is in use by {holder} (pid {os.getpid()} on "
@@ -233,7 +245,6 @@ def re_runs(
 async def test_a_stop_that_does_not_wait_leaves_a_re_run_batch_stuck_in_a_function_of_yours(
     sc: SparkContext,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     graceful: bool,
 ) -> None:
@@ -243,13 +254,7 @@ async def test_a_stop_that_does_not_wait_leaves_a_re_run_batch_stuck_in_a_functi
     batch: the start raises, saying so; the directory stays held until the batch ends; the
     batches to re-run after it never run in that thread; the next start re-runs them once."""
     checkpoint = tmp_path / "checkpoint"
-    with monkeypatch.context() as crash:  # as after a crash: no batch was recorded done
-        crash.setattr(Checkpoint, "completed", lambda self, batch: None)
-        first, first_days = daily(sc, checkpoint)
-        await first.start()
-        await first.runUntil(T0 + Days(3))
-        await first.stop(stopSparkContext=False)
-    assert first_days == [1, 2, 3]
+    assert await crashed_until(sc, checkpoint, 3) == [1, 2, 3]
     held = Held()
     left: list[str] = []
     second = re_runs(sc, checkpoint, left, held)
@@ -295,12 +300,7 @@ async def test_a_re_run_batch_failing_after_a_stop_ended_the_start_is_raised_by_
     failing (its record could not be written): the start raised only that a stop ended it,
     and the failure itself went nowhere, not even a log line."""
     checkpoint = tmp_path / "checkpoint"
-    with monkeypatch.context() as crash:  # as after a crash: no batch was recorded done
-        crash.setattr(Checkpoint, "completed", lambda self, batch: None)
-        first, _ = daily(sc, checkpoint)
-        await first.start()
-        await first.runUntil(T0 + Days(1))
-        await first.stop(stopSparkContext=False)
+    await crashed_until(sc, checkpoint, 1)
 
     def disk_full(self: Checkpoint, batch: Any) -> None:
         raise OSError("No space left on device")
