@@ -6,7 +6,7 @@ through streams that react to the source; they run in creation order, which puts
 before its children, so each computes once per event however many streams read it, and a
 lineage of any depth plans without recursion. Each bound stream with an RDD becomes a job.
 The steps are compiled into one straight-line Python function per plan (`Plan.code`), which
-calls each stream's own `compute_rdd`: what a step does is written once, in `_STEP`.
+calls each stream's own `compute_rdd` (`computer`): what a step does is written once, in `_STEP`.
 
 Live batches and batches re-planned from a checkpoint run the same plan: a re-planned batch
 only hands its streams what they read before (`Reads.replayed`). See docs/architecture.md.
@@ -220,11 +220,11 @@ def _compile(
 def _function(
     code: str, streams: list[DStream[Any]], bound: list[DStream[Any]], source: EventSource
 ) -> Callable[[Event, Reads, list[Job]], list[JobInfo] | None]:
-    """The function `code` defines, calling the streams' own `compute_rdd` and registrars."""
+    """The function `code` defines, calling the streams' computers and registrars."""
     names: dict[str, Any] = {"FAILED": _FAILED, "failed": _failed, "job": _job}
     for slot, stream in enumerate(streams):
         names[f"stream{slot}"] = stream
-        names[f"compute{slot}"] = stream.compute_rdd
+        names[f"compute{slot}"] = stream.computer()
         names[f"register{slot}"] = stream.registrar()
     for index, stream in enumerate(bound):
         names[f"bound{index}"] = stream

@@ -18,6 +18,8 @@ from pyspark import RDD, SparkContext
 from reactivex.subject import Subject
 
 from reactive_spark import DStream, Seconds, StreamingContext, StreamingListener, Time, planning
+from reactive_spark.dependencies import EventDependency
+from reactive_spark.dstream.base import ForEachDStream, TransformedDStream
 from reactive_spark.events import Event
 from reactive_spark.sources.derived import _MISSING, DerivedEvent
 
@@ -37,7 +39,10 @@ def counting(calls: Counter[str], name: str) -> Any:
 
 
 def record_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int | None]]:
-    """Every `(stream, event index)` a plan computes, in order, whatever the stream's kind."""
+    """Every `(stream, event index)` a plan computes, in order, whatever the stream's kind.
+
+    It records what each stream's `computer` gives the plan, which the plan calls.
+    """
     steps: list[tuple[str, int | None]] = []
     kinds, waiting = set(), [DStream]
     while waiting:
@@ -45,17 +50,20 @@ def record_steps(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int | None]
         kinds.add(kind)
         waiting.extend(kind.__subclasses__())
     for kind in kinds:
-        if "compute_rdd" not in vars(kind):
+        if "computer" not in vars(kind):
             continue
-        original = kind.compute_rdd
+        original = kind.computer
 
-        def recorded(
-            self: DStream[Any], event: Event, *args: Any, _original: Any = original
-        ) -> Any:
-            steps.append((self.name, event.index))
-            return _original(self, event, *args)
+        def recording(self: DStream[Any], _original: Any = original) -> Any:
+            compute = _original(self)
 
-        monkeypatch.setattr(kind, "compute_rdd", recorded)
+            def recorded(event: Event, *args: Any) -> Any:
+                steps.append((self.name, event.index))
+                return compute(event, *args)
+
+            return recorded
+
+        monkeypatch.setattr(kind, "computer", recording)
     return steps
 
 
@@ -123,6 +131,34 @@ async def test_a_linear_chain_is_planned_straight_through(
         {stream.name: 3 for stream in ssc.graph.streams}
     )
     assert numbers.rememberedCount == doubled.rememberedCount == 1  # the latest, as Spark's
+
+
+async def test_a_kind_of_stream_with_its_own_compute_rdd_is_computed_by_it(
+    sc: SparkContext,
+) -> None:
+    """The plan calls the branch a transform or an output takes at every event
+    (`DStream.computer`), unless a subclass computes its own way (`aggregateExactlyOnce`
+    prepares its commit in its `compute_rdd`): then its `compute_rdd`, at every event."""
+    ssc, tick = ticking(sc)
+    computed: list[tuple[str, int | None]] = []
+
+    class Transformed(TransformedDStream):
+        def compute_rdd(self, event: Event, *args: Any) -> Any:
+            computed.append(("transform", event.index))
+            return super().compute_rdd(event, *args)
+
+    class Output(ForEachDStream):
+        def compute_rdd(self, event: Event, *args: Any) -> Any:
+            computed.append(("output", event.index))
+            return super().compute_rdd(event, *args)
+
+    numbers = ssc.queueStream([[1], [2]])
+    passed = Transformed(ssc, [EventDependency(numbers)], lambda rdds, e: rdds[0], "passed")
+    seen: list[list[int]] = []
+    Output(passed, lambda rdds, e: seen.append(rdds[0].collect()), "output").bind(tick)
+    await run_ticks(ssc, 2)
+    assert seen == [[1], [2]]
+    assert computed == [("transform", 0), ("output", 0), ("transform", 1), ("output", 1)]
 
 
 async def test_a_window_in_a_chain_sees_what_its_parent_remembers(sc: SparkContext) -> None:

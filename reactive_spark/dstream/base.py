@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 RDDFunction = Callable[[tuple[RDD[Any], ...], Event], "RDD[Any] | None"]
 #: The parents' RDDs for one event, one per dependency (None where a parent has none).
 ParentRDDs = tuple["RDD[Any] | None", ...]
+#: A stream's `compute_rdd`, or what the plan calls in its place (`DStream.computer`).
+Computer = Callable[[Event, ParentRDDs, "Reads"], "RDD[Any] | None"]
 
 
 class DStream(
@@ -247,6 +249,14 @@ class DStream(
         `reads` (and reads it back from there when the batch is planned again).
         """
         raise NotImplementedError
+
+    def computer(self) -> Computer:
+        """What the plan calls for `compute_rdd` (fixed at start, as `registrar` is).
+
+        `compute_rdd` itself, unless a stream knows, from how it was defined, which of its
+        branches every event takes: then that branch, so an event pays no call to choose it.
+        """
+        return self.compute_rdd
 
     def between_slides(self, event: Event) -> bool:
         """Whether `event` falls between this stream's slides: no RDD is due then.
@@ -430,6 +440,19 @@ class TransformedDStream(DStream[Any]):
         self._instant = (event.time, parents, rdd)
         return rdd
 
+    def computer(self) -> Computer:
+        """`_applied` itself when the stream reads no window and does not `repeats`.
+
+        A subclass that computes otherwise (its own `compute_rdd`) is computed by that.
+        """
+        if (
+            self._windows
+            or self.repeats
+            or type(self).compute_rdd is not TransformedDStream.compute_rdd
+        ):
+            return self.compute_rdd
+        return self._applied
+
     def _through_windows(self, event: Event, parents: ParentRDDs, reads: Reads) -> ParentRDDs:
         """What each window's dependency makes of its parent's RDD for `event`."""
         self._restore_windows(reads)
@@ -571,6 +594,16 @@ class ForEachDStream(DStream[Any]):
             self._last_job = (event.time, event.source, rdd)
         return rdd
 
+    def computer(self) -> Computer:
+        """Its parent's RDD as it is when no parent `repeats` (see `compute_rdd`).
+
+        A subclass that computes otherwise (its own `compute_rdd`: `aggregateExactlyOnce`
+        prepares its commit there) is computed by that.
+        """
+        if self.repeats or type(self).compute_rdd is not ForEachDStream.compute_rdd:
+            return self.compute_rdd
+        return _parent_rdd
+
     def output_action(self, event: Event, rdd: RDD[Any]) -> Callable[[], None]:
         """The job body for `event`: the function, with `running_output()` giving `event`."""
         return lambda: _run_output(self.function, rdd, event)
@@ -590,6 +623,10 @@ def _run_output(
 ) -> None:
     with output_of(event):
         function((rdd,), event)
+
+
+def _parent_rdd(event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:
+    return parents[0]
 
 
 def _unchanged(rdd: RDD[Any]) -> RDD[Any]:
