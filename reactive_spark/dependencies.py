@@ -271,11 +271,11 @@ class LegacyWindowDependency(TailDependency):
 
     def _counted(self) -> int:
         """What the window counts of its parent: its batches, RDD or not."""
-        return self.parent.batchCount
+        return self.parent.batch_count
 
     def _window(self, event: Event) -> Sequence[Generated]:
         """The parent RDDs of its latest `windowLength` batches."""
-        last, slide = self.parent.batchTime, self._parent_slide
+        last, slide = self.parent.last_batch_time, self._parent_slide
         assert last is not None and slide is not None  # a batch was counted; settled at start
         start = last - slide * self.windowLength
         return [item for item in self.parent.generated_up_to(last) if item.time > start]

@@ -105,8 +105,8 @@ class DStream(
     #: whether it had an RDD or not, and a legacy window slides by them, as PySpark's by time.
     counts_batches = False
     #: How many batches it counted, and when the latest was (see `counts_batches`).
-    batchCount = 0
-    batchTime: Time | None = None
+    batch_count = 0
+    last_batch_time: Time | None = None
 
     #: For a stream whose parents must slide alike (a union, `ssc.transform`): PySpark's
     #: message when they do not. Checked when defined, and again at start (`check_slides`).
@@ -277,8 +277,8 @@ class DStream(
         give it new data (`counts_batches`), RDD or not.
         """
         if not self.between_slides(event):
-            self.batchCount += 1
-            self.batchTime = event.time
+            self.batch_count += 1
+            self.last_batch_time = event.time
 
     def record_count(self, read: dict[str, Any]) -> int | None:
         """How many records a read holds, for inputs (None: this stream is not an input)."""
