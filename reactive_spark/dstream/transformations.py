@@ -70,7 +70,10 @@ class TransformOperations(Generic[T]):
     def transform(self, func: Callable[..., RDD[U]]) -> DStream[U]:
         """A stream of `func(rdd)` for every RDD.
 
-        `func` may take `(rdd)`, `(time, rdd)` or `(time, rdd, event)`.
+        `func` may take `(rdd)`, `(time, rdd)` or `(time, rdd, event)`. Over a window or a
+        state, which gives the same RDD to every event of an instant (a daily and a weekly
+        timer at one midnight), `func` is called once per instant, with the first of those
+        events: the later ones get the RDD it returned, as a PySpark batch has one RDD.
 
         Examples:
             >>> import asyncio
