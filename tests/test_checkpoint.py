@@ -618,6 +618,72 @@ async def test_a_state_that_moved_long_ago_survives_a_crash(
     assert totals == {1: {"a": 1, "b": 2}, 16: {"a": 11, "b": 2}}
 
 
+def running_totals_read_daily_and_weekly(
+    ssc: StreamingContext, seen: list[tuple[str, int, list[int]]], crash_day: int | None
+) -> None:
+    """Days 1..15 summed by a daily state; the running totals of the last 3 days read daily, of
+    the last 7 weekly, on days 1, 8 and 15 (after the daily tick); the totals themselves read
+    by an output bound to both timers, which runs once per instant."""
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    weekly = ssc.timer(T0 + Days(1), None, Days(7), "weekly")
+
+    def beat(time: datetime, rdd: Any, event: Event) -> None:
+        if day_of(event) == crash_day:
+            raise Crash  # before the other jobs of its batch
+
+    def recorder(name: str) -> Any:
+        return lambda time, rdd, event: seen.append(
+            (name, day_of(event), sorted(total for _, total in rdd.collect()))
+        )
+
+    days = ssc.queueStream([[("total", day)] for day in range(1, 16)]).bind(daily)
+    days.foreachRDD(beat).bind(daily)
+    totals = days.updateStateByKey(lambda new, total: sum(new) + (total or 0))
+    totals.foreachRDD(recorder("total")).bind(daily).bind(weekly)
+    totals.window(Days(3), Days(1)).foreachRDD(recorder("3 days")).bind(daily)
+    totals.window(Days(7), Days(7)).foreachRDD(recorder("week")).bind(weekly)
+
+
+@pytest.mark.parametrize("interrupted", [None, "crash", "stop"])
+async def test_a_state_saved_at_the_second_event_of_its_instant_is_read_once_there(
+    sc: SparkContext, tmp_path: Path, interrupted: str | None
+) -> None:
+    """The state's tenth event is the weekly tick of day 8, which gives the state of day 8
+    again: its lineage is cut there, saved and loaded back as another RDD. Given for that
+    event, it was a second state of day 8: the windows held day 8 twice (the 3 days to day 9:
+    totals 28, 36, 36, 45) and the output bound to both timers ran twice on day 8. A restart
+    after day 9 re-planned the weekly tick from the save, and did the same."""
+    checkpoint = str(tmp_path / "checkpoint")
+    seen: list[tuple[str, int, list[int]]] = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    running_totals_read_daily_and_weekly(first, seen, 9 if interrupted == "crash" else None)
+    if interrupted is None:
+        await ran(first, T0 + Days(15))
+    elif interrupted == "crash":
+        await first.start()
+        with pytest.raises(Crash):
+            await first.advanceTo(T0 + Days(15))
+        await first.stop(stopSparkContext=False)
+    else:
+        await ran(first, T0 + Days(9), graceful=True)
+    saves = sorted(os.listdir(tmp_path / "checkpoint" / "state"))
+    assert [name.split("-")[1] for name in saves] == ["9"]  # the weekly tick of day 8
+    if interrupted is not None:
+        second = virtual(sc, start=T0 + Days(9), checkpoint=checkpoint)
+        running_totals_read_daily_and_weekly(second, seen, None)
+        await ran(second, T0 + Days(15))
+
+    def total(day: int) -> int:
+        return day * (day + 1) // 2
+
+    expected = [("total", day, [total(day)]) for day in range(1, 16)]
+    expected += [
+        ("3 days", day, [total(d) for d in range(max(day - 2, 1), day + 1)]) for day in range(1, 16)
+    ]
+    expected += [("week", day, [total(d) for d in range(day - 6, day + 1)]) for day in (8, 15)]
+    assert sorted(seen) == sorted(expected)
+
+
 async def test_delayed_events_waiting_at_a_stop_are_reported_and_still_fire(
     sc: SparkContext, tmp_path: Path
 ) -> None:
@@ -878,3 +944,29 @@ async def test_a_virtual_clock_restarted_behind_the_checkpoint_is_warned_about(
         caplog.clear()
         assert await run(T0 + Days(3), T0 + Days(4)) == [T0 + Days(4)]  # carries on
         assert behind not in caplog.text
+
+
+async def test_a_state_whose_save_failed_is_still_given_to_the_next_event_of_its_instant(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The state's tenth update, on day 10, is saved at its first event there (the daily one),
+    and the save's job fails in `updateFunc`. The weekly event of that instant reads the same
+    window RDD: it gets the state that update made, whose job fails again and is reported. It
+    got nothing, silently: the state had not been given at the instant before the save."""
+    ssc = virtual(sc, start=T0, checkpoint=str(tmp_path / "checkpoint"))
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    weekly = ssc.timer(T0 + Days(3), None, Days(7), "weekly")  # days 3, 10
+    days = ssc.queueStream([[d] for d in range(1, 11)]).bind(daily)
+
+    def update(new: list[int], old: int | None) -> int:
+        if 10 in new:
+            raise ValueError("day 10 refused")
+        return sum(new) + (old or 0)
+
+    totals = days.tailWindow(1, 1).map(lambda d: ("t", d)).updateStateByKey(update)
+    totals.foreachRDD(lambda rdd: rdd.count()).bind(daily).bind(weekly)
+    await ssc.start()
+    failures = await ssc.advanceTo(T0 + Days(10))
+    await ssc.stop(stopSparkContext=False)
+    assert ["day 10 refused" in str(failure) for failure in failures] == [True, True]
+    assert sorted(failure.event.source.name for failure in failures) == ["daily", "weekly"]

@@ -48,7 +48,9 @@ class StateDStream(DStream[Any]):
     event without an update, so a restart loads it and re-applies the batches since, which the
     log keeps (the state reaches back to its last save: `reach_of`); the checkpoint deletes a
     save once no batch it keeps reads it. Without one it is checkpointed locally (in memory)
-    with its next update.
+    with its next update. Saved at an event that gives its instant's state again (a weekly
+    event after the daily one), the state goes on from the save with its next update, but that
+    event still gives the RDD of its instant: one state per instant, live and re-planned.
     """
 
     def __init__(
@@ -76,6 +78,10 @@ class StateDStream(DStream[Any]):
         #: The instant and the parent RDD of its latest update: a parent giving that RDD again
         #: at that instant (a window read by two sources' events) does not update it twice.
         self._update_of: tuple[Time, RDD[Any]] | None = None
+        #: The instant of the latest event it gave a state for, and that RDD: a later event of
+        #: the instant that does not update the state gives that RDD again, even where the
+        #: state was saved and loaded back as another RDD meanwhile (`_given_again`).
+        self._given: tuple[Time, RDD[Any]] | None = None
         #: With `track_history`: the sources whose events reach the stream, and the batches a
         #: restart plans again to rebuild the state (from its last save or load on).
         self._sources: list[str] = []
@@ -122,7 +128,9 @@ class StateDStream(DStream[Any]):
         [values] = parents
         last = self._update_of
         if values is not None and last is not None and last[1] is values and last[0] == event.time:
-            return self._state  # the state of this instant, which that RDD made
+            # the state of this instant, which that RDD made (not given yet if saving it failed)
+            given = self._given_again(event)
+            return self._state if given is None else given
         replayed = reads.replayed_read(self)
         if replayed is not None:  # re-planned after a restart: the state as it was saved
             updated = self._reload(event, replayed, reads)
@@ -139,7 +147,28 @@ class StateDStream(DStream[Any]):
                     self._reach_update(event)
             if self._changed_since_cut and self._events_since_cut >= CHECKPOINT_EVERY:
                 self._cut_lineage(event, reads, updated=updated)
-        return self._state if updated or self._again(event) else None
+        if not (updated or self._again(event)):
+            return None
+        if not updated:
+            again = self._given_again(event)
+            if again is not None:
+                return again
+        state = self._state
+        assert state is not None  # updated now or before
+        self._given = (event.time, state)
+        return state
+
+    def _given_again(self, event: Event) -> RDD[Any] | None:
+        """The state given at `event`'s instant already, if it was: its one RDD there.
+
+        The stream memory remembers an instant's RDD once however many events give it
+        (`repeats`), and outputs bound to several of them run once, by the RDD's identity. A
+        lineage cut at a later event of the instant saves the state and goes on from the save,
+        a new RDD (so does a restart re-planning that event, from the save): given there, it
+        was a second state of the instant, which the windows over it held twice.
+        """
+        given = self._given
+        return given[1] if given is not None and given[0] == event.time else None
 
     def _again(self, event: Event) -> bool:
         """Whether the last state is the RDD again: not between its parent's slides.
