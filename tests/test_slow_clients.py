@@ -220,3 +220,33 @@ async def test_a_body_trickling_to_a_mounted_trigger_holds_no_service_shutdown(
     assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
     assert b'"the StreamingContext stopped"' in answer
     assert ran == [] and ssc.state == "stopped"
+
+
+async def test_a_console_on_its_own_port_answers_a_trickling_fire_503_as_it_stops(
+    sc: SparkContext,
+) -> None:
+    """On its own port, the console's stop is the service's shutdown: a fire whose body still
+    arrives is answered 503 at once, as mounted, not cut off without an answer 1 s later (a
+    client could not tell a refused fire from one whose event may have fired)."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    ran: list[Any] = []
+    rerun = ssc.manualSource("rerun")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: ran.append(1)).bind(rerun)
+    console = await Console(ssc, port=0).start()
+    reader, writer = await asyncio.open_connection(*address(console.url))
+    writer.write(
+        b"POST /api/sources/rerun/fire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n["
+    )
+    trickling = asyncio.create_task(trickle(writer))
+    await asyncio.sleep(0.5)
+    trickling.cancel()  # the body is still short, and no byte follows the server's close
+    began = time.monotonic()
+    await console.stop()
+    took = time.monotonic() - began
+    answer = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+    assert b'"the StreamingContext stopped"' in answer
+    assert took < 3, took
+    assert ran == [] and ssc.state == "stopped"

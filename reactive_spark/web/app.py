@@ -150,9 +150,8 @@ def create_app(
     app.router.add_get("", _to_index, name="prefix")
     app.router.add_get("/static/{name}", _static, name="static")
     app.on_response_prepare.append(security_headers)
-    app.on_shutdown.append(_end_live_streams)
     app[BODIES_KEY] = BodyReads()
-    app.on_shutdown.append(_end_body_reads)
+    app.on_shutdown.append(_release_clients)
     app[LIFECYCLE_KEY] = ContextLifecycle(ssc, stop_timeout)
     app[LIFECYCLE_KEY].attach(app)
     return app
@@ -210,13 +209,13 @@ def setup(
     return console
 
 
-async def _end_live_streams(app: web.Application) -> None:
-    """`on_shutdown`: end every server-sent-event stream, so the server need not wait."""
+async def _release_clients(app: web.Application) -> None:
+    """`on_shutdown` (and `Console.stop`): let no client hold the stop.
+
+    Every server-sent-event stream ends, and every fire whose body still arrives is answered
+    503 at once.
+    """
     app[HISTORY_KEY].live.close()
-
-
-async def _end_body_reads(app: web.Application) -> None:
-    """`on_shutdown`: answer the fires whose bodies still arrive 503, so none holds the stop."""
     app[BODIES_KEY].stop()
 
 
@@ -358,9 +357,12 @@ class Console:
         return self
 
     async def stop(self) -> None:
-        """Stop the context (gracefully) if it runs, then serving; live streams end at once."""
+        """Stop the context (gracefully) if it runs, then serving.
+
+        Live streams end at once, and fires whose bodies still arrive are answered 503.
+        """
         if self._app is not None:
-            self._app[HISTORY_KEY].live.close()
+            await _release_clients(self._app)  # as a service's shutdown does, first
             # the server stays up while the context stops: a fire whose event was posted is
             # answered once it is accepted, and one waiting for room is refused (503), before
             # the server gives the requests still running its second and drops them
