@@ -307,14 +307,14 @@ class DStreamGraph:
     ) -> tuple[dict[EventSource, list[DStream[Any]]], dict[int, set[EventSource]]]:
         """The streams each source feeds to windows, and then the sources reaching each stream.
 
-        A window reads what its parent generated at earlier events. With `days` bound to a
-        daily timer, the window of `days.map(f)` read by a weekly output reaches the map only
-        at the weekly events, where `days` has no RDD: every window was empty. Such a parent,
-        which may have new data only at events its window is never computed at, computes at
-        those events too (the daily ones), as every stream of a PySpark program computes every
-        batch; without a job, and nothing is bound anew. Feeding a parent makes the streams it
-        reads compute too, which may feed a window further up (a window of windows). A state
-        (`updateStateByKey`) is fed so too: its history is what it carries.
+        A window reads what its parent generated at earlier events, so the parent computes,
+        without a job, at the events of each source it may have new data at (`_producing`):
+        `days.map(f)` at the daily events for a window of it read weekly, as every stream of a
+        PySpark program computes every batch. The streams a fed parent reads compute too, and
+        may feed a window further up (a window of windows). A state (`updateStateByKey`) is fed
+        so too: its history is what it carries. A stream over an input bound to nothing, which
+        reads at whatever event computes it, is not fed: feeding would make the input read at
+        events nothing bound it to, taking what its other readers would get.
         """
         producing = self._producing
         feeds: dict[EventSource, list[DStream[Any]]] = {}
@@ -323,8 +323,7 @@ class DStreamGraph:
             added = False
             for stream, reader in self._history_readers():
                 made = producing[stream.id]
-                read = reaching[reader.id]
-                if made is None or not read or made & read:
+                if made is None or not reaching[reader.id]:
                     continue
                 for source in made - reaching[stream.id]:
                     fed = feeds.setdefault(source, [])

@@ -16,6 +16,7 @@ from reactive_spark import (
     DStream,
     Event,
     EventSource,
+    Hours,
     InvalidArgumentError,
     Seconds,
     StreamingContext,
@@ -257,24 +258,66 @@ async def test_a_weekly_roll_up_of_derived_days_that_a_monthly_window_reads(
     assert [sorted(items) for _, items in each_month] == [list(range(1, 29))]
 
 
-async def test_a_window_whose_parent_has_rdds_at_its_events_is_left_as_it_is(
+def days_of_both_timers(ssc: StreamingContext) -> tuple[EventSource, DStream[Any]]:
+    """Days 1..28 bound to a daily and a weekly timer; returns the weekly one and the days."""
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    return weekly, ssc.queueStream([[d] for d in range(1, 29)]).bind(daily).bind(weekly)
+
+
+async def test_a_window_whose_parent_has_rdds_at_its_events_holds_the_other_events_too(
     sc: SparkContext,
 ) -> None:
-    """`days` is bound to both timers, so the mapped stream has an RDD at the weekly events:
-    the window reads what it computes there, one weekly batch each, as before; and a union
-    with an input bound to nothing has RDDs at every event: it is not fed the daily ones."""
+    """`days` is bound to both timers: it pops its queue at the daily and the weekly events,
+    and `days.map(...)` has new data at both. A window of the map read weekly was fed nothing,
+    as the map computed at the weekly events already: it held the weekly batches only ([80],
+    [160]), and what `days` read at the daily events went nowhere. The map now computes at the
+    daily events too, so a week's window holds all the map made that week, as a PySpark window
+    holds every batch of its duration, and a state of the map counts every day (it counted
+    the weekly batches only). Driven by two timers, the map has no one regular slide: a legacy
+    `window(...)` over it raises at start, as one over `days` itself does."""
     ssc = virtual(sc)
-    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
-    days = ssc.queueStream([[d] for d in range(1, 29)]).bind(daily).bind(weekly)
-    out, seen = gather(days.map(lambda d: d * 10).window(Days(7), Days(7)))
+    weekly, days = days_of_both_timers(ssc)
+    out, seen = gather(days.map(lambda d: d * 10).tailWindow(8, 8))
     out.bind(weekly)
-    extra = ssc.queueStream([], default=[0])
-    joined, joined_seen = gather(days.map(lambda d: d).union(extra).window(Days(7), Days(7)))
-    joined.bind(weekly)
+    totals = days.map(lambda d: ("total", d)).updateStateByKey(
+        lambda new, old: sum(new) + (old or 0)
+    )
+    out, states = gather(totals)
+    out.bind(weekly)
     await ran(ssc, T0 + Days(14))
-    # the weekly tick pops the queue after the daily one of its instant: days 8 and 16
-    assert [sorted(items) for _, items in seen] == [[80], [160]]
-    assert [sorted(items) for _, items in joined_seen] == [[0, 8], [0, 16]]
+    # a week is 8 batches: 7 daily ones, and the weekly one after the daily one of its instant
+    assert [sorted(items) for _, items in seen] == [
+        list(range(10, 90, 10)),
+        list(range(90, 170, 10)),
+    ]
+    assert [items for _, items in states] == [[("total", 36)], [("total", 136)]]  # 1..8, 1..16
+    legacy = virtual(sc)
+    weekly, days = days_of_both_timers(legacy)
+    days.map(lambda d: d * 10).window(Days(7), Days(7)).foreachRDD(lambda rdd: None).bind(weekly)
+    with pytest.raises(InvalidArgumentError, match=r"driven by one regular timer, but map\[1\]"):
+        await legacy.start()
+
+
+async def test_a_daily_window_of_a_union_holds_what_its_hourly_side_made(
+    sc: SparkContext,
+) -> None:
+    """`hours.union(days)`, the one bound to an hourly timer, the other to a daily one, has new
+    data at both timers' events; a daily output reads a daily time window of it. The union was
+    fed nothing, as it computed at the daily events already: every window lacked the hours,
+    silently. It now computes at the hourly events too, and each window holds its hours."""
+    ssc = virtual(sc)
+    hourly = ssc.timer(T0 + Hours(1), None, Hours(1), "hourly")
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    hours = ssc.queueStream([[h] for h in range(1, 49)]).bind(hourly)
+    days = ssc.queueStream([[100], [200]]).bind(daily)
+    out, seen = gather(hours.union(days).timeWindow(Days(1)))
+    out.bind(daily)
+    await ran(ssc, T0 + Days(2))
+    # a time window ends at its instant: what the instant's hour and day made is the next one's
+    assert [(e.time, sorted(items)) for e, items in seen] == [
+        (T0 + Days(1), list(range(1, 24))),
+        (T0 + Days(2), [*range(24, 48), 100]),
+    ]
 
 
 def test_the_order_of_a_fed_window_is_known_before_the_start(sc: SparkContext) -> None:
