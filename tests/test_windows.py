@@ -22,10 +22,11 @@ from reactive_spark import (
     StreamingContext,
     Time,
 )
+from reactive_spark.backfill import Backfill
 from reactive_spark.checkpoint import Checkpoint
 from reactive_spark.testing import run_batches
 
-from .helpers import gather, ran, virtual
+from .helpers import Recorder, gather, ran, virtual
 
 T0 = Time(0)
 
@@ -320,13 +321,27 @@ async def test_a_daily_window_of_a_union_holds_what_its_hourly_side_made(
     ]
 
 
-def test_the_order_of_a_fed_window_is_known_before_the_start(sc: SparkContext) -> None:
-    """The daily batches compute what the weekly window reads: the daily tick goes first,
-    in a backfill's plan (before the start) as at the start, whichever timer came first."""
+async def test_the_order_of_a_fed_window_is_known_before_the_start(sc: SparkContext) -> None:
+    """The daily batches compute what the weekly window reads (the map, fed to it at the daily
+    events): at their shared instants the daily tick goes first in a backfill's plan, made
+    before the start knows what is fed, as in its run, though the weekly timer came first; and
+    each week's window holds the day of its instant."""
     ssc = virtual(sc)
-    daily, weekly, windows = weekly_over_mapped_days(ssc, "tailWindow", weekly_first=True)
-    windows["tailWindow"].foreachRDD(lambda rdd: None).bind(weekly)
-    assert ssc.graph.lineage_ranks([weekly, daily]) == {daily: 0, weekly: 1}
+    _, weekly, windows = weekly_over_mapped_days(ssc, "tailWindow", weekly_first=True)
+    out, seen = gather(windows["tailWindow"])
+    out.bind(weekly)
+    recorder = Recorder()
+    ssc.addStreamingListener(recorder)
+    first, last = T0 + Days(1), T0 + Days(14)
+    plan = Backfill(ssc, first, last).batches
+    report = await ssc.backfill(first, last)
+    assert report.failures == []
+    at_a_week = [batch.source for batch in plan if batch.time == (T0 + Days(7)).toDatetime()]
+    assert at_a_week == ["daily", "weekly"]
+    assert [(e.source.name, e.time.toDatetime()) for e in recorder.events] == [
+        (batch.source, batch.time) for batch in plan
+    ]
+    assert [sorted(items) for _, items in seen] == [list(range(1, 8)), list(range(8, 15))]
 
 
 async def test_a_fed_window_emits_as_before_after_a_restart(
