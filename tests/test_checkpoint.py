@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pyspark import SparkContext
 
-from reactive_spark import Days, Event, Minutes, Seconds, StreamingContext, Time
+from reactive_spark import Days, Event, Hours, Minutes, Seconds, StreamingContext, Time
 from reactive_spark.checkpoint import Checkpoint, CheckpointError
 from reactive_spark.errors import ContextStateError, InvalidArgumentError
 from reactive_spark.sources.timer import TimerEventSource
@@ -682,6 +682,85 @@ async def test_a_state_saved_at_the_second_event_of_its_instant_is_read_once_the
     ]
     expected += [("week", day, [total(d) for d in range(day - 6, day + 1)]) for day in (8, 15)]
     assert sorted(seen) == sorted(expected)
+
+
+#: How many days the sales of `totals_at_midnight_and_noon` last.
+SALES_DAYS = 25
+
+
+def totals_at_midnight_and_noon(
+    ssc: StreamingContext, seen: list[tuple[str, str, int, list[Any]]], crash_day: int | None
+) -> None:
+    """Sales come at midnight and at noon, and their running total is read at both: the
+    state's 10th, 20th, ... events are noon ones, so it is saved at noon only. At midnight a
+    window over a stream that has an RDD every sixth day reads back to day 0 from day 18 on,
+    and the last three totals are read: a restart on day 22 re-plans the midnight batches from
+    day 0, but the noon ones (where the saves are) only from day 12."""
+    midnight = ssc.timer(T0, None, Days(1), "midnight")
+    noon = ssc.timer(T0 + Hours(12), None, Days(1), "noon")
+
+    def beat(time: datetime, rdd: Any, event: Event) -> None:
+        if day_of(event) == crash_day:
+            raise Crash  # before the other jobs of its batch
+
+    def recorder(name: str) -> Any:
+        return lambda time, rdd, event: seen.append(
+            (name, event.source.name, day_of(event), sorted(rdd.collect()))
+        )
+
+    ssc.queueStream([]).foreachRDD(beat).bind(midnight)
+    sales = ssc.queueStream([[("total", n)] for n in range(2 * SALES_DAYS)])
+    totals = sales.updateStateByKey(lambda new, total: sum(new) + (total or 0))
+    totals.foreachRDD(recorder("total")).bind(midnight).bind(noon)
+    totals.tailWindow(3).foreachRDD(recorder("last 3")).bind(midnight)
+    sparse = ssc.queueStream([[day] for day in range(SALES_DAYS)]).transform(
+        lambda time, rdd, event: rdd if day_of(event) % 6 == 0 else None
+    )
+    sparse.tailWindow(4).foreachRDD(recorder("sparse")).bind(midnight)
+
+
+async def test_a_restart_replaying_from_before_the_states_saves_saves_nothing_itself(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The restart re-plans the midnight batches of days 0-21, and the noon ones of days
+    12-21, which load the saves of days 14 and 19. Until day 12 the state counts midnight
+    events only, from none: it reached 10 on day 9, where the first run had not saved it (its
+    count had started again at the save of day 9's noon, a batch the log no longer keeps),
+    and saved it there: a Spark job, and a save of a wrong state that no batch reads. A
+    re-planned batch saves the state where its record says it did, and nowhere else."""
+    end = T0 + Days(SALES_DAYS - 1) + Hours(12)
+    uninterrupted: list[tuple[str, str, int, list[Any]]] = []
+    reference = virtual(sc, start=T0, checkpoint=str(tmp_path / "reference"))
+    totals_at_midnight_and_noon(reference, uninterrupted, None)
+    await ran(reference, end)
+    assert sum(name == "sparse" for name, *_ in uninterrupted) == 5  # days 0, 6, 12, 18, 24
+
+    def saves(name: str) -> list[str]:
+        return sorted(os.listdir(tmp_path / name / "state"))
+
+    seen: list[tuple[str, str, int, list[Any]]] = []
+    crash_day = 22
+    first = virtual(sc, start=T0, checkpoint=str(tmp_path / "checkpoint"))
+    totals_at_midnight_and_noon(first, seen, crash_day)
+    await first.start()
+    with pytest.raises(Crash):
+        await first.advanceTo(end)
+    await first.stop(stopSparkContext=False)
+    # the noons of days 9, 14 and 19: the log kept the ten noons before day 19's, planned
+    assert [name.split("-")[1] for name in saves("checkpoint")] == ["19", "29", "39"]
+
+    second = virtual(sc, start=T0 + Days(crash_day), checkpoint=str(tmp_path / "checkpoint"))
+    totals_at_midnight_and_noon(second, seen, None)
+    await second.start()  # it re-planned the batches the log keeps, and re-ran day 22's
+    try:  # day 9's save, which no kept batch reads, is gone; no other came
+        assert [name.split("-")[1] for name in saves("checkpoint")] == ["29", "39"]
+        await second.runUntil(end)
+    finally:
+        await second.stop(stopSparkContext=False)
+    assert seen == uninterrupted
+    # as without the crash: saved at the noon of day 24 too, the ten noons before it kept
+    assert saves("checkpoint") == saves("reference")
+    assert [name.split("-")[1] for name in saves("reference")] == ["29", "39", "49"]
 
 
 async def test_delayed_events_waiting_at_a_stop_are_reported_and_still_fire(

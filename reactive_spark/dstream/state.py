@@ -47,10 +47,14 @@ class StateDStream(DStream[Any]):
     is then saved under `<checkpoint>/state/` and the save recorded with the batch, also for an
     event without an update, so a restart loads it and re-applies the batches since, which the
     log keeps (the state reaches back to its last save: `reach_of`); the checkpoint deletes a
-    save once no batch it keeps reads it. Without one it is checkpointed locally (in memory)
-    with its next update. Saved at an event that gives its instant's state again (a weekly
-    event after the daily one), the state goes on from the save with its next update, but that
-    event still gives the RDD of its instant: one state per instant, live and re-planned.
+    save once no batch it keeps reads it. A batch re-planned after a restart saves nothing: it
+    loads the save its record holds, if any. Its count cannot say where the first run saved:
+    re-planned from before a save whose batch the log no longer keeps (another source's batches
+    reach back further), the state counts from where they start, not from that save. Without a
+    checkpoint directory the state is checkpointed locally (in memory) with its next update.
+    Saved at an event that gives its instant's state again (a weekly event after the daily
+    one), the state goes on from the save with its next update, but that event still gives the
+    RDD of its instant: one state per instant, live and re-planned.
     """
 
     def __init__(
@@ -145,7 +149,11 @@ class StateDStream(DStream[Any]):
                 self._changed_since_cut = self._updated_once = True
                 if self._reaches is not None:
                     self._reach_update(event)
-            if self._changed_since_cut and self._events_since_cut >= CHECKPOINT_EVERY:
+            if (
+                self._changed_since_cut
+                and self._events_since_cut >= CHECKPOINT_EVERY
+                and reads.replayed is None  # re-planned: saved where its record says, only
+            ):
                 self._cut_lineage(event, reads, updated=updated)
         if not (updated or self._again(event)):
             return None
