@@ -47,11 +47,12 @@ class StateDStream(DStream[Any]):
     is then saved under `<checkpoint>/state/` and the save recorded with the batch, also for an
     event without an update, so a restart loads it and re-applies the batches since, which the
     log keeps (the state reaches back to its last save: `reach_of`); the checkpoint deletes a
-    save once no batch it keeps reads it. A batch re-planned after a restart saves nothing: it
-    loads the save its record holds, if any. Its count cannot say where the first run saved:
-    re-planned from before a save whose batch the log no longer keeps (another source's batches
-    reach back further), the state counts from where they start, not from that save. Without a
-    checkpoint directory the state is checkpointed locally (in memory) with its next update.
+    save once no batch it keeps reads it. A batch re-planned or re-run after a restart saves
+    nothing: it loads the save its record holds, if any. Its count cannot say where the first
+    run saved: re-planned from before a save whose batch the log no longer keeps (another
+    source's batches reach back further), the state counts from where they start, not from that
+    save. Without a checkpoint directory the state is checkpointed locally (in memory) with its
+    next update.
     Saved at an event that gives its instant's state again (a weekly event after the daily
     one), the state goes on from the save with its next update, but that event still gives the
     RDD of its instant: one state per instant, live and re-planned.
@@ -132,7 +133,8 @@ class StateDStream(DStream[Any]):
         [values] = parents
         last = self._update_of
         if values is not None and last is not None and last[1] is values and last[0] == event.time:
-            # the state of this instant, which that RDD made (not given yet if saving it failed)
+            # the state of this instant, which that RDD made: as given at the instant, else as
+            # updated (its first event failed after updating it, in saving it)
             given = self._given_again(event)
             return self._state if given is None else given
         replayed = reads.replayed_read(self)
