@@ -33,6 +33,16 @@ def day_of(event: Event) -> int:
     return (event.time.milliseconds - T0.milliseconds) // Days(1).milliseconds
 
 
+def crashing_on(day: int | None) -> Any:
+    """An output function that raises `Crash` at `day`'s events (None: never)."""
+
+    def beat(time: datetime, rdd: Any, event: Event) -> None:
+        if day_of(event) == day:
+            raise Crash  # before the other jobs of its batch
+
+    return beat
+
+
 def daily_pipeline(
     ssc: StreamingContext, crashOn: int | None, seen: list[tuple[int, list[int]]]
 ) -> tuple[TimerEventSource, list[tuple[int, list[int]]]]:
@@ -595,11 +605,7 @@ async def test_a_state_that_moved_long_ago_survives_a_crash(
             lambda time, rdd, event: totals.__setitem__(day_of(event), dict(rdd.collect()))
         ).bind(daily)
 
-        def beat(time: datetime, rdd: Any, event: Event) -> None:
-            if crash and day_of(event) == crash_day:
-                raise Crash
-
-        ssc.queueStream([]).foreachRDD(beat).bind(daily)
+        ssc.queueStream([]).foreachRDD(crashing_on(crash_day if crash else None)).bind(daily)
 
     first = virtual(sc, start=T0, checkpoint=checkpoint)
     build(first, crash=True)
@@ -627,17 +633,13 @@ def running_totals_read_daily_and_weekly(
     daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
     weekly = ssc.timer(T0 + Days(1), None, Days(7), "weekly")
 
-    def beat(time: datetime, rdd: Any, event: Event) -> None:
-        if day_of(event) == crash_day:
-            raise Crash  # before the other jobs of its batch
-
     def recorder(name: str) -> Any:
         return lambda time, rdd, event: seen.append(
             (name, day_of(event), sorted(total for _, total in rdd.collect()))
         )
 
     days = ssc.queueStream([[("total", day)] for day in range(1, 16)]).bind(daily)
-    days.foreachRDD(beat).bind(daily)
+    days.foreachRDD(crashing_on(crash_day)).bind(daily)
     totals = days.updateStateByKey(lambda new, total: sum(new) + (total or 0))
     totals.foreachRDD(recorder("total")).bind(daily).bind(weekly)
     totals.window(Days(3), Days(1)).foreachRDD(recorder("3 days")).bind(daily)
@@ -699,16 +701,12 @@ def totals_at_midnight_and_noon(
     midnight = ssc.timer(T0, None, Days(1), "midnight")
     noon = ssc.timer(T0 + Hours(12), None, Days(1), "noon")
 
-    def beat(time: datetime, rdd: Any, event: Event) -> None:
-        if day_of(event) == crash_day:
-            raise Crash  # before the other jobs of its batch
-
     def recorder(name: str) -> Any:
         return lambda time, rdd, event: seen.append(
             (name, event.source.name, day_of(event), sorted(rdd.collect()))
         )
 
-    ssc.queueStream([]).foreachRDD(beat).bind(midnight)
+    ssc.queueStream([]).foreachRDD(crashing_on(crash_day)).bind(midnight)
     sales = ssc.queueStream([[("total", n)] for n in range(2 * SALES_DAYS)])
     totals = sales.updateStateByKey(lambda new, total: sum(new) + (total or 0))
     totals.foreachRDD(recorder("total")).bind(midnight).bind(noon)
