@@ -142,7 +142,7 @@ class StreamMemory(Generic[T]):
 
         Persist, checkpoint and remember it; only remember it when the stream neither persists
         nor checkpoints. With `track_history`, remember its reach too. A stream that `repeats`
-        remembers an RDD it gives again at the instant it gave it once.
+        does not remember again an RDD it gives again at the instant it gave it: once only.
         """
         if self._reaches is not None:
             register = self._register_tracked
