@@ -176,6 +176,9 @@ class DStreamGraph:
         for streams in self._bindings.values():
             streams.sort(key=lambda stream: stream.id)
         self._producing = self._producing_sources()
+        for stream in self.streams:
+            made = self._producing[stream.id]
+            stream.new_data_at = None if made is None else frozenset(made)
         self._feeds, self._reaching = self._fed_and_reaching()
         for stream in self.streams:
             for dependency in stream.dependencies:
@@ -283,19 +286,24 @@ class DStreamGraph:
 
         An input bound to nothing reads at any event; a bound stream only at its sources'
         events; any other stream where its parents may have new data (a window slides on its
-        parent's batches, a state moves with its parent's).
+        parent's batches, a state moves with its parent's), or, if it `needs_parents`, where
+        all of those may: `days.join(names)` at the daily events, wherever `names` reads. A
+        needed parent that `repeats` (a window or a state) has an RDD wherever it is read, so
+        it narrows nothing: `days.join(hours.window(...))` where `days` has data.
         """
         producing: dict[int, set[EventSource] | None] = {}
         for stream in self.streams:  # parents before children
             sources: set[EventSource] | None = None
-            if stream.parents:
-                sources = set()
-                for parent in stream.parents:
-                    made = producing[parent.id]
-                    if made is None:
-                        sources = None
-                        break
-                    sources |= made
+            made = [producing[parent.id] for parent in stream.parents]
+            if stream.needs_parents:
+                needed = [
+                    known
+                    for i in stream.needs_parents
+                    if (known := made[i]) is not None and not stream.parents[i].repeats
+                ]
+                sources = set.intersection(*needed) if needed else None
+            elif made and None not in made:
+                sources = set().union(*(known for known in made if known is not None))
             if stream.boundSources:
                 bound = set(stream.boundSources)
                 sources = bound if sources is None else sources & bound
@@ -312,9 +320,11 @@ class DStreamGraph:
         `days.map(f)` at the daily events for a window of it read weekly, as every stream of a
         PySpark program computes every batch. The streams a fed parent reads compute too, and
         may feed a window further up (a window of windows). A state (`updateStateByKey`) is fed
-        so too: its history is what it carries. A stream over an input bound to nothing, which
-        reads at whatever event computes it, is not fed: feeding would make the input read at
-        events nothing bound it to, taking what its other readers would get.
+        so too: its history is what it carries. A stream with new data wherever an input bound
+        to nothing reads (a union with it) is not fed: feeding would make the input read at
+        events nothing bound it to, taking what its other readers would get. A join needs both
+        sides: it is fed where its other side has new data, and reads the input there, as it
+        would if bound there.
         """
         producing = self._producing
         feeds: dict[EventSource, list[DStream[Any]]] = {}

@@ -321,6 +321,98 @@ async def test_a_daily_window_of_a_union_holds_what_its_hourly_side_made(
     ]
 
 
+@pytest.mark.parametrize("join", ["join", "leftOuterJoin"])
+async def test_a_weekly_window_of_days_joined_with_names_bound_to_nothing_holds_every_day(
+    sc: SparkContext, join: str
+) -> None:
+    """`days`, bound to a daily timer, joined with `names`, bound to nothing, read weekly
+    through a window and a state. The join was fed nothing, as `names` reads at any event, so
+    its new data seemed to come from anywhere: it computed at the weekly events only, where
+    `days` has nothing, and every window was empty and the state counted nothing, silently.
+    An inner join has new data only where both sides do, a left outer join where its left
+    side does: at the daily events, where it now computes, reading `names` there as a join
+    bound to the daily timer would."""
+    ssc = virtual(sc)
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    days = ssc.queueStream([[d] for d in range(1, 15)]).bind(daily)
+    names = ssc.queueStream([], default=[("k", "day")])
+    joined = getattr(days.map(lambda d: ("k", d)), join)(names)
+    out, seen = gather(joined.window(Days(7), Days(7)))
+    out.bind(weekly)
+    out, states = gather(
+        joined.map(lambda kv: ("days", 1)).updateStateByKey(lambda new, old: sum(new) + (old or 0))
+    )
+    out.bind(weekly)
+    await ran(ssc, T0 + Days(14))
+    assert [sorted(items) for _, items in seen] == [
+        [("k", (d, "day")) for d in range(first, first + 7)] for first in (1, 8)
+    ]
+    assert [items for _, items in states] == [[("days", 7)], [("days", 14)]]
+
+
+async def test_a_join_read_where_a_side_it_needs_has_no_data_has_no_rdd_there(
+    sc: SparkContext,
+) -> None:
+    """The same join is also read hourly, where `days` has nothing: it gave an empty RDD at
+    every hourly event, which ran the hourly output for nothing, filled a tail window with
+    empty hours, and pushed the days out of a legacy window's memory (a week held only its
+    last day, silently). It now has no RDD there, as `days.map(f)` has none, and each window
+    holds its week; a right outer join, which keeps the side read hourly, still joins there."""
+    ssc = virtual(sc)
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    hourly = ssc.timer(T0 + Days(6), None, Hours(1), "hourly")  # the second week's hours
+    days = ssc.queueStream([[d] for d in range(1, 15)]).bind(daily)
+    names = ssc.queueStream([], default=[("k", "day")])
+    joined = days.map(lambda d: ("k", d)).join(names)
+    out, hours = gather(joined)
+    out.bind(hourly)
+    out, kept = gather(days.map(lambda d: ("k", d)).rightOuterJoin(names))
+    out.bind(hourly)
+    windows = {"window": joined.window(Days(7), Days(7)), "tailWindow": joined.tailWindow(7, 7)}
+    seen = {}
+    for name, windowed in windows.items():
+        out, seen[name] = gather(windowed.map(lambda kv: kv[1][0]))
+        out.bind(weekly)
+    await ran(ssc, T0 + Days(14))
+    assert hours == []
+    assert len(kept) == 8 * 24 + 1 and {items[0] for _, items in kept} == {("k", (None, "day"))}
+    for name in windows:
+        assert [sorted(items) for _, items in seen[name]] == [
+            list(range(1, 8)),
+            list(range(8, 15)),
+        ], name
+
+
+@pytest.mark.parametrize("side", ["window", "tailWindow", "updateStateByKey"])
+async def test_a_daily_join_with_a_window_or_state_of_hourly_data_joins_every_day(
+    sc: SparkContext, side: str
+) -> None:
+    """`days.join(hours.window(...))` bound daily, `hours` bound to an hourly timer: the window
+    has new data at the hourly events, yet it has an RDD wherever it is read, as a state does.
+    Taken for a side with data at the hourly events only, it left the join with no source where
+    both sides have data: the join had no RDD at all (review). A window or state side does
+    not narrow where a join has data."""
+    ssc = virtual(sc)
+    daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
+    hourly = ssc.timer(T0 + Hours(1), None, Hours(1), "hourly")
+    days = ssc.queueStream([[("k", f"day{d}")] for d in range(1, 4)]).bind(daily)
+    hours = ssc.queueStream([[("k", 1)] for _ in range(1, 73)]).bind(hourly)
+    other = {
+        "window": lambda: hours.window(Days(1), Days(1)),
+        "tailWindow": lambda: hours.tailWindow(24),
+        "updateStateByKey": lambda: hours.updateStateByKey(lambda new, old: sum(new) + (old or 0)),
+    }[side]()
+    joined = days.join(other).map(lambda kv: (kv[1][0], kv[1][1])).reduceByKey(operator.add)
+    out, seen = gather(joined)
+    out.bind(daily)
+    await ran(ssc, T0 + Days(3))
+    # a day's window holds its 24 hours; the state counts every hour so far
+    per_day = [24, 24, 24] if side != "updateStateByKey" else [24, 48, 72]
+    assert [items for _, items in seen] == [
+        [(f"day{d}", count)] for d, count in zip((1, 2, 3), per_day, strict=True)
+    ]
+
+
 async def test_the_order_of_a_fed_window_is_known_before_the_start(sc: SparkContext) -> None:
     """The daily batches compute what the weekly window reads (the map, fed to it at the daily
     events): at their shared instants the daily tick goes first in a backfill's plan, made

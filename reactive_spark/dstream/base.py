@@ -116,6 +116,14 @@ class DStream(
     #: computes wherever its parents may have new data (`DStreamGraph._fed_and_reaching`).
     carries_state = False
 
+    #: The parents (by position) that must all have new data at an event for the stream to
+    #: have any: an inner join's two, an outer join's kept side. Empty: any parent's new data
+    #: may be its own (`DStreamGraph._producing_sources`).
+    needs_parents: tuple[int, ...] = ()
+    #: The sources at whose events it may have new data, settled at start (None: any). One
+    #: that `needs_parents` has no RDD at the others' events: a join of a side that has none.
+    new_data_at: frozenset[EventSource] | None = None
+
     #: Whether the stream may give the RDD it gave for an event to a later event of the same
     #: instant (a window or a state, and what derives from them): it is then not remembered
     #: twice (`StreamMemory.registrar`), so a window over it counts one RDD for the instant.
@@ -328,13 +336,14 @@ class DStream(
         operation: str,
         user: object = None,
         others: Sequence[DStream[Any]] = (),
+        needs: tuple[int, ...] = (),
     ) -> DStream[Any]:
         streams = [
             self,
             *(require_stream(other, f"{operation}: other", self._ssc) for other in others),
         ]
         dependencies = [EventDependency(stream) for stream in streams]
-        return TransformedDStream(self._ssc, dependencies, compute, operation, user)
+        return TransformedDStream(self._ssc, dependencies, compute, operation, user, needs)
 
     def _union(self, others: Sequence[DStream[Any]]) -> DStream[Any]:
         streams = [self, *(require_stream(other, "union: other", self._ssc) for other in others)]
@@ -363,12 +372,10 @@ class DStream(
         other: DStream[Any],
         operation: str,
         user: object = None,
+        needs: tuple[int, ...] = (),
     ) -> DStream[Any]:
         return self._derive(
-            lambda rdds, event: func(rdds[0], rdds[1]),
-            operation,
-            user,
-            [other],
+            lambda rdds, event: func(rdds[0], rdds[1]), operation, user, [other], needs
         )
 
     def _output(
@@ -401,7 +408,9 @@ class TransformedDStream(DStream[Any]):
     With one parent, no parent RDD means no RDD. With several, the stream slides as its first
     parent, as PySpark's does: no RDD between that parent's slides (`between_slides`); at
     other events a parent without an RDD for the event contributes an empty RDD, and no parent
-    RDD at all means no RDD.
+    RDD at all means no RDD. A stream that `needs_parents` (a join) has no RDD either at the
+    events of a source where one of those has no new data (`new_data_at`): `days.join(names)`
+    read hourly, with `days` bound to a daily timer.
     """
 
     def __init__(
@@ -411,8 +420,10 @@ class TransformedDStream(DStream[Any]):
         compute: RDDFunction,
         operation: str,
         func: object = None,
+        needs_parents: tuple[int, ...] = (),
     ) -> None:
         super().__init__(ssc, dependencies, operation, func)
+        self.needs_parents = needs_parents
         self._function = compute
         self._windows = any(type(d) is not EventDependency for d in self.dependencies)
         self._window_states = [
@@ -470,6 +481,8 @@ class TransformedDStream(DStream[Any]):
         if len(parents) != 1:
             if self.legacy_slides and self.between_slides(event):
                 return None
+            if self.needs_parents and not self._may_have_new_data(event):
+                return None
             present = self._present(parents)
             if present is None:
                 return None
@@ -495,6 +508,10 @@ class TransformedDStream(DStream[Any]):
             for dependency, state in zip(self._window_states, replayed["windows"], strict=True):
                 dependency.restore_state(state)
         reads.record(self, {"windows": [d.save_state() for d in self._window_states]})
+
+    def _may_have_new_data(self, event: Event) -> bool:
+        """Whether `event`'s source is one at whose events the stream may have new data."""
+        return self.new_data_at is None or event.source in self.new_data_at
 
     def _present(self, parents: ParentRDDs) -> tuple[RDD[Any], ...] | None:
         """The parents' RDDs, an empty RDD for each one missing; None if all are."""

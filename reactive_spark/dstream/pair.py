@@ -58,6 +58,7 @@ class PairOperations:
             other: DStream[Any],
             operation: str,
             user: object = None,
+            needs: tuple[int, ...] = (),
         ) -> DStream[Any]: ...
 
     def _partitions(self, numPartitions: int | None) -> int:
@@ -295,7 +296,9 @@ class PairOperations:
             [[('u1', ('/home', 'Ada'))]]
         """
         partitions = self._partitions(numPartitions)
-        return self._transform_rddwith(lambda a, b: a.join(b, partitions), other, "join")
+        return self._transform_rddwith(
+            lambda a, b: a.join(b, partitions), other, "join", needs=(0, 1)
+        )
 
     def leftOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
         """Left outer join by key with `other` (missing right values are None).
@@ -314,7 +317,7 @@ class PairOperations:
         """
         partitions = self._partitions(numPartitions)
         return self._transform_rddwith(
-            lambda a, b: a.leftOuterJoin(b, partitions), other, "leftOuterJoin"
+            lambda a, b: a.leftOuterJoin(b, partitions), other, "leftOuterJoin", needs=(0,)
         )
 
     def rightOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
@@ -334,7 +337,7 @@ class PairOperations:
         """
         partitions = self._partitions(numPartitions)
         return self._transform_rddwith(
-            lambda a, b: a.rightOuterJoin(b, partitions), other, "rightOuterJoin"
+            lambda a, b: a.rightOuterJoin(b, partitions), other, "rightOuterJoin", needs=(1,)
         )
 
     def fullOuterJoin(self, other: DStream[Any], numPartitions: int | None = None) -> DStream[Any]:
