@@ -85,6 +85,29 @@ async def test_text_file_stream_bound_to_watcher_reads_exactly_the_event_files(
     assert [event.index for event, _ in seen] == list(range(len(seen)))
 
 
+async def test_a_file_stream_bound_to_a_watcher_reads_the_files_of_its_subdirectories(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """The watcher is recursive (its default) and fired for `2026-01-05/x.csv`, but the bound
+    file stream read only files directly in the directory: the batch ran empty, silently. It
+    reads every file of the event under the directory."""
+    incoming, staging = tmp_path / "incoming", tmp_path / "staging"
+    for directory in (incoming / "2026-01-05", staging):
+        directory.mkdir(parents=True)
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    uploads = ssc.fileWatcher(str(incoming), "uploads")
+    out, seen = gather(ssc.textFileStream(str(incoming)))
+    out.bind(uploads)
+    await ssc.start()
+    (staging / "x.csv").write_text("x1\nx2\n")
+    (staging / "x.csv").rename(incoming / "2026-01-05" / "x.csv")
+    await next_events(seen, 1)
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    [(event, lines)] = seen
+    assert event.paths == (str(incoming / "2026-01-05" / "x.csv"),)  # type: ignore[attr-defined]
+    assert sorted(lines) == ["x1", "x2"]
+
+
 async def test_modification_and_between(sc: SparkContext, tmp_path: Path) -> None:
     ssc = StreamingContext(sc, None, clock=SystemClock())
     watcher = ssc.fileWatcher(str(tmp_path), "files", recursive=False)

@@ -198,7 +198,8 @@ def min_remember_duration(sc: Any) -> Duration:
 class FileInputDStream(InputDStream):
     """Text lines (or fixed-length binary records) of new files in a directory.
 
-    Bound to a file watcher, it reads exactly the files of the event. Otherwise it reads the
+    Bound to a file watcher, it reads exactly the files of the event under its directory
+    (subdirectories included: a recursive watcher fires for them). Otherwise it reads the
     files it has not read yet whose modification time lies in (previous event of this stream -
     `minRememberDuration`, this event] and after the context's zero time. So a file written
     elsewhere and moved in (it keeps its older modification time: Spark's own recipe) is read
@@ -321,5 +322,6 @@ def modified_between(directory: str, after: Time, upTo: Time) -> list[tuple[str,
 
 
 def _inside(path: str, directory: str) -> bool:
-    name = os.path.basename(path)
-    return os.path.dirname(os.path.abspath(path)) == directory and not name.startswith((".", "_"))
+    """Whether `path` is a visible file under `directory` (a recursive watcher's reach)."""
+    parts = os.path.relpath(os.path.abspath(path), directory).split(os.sep)
+    return parts[0] != os.pardir and not any(part.startswith((".", "_")) for part in parts)
