@@ -108,6 +108,41 @@ async def test_a_file_stream_bound_to_a_watcher_reads_the_files_of_its_subdirect
     assert sorted(lines) == ["x1", "x2"]
 
 
+async def test_files_moved_into_a_directory_as_soon_as_it_is_made_fire(
+    sc: SparkContext, tmp_path: Path
+) -> None:
+    """`mkdir -p incoming/<day> && mv x.csv incoming/<day>/`: the file can arrive before the
+    new directory is watched, and then it never fired (one run in three). The files already
+    in a directory that was added fire with it. A pattern naming files does not hide the
+    directory."""
+    incoming, staging = tmp_path / "incoming", tmp_path / "staging"
+    incoming.mkdir()
+    staging.mkdir()
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    uploads = ssc.fileWatcher(str(incoming), "uploads", pattern="*.csv")
+    fired: list[Event] = []
+    uploads.addListener(fired.append)
+    ssc.queueStream([]).bind(uploads)
+    await ssc.start()
+    arrived = []
+    for day in range(1, 11):
+        (staging / f"{day}.csv").write_text(f"{day}\n")
+        directory = incoming / f"2026-01-{day:02}" / "part"
+        directory.mkdir(parents=True)
+        arrived.append(directory / f"{day}.csv")
+        (staging / f"{day}.csv").rename(arrived[-1])
+    wanted = {str(path) for path in arrived}
+
+    async def all_fired() -> None:
+        while not wanted <= {path for event in fired for path in event.paths}:  # type: ignore[attr-defined]
+            await asyncio.sleep(0.02)
+
+    try:
+        await asyncio.wait_for(all_fired(), 20)
+    finally:
+        await ssc.stop(stopSparkContext=False)
+
+
 async def test_modification_and_between(sc: SparkContext, tmp_path: Path) -> None:
     ssc = StreamingContext(sc, None, clock=SystemClock())
     watcher = ssc.fileWatcher(str(tmp_path), "files", recursive=False)

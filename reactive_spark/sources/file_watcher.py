@@ -8,7 +8,7 @@ import fnmatch
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -191,7 +191,7 @@ class FileWatcherEventSource(EventSource):
         ready = False
         for changes in watchfiles.watch(
             self.path,
-            watch_filter=lambda change, path: self.accepts(path),
+            watch_filter=lambda change, path: self.accepts(path) or os.path.isdir(path),
             debounce=self.maxDelay.milliseconds,
             step=min(STEP_MS, max(1, self.settle.milliseconds)),
             stop_event=stopping,
@@ -207,13 +207,33 @@ class FileWatcherEventSource(EventSource):
             arrivals.hear(*evidence.drain())
             arrivals.evidence_available = evidence.available  # reopened after an overflow
             now = time.monotonic()
-            arrivals.report(((c.name, os.path.abspath(p)) for c, p in changes), now)
+            arrivals.report(self._with_files_of_new_directories(changes), now)
             if arrivals.waiting:
                 fired = arrivals.ready(now)
                 if fired:
                     _on_loop(loop, self._fire, fired)
             if not os.path.isdir(self.path):
                 break
+
+    def _with_files_of_new_directories(
+        self, changes: Iterable[tuple[watchfiles.Change, str]]
+    ) -> Iterator[tuple[str, str]]:
+        """`(change, path)` of each changed file, and of the files in each directory added.
+
+        Those may have arrived before the new directory was watched (`mkdir -p day && mv
+        x.csv day/`): they fire as added with it.
+        """
+        for change, path in changes:
+            path = os.path.abspath(path)
+            if not os.path.isdir(path):
+                yield change.name, path
+            elif change == watchfiles.Change.added and self.recursive:
+                for root, directories, names in os.walk(path):
+                    directories[:] = [d for d in directories if not d.startswith((".", "_"))]
+                    for name in names:
+                        found = os.path.join(root, name)
+                        if self.accepts(found):
+                            yield "added", found
 
     def _fire_existing(self) -> None:
         existing = [
