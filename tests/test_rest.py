@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import logging
 import re
 from collections.abc import AsyncIterator
 
@@ -481,16 +482,20 @@ async def test_bad_compression_is_a_json_4xx(open_trigger, encoding, status, mes
     ],
 )
 async def test_requests_the_http_parser_rejects_get_a_json_400_and_fire_nothing(  # type: ignore[no-untyped-def]
-    open_trigger, request_bytes
+    open_trigger, request_bytes, caplog
 ) -> None:
-    """aiohttp's parser rejects these before any handler; HttpServer answers them in JSON."""
+    """aiohttp's parser rejects these before any handler; HttpServer answers them in JSON. Each
+    was also logged as an error with aiohttp's traceback, which any client could make fill
+    the log: the client got its answer, and a debug line says what it sent."""
     ssc, base, seen = open_trigger
+    caplog.set_level(logging.DEBUG)
     answer = await exchange(base, request_bytes + b"\r\n\r\n")
     assert answer.status == 400  # and the server closed the connection (exchange reads to EOF)
     assert answer.json()["error"].startswith("the request is not valid HTTP (")
     assert answer.headers["server"] == "reactive-spark"
     await ssc.advanceTo(T0)
     assert seen == []
+    assert [r.getMessage() for r in caplog.records if r.levelno > logging.DEBUG] == []
 
 
 async def test_a_host_that_cannot_be_resolved_is_named_at_start(sc: SparkContext) -> None:

@@ -36,6 +36,7 @@ from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from reactive_spark.errors import ListenError
 from reactive_spark.sources.http import RAW_BODIES_KEY, SERVER
@@ -68,10 +69,20 @@ class JsonErrorHandler(web.RequestHandler):
     """aiohttp's HTTP protocol, answering what it cannot hand to the application in JSON.
 
     `handle_error` answers requests the parser rejects (400) and handlers that raised (500);
-    aiohttp's own answer is `text/plain` (echoing the request line) with its version.
+    aiohttp's own answer is `text/plain` (echoing the request line) with its version. A
+    rejected request is the client's error, answered: it is logged in one debug line, not as
+    an error with a traceback that any client could make fill the log.
     """
 
     __slots__ = ()
+
+    def log_exception(self, *args: Any, **kw: Any) -> None:
+        """Log what `handle_error` reports: a handler's exception as aiohttp does (an error)."""
+        exc = kw.get("exc_info")
+        if isinstance(exc, HttpProcessingError) and exc.code < 500:
+            log.debug("answered %d to a request that is not valid HTTP: %s", exc.code, exc)
+            return
+        super().log_exception(*args, **kw)
 
     def handle_error(
         self,
