@@ -318,6 +318,13 @@ def _finite(number: str) -> float:
     return value
 
 
+def _integer(number: str) -> int:
+    try:
+        return int(number)
+    except ValueError:  # more digits than the interpreter converts (sys.get_int_max_str_digits)
+        refuse(web.HTTPBadRequest, f"body holds an integer of {len(number)} digits, too long")
+
+
 def _depth(value: Any) -> int:
     deepest, pending = 0, [(value, 1)]
     while pending:
@@ -334,12 +341,15 @@ def parse_json(raw: bytes) -> Any:
     """The JSON value of `raw` (None when blank); 400 (JSON error) when it is not strict JSON.
 
     NaN and Infinity are refused (also written as a number too large for a float, `1e999`),
-    and so is nesting deeper than `MAX_JSON_DEPTH`.
+    and so are an integer of more digits than Python converts and nesting deeper than
+    `MAX_JSON_DEPTH`.
     """
     if not raw.strip():
         return None
     try:
-        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+        value = json.loads(
+            raw, parse_constant=_no_constant, parse_float=_finite, parse_int=_integer
+        )
     except (UnicodeDecodeError, ValueError) as exc:
         raise json_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
     except RecursionError:
