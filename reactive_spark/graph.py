@@ -189,6 +189,10 @@ class DStreamGraph:
             stream.require_retention(remembered)
             for dependency in stream.dependencies:
                 dependency.parent.require_retention(dependency.retention())
+        for stream in reversed(self.streams):  # children before parents
+            for dependency in stream.dependencies:
+                if dependency.same_event:  # its RDDs are made of its parent's: keep those too
+                    dependency.parent.require_retention(stream.required_retention())
         if checkpointed:
             tracked: set[int] = set()
             for stream in self.streams:  # parents first

@@ -413,6 +413,30 @@ async def test_a_daily_join_with_a_window_or_state_of_hourly_data_joins_every_da
     ]
 
 
+def _latest(new: list[Any], old: Any) -> Any:
+    return new[-1] if new else old
+
+
+async def test_a_weekly_window_of_a_map_of_a_daily_state_reads_every_week(
+    sc: SparkContext,
+) -> None:
+    """A weekly window over `state.map(f)`, the state of a daily stream: the window keeps a
+    week of the map's RDDs, but the state forgot (and unpersisted) its own older RDDs, whose
+    lineage its cuts had ended: from the second week every window's job failed with Spark's
+    CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND. What a stream must remember, its parents remember too,
+    as Spark's `remember` passes on to a stream's dependencies."""
+    ssc = virtual(sc)
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    days = ssc.queueStream([[("k", d)] for d in range(1, 29)]).bind(daily)
+    latest = days.updateStateByKey(_latest).map(lambda kv: kv[1])
+    out, weeks = gather(latest.window(Days(7), Days(7)))
+    out.bind(weekly)
+    await ran(ssc, T0 + Days(28))
+    assert [sorted(items) for _, items in weeks] == [
+        list(range(first, first + 7)) for first in (1, 8, 15, 22)
+    ]
+
+
 async def test_the_order_of_a_fed_window_is_known_before_the_start(sc: SparkContext) -> None:
     """The daily batches compute what the weekly window reads (the map, fed to it at the daily
     events): at their shared instants the daily tick goes first in a backfill's plan, made

@@ -255,6 +255,10 @@ class StreamMemory(Generic[T]):
         """The batches a restart must re-plan for this stream (default: what it remembers)."""
         return self._retention
 
+    def required_retention(self) -> Retention:
+        """What this stream must remember (what `require_retention` asked of it)."""
+        return self._retention
+
     def require_retention(self, retention: Retention) -> None:
         """Remember at least what `retention` asks (a dependency or `remember` needs it)."""
         self._retention = self._retention.merge(retention)
