@@ -177,8 +177,8 @@ class DStreamGraph:
             streams.sort(key=lambda stream: stream.id)
         self._producing = self._producing_sources()
         for stream in self.streams:
-            made = self._producing[stream.id]
-            stream.new_data_at = None if made is None else frozenset(made)
+            narrowed = _narrowed(stream, [self._producing[p.id] for p in stream.parents])
+            stream.new_data_at = None if narrowed is None else frozenset(narrowed)
         self._feeds, self._reaching = self._fed_and_reaching()
         for stream in self.streams:
             for dependency in stream.dependencies:
@@ -290,23 +290,15 @@ class DStreamGraph:
 
         An input bound to nothing reads at any event; a bound stream only at its sources'
         events; any other stream where its parents may have new data (a window slides on its
-        parent's batches, a state moves with its parent's), or, if it `needs_parents`, where
-        all of those may: `days.join(names)` at the daily events, wherever `names` reads. A
-        needed parent that `repeats` (a window or a state) has an RDD wherever it is read, so
-        it narrows nothing: `days.join(hours.window(...))` where `days` has data.
+        parent's batches, a state moves with its parent's), or, where the parents it needs
+        narrow it (`_narrowed`), where all of those may: `days.join(names)` at the daily
+        events, wherever `names` reads.
         """
         producing: dict[int, set[EventSource] | None] = {}
         for stream in self.streams:  # parents before children
-            sources: set[EventSource] | None = None
             made = [producing[parent.id] for parent in stream.parents]
-            if stream.needs_parents:
-                needed = [
-                    known
-                    for i in stream.needs_parents
-                    if (known := made[i]) is not None and not stream.parents[i].repeats
-                ]
-                sources = set.intersection(*needed) if needed else None
-            elif made and None not in made:
+            sources = _narrowed(stream, made)
+            if sources is None and made and None not in made:
                 sources = set().union(*(known for known in made if known is not None))
             if stream.boundSources:
                 bound = set(stream.boundSources)
@@ -584,6 +576,21 @@ class DStreamGraph:
         for rdd in {id(rdd): rdd for rdd in cached}.values():
             if id(rdd) not in remembered:
                 rdd.unpersist(blocking=False)
+
+
+def _narrowed(stream: DStream[Any], made: list[set[EventSource] | None]) -> set[EventSource] | None:
+    """Where every parent `stream` `needs_parents` may have new data, its parents' being `made`.
+
+    None when no needed parent narrows it: one with new data at any event, or one that
+    `repeats` (a window or a state, which gives an RDD at events where its parent has none:
+    `days.join(hours.window(...))` joins where `days` has data).
+    """
+    needed = [
+        known
+        for i in stream.needs_parents
+        if (known := made[i]) is not None and not stream.parents[i].repeats
+    ]
+    return set.intersection(*needed) if needed else None
 
 
 def _windowed(streams: list[DStream[Any]]) -> set[int]:

@@ -437,6 +437,33 @@ async def test_a_weekly_window_of_a_map_of_a_daily_state_reads_every_week(
     ]
 
 
+@pytest.mark.parametrize("sides", ["states", "windows"])
+async def test_a_join_of_two_windows_or_states_of_daily_streams_is_read_weekly(
+    sc: SparkContext, sides: str
+) -> None:
+    """Both sides of the join repeat (a state or a window of a daily stream): neither narrows
+    where the join has data, which left it with data anywhere, so it was fed nothing and a
+    weekly window of it held the weekly instants only (review). It has new data where its
+    parents do, the daily events; read weekly directly, it joins the sides' latest RDDs."""
+    ssc = virtual(sc)
+    daily, weekly = daily_and_weekly(ssc, weekly_first=False)
+    days = ssc.queueStream([[("k", d)] for d in range(1, 15)]).bind(daily)
+    names = ssc.queueStream([[("k", f"n{d}")] for d in range(1, 15)]).bind(daily)
+    if sides == "states":
+        joined = days.updateStateByKey(_latest).join(names.updateStateByKey(_latest))
+    else:
+        joined = days.window(Days(1), Days(1)).join(names.window(Days(1), Days(1)))
+    out, weeks = gather(joined.window(Days(7), Days(7)).map(lambda kv: kv[1]))
+    out.bind(weekly)
+    out, at_weeks = gather(joined.map(lambda kv: kv[1]))
+    out.bind(weekly)
+    await ran(ssc, T0 + Days(14))
+    assert [sorted(items) for _, items in weeks] == [
+        [(d, f"n{d}") for d in range(first, first + 7)] for first in (1, 8)
+    ]
+    assert [items for _, items in at_weeks] == [[(7, "n7")], [(14, "n14")]]
+
+
 async def test_the_order_of_a_fed_window_is_known_before_the_start(sc: SparkContext) -> None:
     """The daily batches compute what the weekly window reads (the map, fed to it at the daily
     events): at their shared instants the daily tick goes first in a backfill's plan, made
