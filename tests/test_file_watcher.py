@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -108,29 +109,42 @@ async def test_a_file_stream_bound_to_a_watcher_reads_the_files_of_its_subdirect
     assert sorted(lines) == ["x1", "x2"]
 
 
-async def test_files_moved_into_a_directory_as_soon_as_it_is_made_fire(
+async def test_files_moved_into_a_directory_as_soon_as_it_is_made_fire_once(
     sc: SparkContext, tmp_path: Path
 ) -> None:
     """`mkdir -p incoming/<day> && mv x.csv incoming/<day>/`: the file can arrive before the
-    new directory is watched, and then it never fired (one run in three). The files already
-    in a directory that was added fire with it. A pattern naming files does not hide the
-    directory."""
+    new directory is watched, and a directory moved in brings its files with it: then nothing
+    reported them, and they never fired. The files in a directory that was added fire with it,
+    each once, and one still being written there waits for its writer, not `settle`. A
+    `pattern` naming files does not hide the directory."""
     incoming, staging = tmp_path / "incoming", tmp_path / "staging"
     incoming.mkdir()
-    staging.mkdir()
+    (staging / "moved" / "part").mkdir(parents=True)
+    for name in ("a.csv", "b.csv", "skipped.txt"):
+        (staging / "moved" / "part" / name).write_text(f"{name}\n")
     ssc = StreamingContext(sc, None, clock=SystemClock())
-    uploads = ssc.fileWatcher(str(incoming), "uploads", pattern="*.csv")
+    uploads = ssc.fileWatcher(str(incoming), "uploads", pattern="*.csv", maxDelay=0.3)
     fired: list[Event] = []
     uploads.addListener(fired.append)
-    ssc.queueStream([]).bind(uploads)
+    out, seen = gather(ssc.textFileStream(str(incoming)))
+    out.bind(uploads)
     await ssc.start()
-    arrived = []
-    for day in range(1, 11):
+    (staging / "moved").rename(incoming / "moved")  # a directory moved in, with its files
+    arrived = [incoming / "moved" / "part" / "a.csv", incoming / "moved" / "part" / "b.csv"]
+    for day in range(1, 6):
         (staging / f"{day}.csv").write_text(f"{day}\n")
-        directory = incoming / f"2026-01-{day:02}" / "part"
-        directory.mkdir(parents=True)
+        directory = incoming / f"2026-01-0{day}"
+        directory.mkdir()
         arrived.append(directory / f"{day}.csv")
         (staging / f"{day}.csv").rename(arrived[-1])
+    slow = incoming / "2026-01-09" / "slow.csv"
+    slow.parent.mkdir()
+    with slow.open("w") as writing:  # written in place in a new directory, in two parts
+        writing.write("part 1\n")
+        writing.flush()
+        await asyncio.sleep(0.15)  # longer than settle, shorter than maxDelay
+        writing.write("part 2\n")
+    arrived.append(slow)
     wanted = {str(path) for path in arrived}
 
     async def all_fired() -> None:
@@ -139,8 +153,13 @@ async def test_files_moved_into_a_directory_as_soon_as_it_is_made_fire(
 
     try:
         await asyncio.wait_for(all_fired(), 20)
+        await asyncio.sleep(0.5)  # what would fire twice has by now
     finally:
-        await ssc.stop(stopSparkContext=False)
+        await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    paths = Counter(path for event in fired for path in event.paths)  # type: ignore[attr-defined]
+    assert paths == Counter(wanted)
+    lines = sorted(line for _, lines in seen for line in lines)
+    assert lines == ["1", "2", "3", "4", "5", "a.csv", "b.csv", "part 1", "part 2"]
 
 
 async def test_modification_and_between(sc: SparkContext, tmp_path: Path) -> None:

@@ -228,6 +228,19 @@ class Arrivals:
                 if change == "added":
                     waiting.change = "added"
 
+    def report_found(self, paths: Iterable[str], now: float) -> None:
+        """Take the files found in a directory that was added, as added.
+
+        They may have arrived before the OS watched that directory, so it may never say they
+        were closed: without its word they wait as files still open for writing do (a close,
+        or `max_delay` unchanged), never read half-written.
+        """
+        paths = list(paths)
+        self.report((("added", path) for path in paths), now)
+        if self.evidence_available:
+            for path in paths:
+                self._said.setdefault(path, WRITING)
+
     @property
     def waiting(self) -> bool:
         """Whether some reported file has not fired yet."""

@@ -8,7 +8,7 @@ import fnmatch
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -207,7 +207,9 @@ class FileWatcherEventSource(EventSource):
             arrivals.hear(*evidence.drain())
             arrivals.evidence_available = evidence.available  # reopened after an overflow
             now = time.monotonic()
-            arrivals.report(self._with_files_of_new_directories(changes), now)
+            changed, found = self._changed_and_found(changes)
+            arrivals.report(changed, now)
+            arrivals.report_found(found, now)
             if arrivals.waiting:
                 fired = arrivals.ready(now)
                 if fired:
@@ -215,25 +217,32 @@ class FileWatcherEventSource(EventSource):
             if not os.path.isdir(self.path):
                 break
 
-    def _with_files_of_new_directories(
+    def _changed_and_found(
         self, changes: Iterable[tuple[watchfiles.Change, str]]
-    ) -> Iterator[tuple[str, str]]:
-        """`(change, path)` of each changed file, and of the files in each directory added.
+    ) -> tuple[list[tuple[str, str]], list[str]]:
+        """`(change, path)` of each changed file, and the files in each directory added.
 
         Those may have arrived before the new directory was watched (`mkdir -p day && mv
-        x.csv day/`): they fire as added with it.
+        x.csv day/`, or a directory moved in), and then nothing reports them on its own.
         """
+        changed: list[tuple[str, str]] = []
+        found: list[str] = []
         for change, path in changes:
             path = os.path.abspath(path)
             if not os.path.isdir(path):
-                yield change.name, path
-            elif change == watchfiles.Change.added and self.recursive:
+                changed.append((change.name, path))
+            elif change == watchfiles.Change.added and self.recursive and self._visible(path):
                 for root, directories, names in os.walk(path):
                     directories[:] = [d for d in directories if not d.startswith((".", "_"))]
-                    for name in names:
-                        found = os.path.join(root, name)
-                        if self.accepts(found):
-                            yield "added", found
+                    found.extend(
+                        file for name in names if self.accepts(file := os.path.join(root, name))
+                    )
+        return changed, found
+
+    def _visible(self, directory: str) -> bool:
+        """Whether no part of `directory` below the watched one is hidden (`.x`, `_x`)."""
+        below = os.path.relpath(directory, self.path).split(os.sep)
+        return not any(part.startswith((".", "_")) for part in below)
 
     def _fire_existing(self) -> None:
         existing = [
