@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from aiohttp import web
+from aiohttp.http_exceptions import LineTooLong
 from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
@@ -24,6 +25,7 @@ from reactive_spark import (
     VirtualClock,
 )
 from reactive_spark.errors import ListenError
+from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.sources.rest import SOURCE_KEY, RestEventSource
 
 from .helpers import gather
@@ -497,6 +499,32 @@ async def test_requests_the_http_parser_rejects_get_a_json_400_and_fire_nothing(
     await ssc.advanceTo(T0)
     assert seen == []
     assert [r.getMessage() for r in caplog.records if r.levelno > logging.DEBUG] == []
+
+
+@pytest.mark.parametrize(
+    "raised", [RuntimeError("boom"), LineTooLong(b"a line", "8190")], ids=["error", "line"]
+)
+async def test_a_handler_that_raises_is_answered_500_and_logged_as_an_error(  # type: ignore[no-untyped-def]
+    raised, caplog
+) -> None:
+    """Only the parser's rejections are the client's: a handler that raises is a 500 logged as
+    an error with its traceback, also when what it raised is an HTTP parsing error of its own
+    (a line too long read from a body)."""
+
+    async def failing(request: web.Request) -> web.Response:
+        raise raised
+
+    app = web.Application()
+    app.router.add_get("/", failing)
+    server = HttpServer(app)
+    port = await server.start("127.0.0.1", 0)
+    try:
+        answer = await exchange(f"http://127.0.0.1:{port}/", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    finally:
+        await server.stop()
+    assert answer.status == 500 and answer.json() == {"error": "Internal Server Error"}
+    [logged] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert logged.exc_info is not None and logged.exc_info[1] is raised
 
 
 async def test_a_host_that_cannot_be_resolved_is_named_at_start(sc: SparkContext) -> None:

@@ -74,13 +74,18 @@ class JsonErrorHandler(web.RequestHandler):
     an error with a traceback that any client could make fill the log.
     """
 
-    __slots__ = ()
+    __slots__ = ("_answering",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._answering = 500  # the status `handle_error` answers with
 
     def log_exception(self, *args: Any, **kw: Any) -> None:
         """Log what `handle_error` reports: a handler's exception as aiohttp does (an error)."""
         exc = kw.get("exc_info")
-        if isinstance(exc, HttpProcessingError) and exc.code < 500:
-            log.debug("answered %d to a request that is not valid HTTP: %s", exc.code, exc)
+        if self._answering < 500:
+            said = exc.message if isinstance(exc, HttpProcessingError) else exc
+            log.debug("answered %d to a request that is not valid HTTP: %r", self._answering, said)
             return
         super().log_exception(*args, **kw)
 
@@ -92,6 +97,7 @@ class JsonErrorHandler(web.RequestHandler):
         message: str | None = None,
     ) -> web.StreamResponse:
         """`{"error": ...}` with aiohttp's status; logged, and closing, as aiohttp does."""
+        self._answering = status
         plain = super().handle_error(request, status, exc, message)  # logs; raises if sent
         if plain.status < 500 and exc is not None:
             error = f"the request is not valid HTTP ({type(exc).__name__})"
