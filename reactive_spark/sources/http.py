@@ -24,6 +24,7 @@ import hmac
 import ipaddress
 import json
 import math
+import sys
 import zlib
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -318,13 +319,6 @@ def _finite(number: str) -> float:
     return value
 
 
-def _integer(number: str) -> int:
-    try:
-        return int(number)
-    except ValueError:  # more digits than the interpreter converts (sys.get_int_max_str_digits)
-        refuse(web.HTTPBadRequest, f"body holds an integer of {len(number)} digits, too long")
-
-
 def _depth(value: Any) -> int:
     deepest, pending = 0, [(value, 1)]
     while pending:
@@ -347,10 +341,11 @@ def parse_json(raw: bytes) -> Any:
     if not raw.strip():
         return None
     try:
-        value = json.loads(
-            raw, parse_constant=_no_constant, parse_float=_finite, parse_int=_integer
-        )
+        value = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     except (UnicodeDecodeError, ValueError) as exc:
+        if "integer string conversion" in str(exc):  # Python's own limit, and its advice
+            limit = sys.get_int_max_str_digits()
+            refuse(web.HTTPBadRequest, f"body holds an integer of more than {limit} digits")
         raise json_error(web.HTTPBadRequest, f"body is not valid JSON: {exc}") from None
     except RecursionError:
         value = None
