@@ -27,7 +27,7 @@ from reactive_spark.errors import DirectoryNotFoundError, InvalidArgumentError
 from reactive_spark.events import Event, FileEvent
 from reactive_spark.events.source import roots
 from reactive_spark.sources.derived import DerivedEvent
-from reactive_spark.sources.file_watcher import FileWatcherEventSource
+from reactive_spark.sources.file_watcher import FileWatcherEventSource, visible_under
 from reactive_spark.time import Duration, Time
 
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ class FileInputDStream(InputDStream):
             paths = sorted(
                 path
                 for path in event.paths
-                if _inside(path, self.directory) and os.path.isfile(path)
+                if visible_under(path, self.directory) and os.path.isfile(path)
             )
         else:
             after = self.span_floor(event)  # files older than the start: never read, as Spark
@@ -319,9 +319,3 @@ def modified_between(directory: str, after: Time, upTo: Time) -> list[tuple[str,
         if after.milliseconds < modified <= upTo.milliseconds:
             found.append((entry.path, modified))
     return sorted(found)
-
-
-def _inside(path: str, directory: str) -> bool:
-    """Whether `path` is a visible file under `directory` (a recursive watcher's reach)."""
-    parts = os.path.relpath(os.path.abspath(path), directory).split(os.sep)
-    return parts[0] != os.pardir and not any(part.startswith((".", "_")) for part in parts)

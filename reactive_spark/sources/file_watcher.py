@@ -23,7 +23,7 @@ from reactive_spark.time import Duration, Time, to_duration, to_time
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
 
-__all__ = ["FileWatcherEventSource", "is_partial_file"]
+__all__ = ["FileWatcherEventSource", "is_partial_file", "visible_under"]
 
 
 #: How often the watcher wakes without changes (it reports readiness on the first wake).
@@ -49,6 +49,22 @@ def is_partial_file(path: str) -> bool:
     """
     name = os.path.basename(path)
     return name.startswith((".", "_")) or name.endswith(PARTIAL_SUFFIXES)
+
+
+def visible_under(path: str, root: str) -> bool:
+    """Whether `path` is `root` or lies under it, with no hidden part (`.x`, `_x`) below it.
+
+    Examples:
+        >>> visible_under("/in/day/a.csv", "/in"), visible_under("/in/_tmp/a.csv", "/in")
+        (True, False)
+        >>> visible_under("/elsewhere/a.csv", "/in"), visible_under("/in", "/in")
+        (False, True)
+    """
+    below = os.path.relpath(os.path.abspath(path), root)
+    if below == os.curdir:
+        return True
+    parts = below.split(os.sep)
+    return parts[0] != os.pardir and not any(part.startswith((".", "_")) for part in parts)
 
 
 class FileWatcherEventSource(EventSource):
@@ -108,10 +124,7 @@ class FileWatcherEventSource(EventSource):
         Files in hidden or underscore directories below the watched one (Spark's
         `_temporary/`) are not, live as in `between`.
         """
-        if is_partial_file(path):
-            return False
-        below = os.path.relpath(os.path.dirname(os.path.abspath(path)), self.path)
-        if below != "." and any(part.startswith((".", "_")) for part in below.split(os.sep)):
+        if is_partial_file(path) or not visible_under(os.path.dirname(path), self.path):
             return False
         return self.pattern is None or fnmatch.fnmatch(os.path.basename(path), self.pattern)
 
@@ -231,18 +244,17 @@ class FileWatcherEventSource(EventSource):
             path = os.path.abspath(path)
             if not os.path.isdir(path):
                 changed.append((change.name, path))
-            elif change == watchfiles.Change.added and self.recursive and self._visible(path):
+            elif (
+                change == watchfiles.Change.added
+                and self.recursive
+                and visible_under(path, self.path)
+            ):
                 for root, directories, names in os.walk(path):
                     directories[:] = [d for d in directories if not d.startswith((".", "_"))]
                     found.extend(
                         file for name in names if self.accepts(file := os.path.join(root, name))
                     )
         return changed, found
-
-    def _visible(self, directory: str) -> bool:
-        """Whether no part of `directory` below the watched one is hidden (`.x`, `_x`)."""
-        below = os.path.relpath(directory, self.path).split(os.sep)
-        return not any(part.startswith((".", "_")) for part in below)
 
     def _fire_existing(self) -> None:
         existing = [
