@@ -244,7 +244,18 @@ class Time:
 
     @classmethod
     def fromDatetime(cls, value: datetime) -> Time:
-        """The instant of a datetime; naive datetimes are taken as UTC."""
+        """The instant of a datetime; naive datetimes are taken as UTC.
+
+        Raises:
+            InvalidArgumentError: `value` is not a datetime.
+
+        Examples:
+            >>> Time.fromDatetime(datetime(1970, 1, 1, 0, 0, 1))
+            Time(1000 ms)
+        """
+        if not isinstance(value, datetime):
+            already = " (a Time already: use it as it is)" if isinstance(value, Time) else ""
+            raise InvalidArgumentError(f"value must be a datetime, got {value!r}{already}")
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
         return cls(_timedelta_ms(value - _EPOCH))

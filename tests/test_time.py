@@ -53,6 +53,14 @@ def test_time_arithmetic_and_datetimes() -> None:
     assert Time(-1).floor(Seconds(1)) == Time(-1000)
 
 
+def test_from_datetime_names_a_value_that_is_not_a_datetime() -> None:
+    """QA: `Time.fromDatetime(ssc.clock.now())` raised AttributeError ('tzinfo')."""
+    with pytest.raises(InvalidArgumentError, match=r"value must be a datetime, got Time\(5 ms\) "):
+        Time.fromDatetime(Time(5))  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match=r"value must be a datetime, got '2026-01-01'$"):
+        Time.fromDatetime("2026-01-01")  # type: ignore[arg-type]
+
+
 def test_time_pickles_as_its_instant_alone() -> None:
     time = Time(1_700_000_000_123)
     fresh = pickle.dumps(time)
