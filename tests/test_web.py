@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
 from reactive_spark import Days, Hours, InvalidArgumentError, StreamingContext, Time, VirtualClock
-from reactive_spark.web import Console, create_app, setup
+from reactive_spark.web import Console, create_app, setup, wait_for_stop
 
 T0 = Time.fromDatetime(datetime(2026, 2, 2, tzinfo=UTC))
 
@@ -425,6 +425,116 @@ async def test_a_service_shutdown_stops_its_context_in_bounded_time(sc: SparkCon
     assert ssc.state == "stopped"
     with pytest.raises(InvalidArgumentError, match="stop_timeout must be a non-negative"):
         create_app(StreamingContext(sc, None), stop_timeout=-1)
+
+
+async def test_a_service_cleanup_registered_before_setup_waits_for_the_stop(
+    sc: SparkContext,
+) -> None:
+    """QA: a service's `on_cleanup` handler registered before `setup` (as console.md says)
+    runs while the graceful stop still runs batches, and closed what they used. Awaiting
+    `wait_for_stop(console)` first closes it once the last batch ended, whatever a job raised
+    before (`awaitTermination` would raise that at once, the stop still running)."""
+    import threading
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m")
+    entered, release = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def job(time: Time, rdd: Any, event: Any) -> None:
+        if event.value == "fail":
+            raise ValueError("a job of yours failed")
+        entered.set()
+        release.wait(30)
+        seen.append(f"batch {event.value} ended")
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(manual)
+    service = web.Application()
+
+    async def close_pool(app: web.Application) -> None:
+        seen.append("cleanup began")
+        release.set()  # the running batch ends only now, while the stop runs
+        try:
+            await wait_for_stop(console)
+        finally:
+            seen.append("pool closed")
+
+    service.on_cleanup.append(close_pool)
+    console = setup(service, ssc, stop_timeout=30)
+    runner = web.AppRunner(service, handle_signals=False)
+    await runner.setup()
+    for value in ("fail", "a", "b"):  # b waits behind a: the graceful stop runs it
+        manual.trigger(value)
+    await asyncio.wait_for(asyncio.to_thread(entered.wait, 30), 60)
+    await asyncio.wait_for(runner.cleanup(), 60)
+    assert seen == ["cleanup began", "batch a ended", "batch b ended", "pool closed"]
+    assert ssc.state == "stopped"
+
+
+async def test_a_stop_that_failed_after_wait_for_stop_is_raised_not_also_logged(
+    sc: SparkContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The console's cleanup raises the failed stop that a service's cleanup waited for with
+    `wait_for_stop`; it was also logged as an error, as if nobody would hear of it."""
+    import logging
+    import threading
+
+    from reactive_spark.errors import StopError
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    manual = ssc.manualSource("m")
+    stuck, entered = threading.Event(), threading.Event()
+
+    def job(rdd: Any) -> None:
+        entered.set()
+        stuck.wait(60)
+
+    ssc.queueStream([], default=[1]).foreachRDD(job).bind(manual)
+    service = web.Application()
+
+    async def close_pool(app: web.Application) -> None:
+        await wait_for_stop(console)
+
+    service.on_cleanup.append(close_pool)
+    console = setup(service, ssc, stop_timeout=0.5)
+    runner = web.AppRunner(service, handle_signals=False)
+    await runner.setup()
+    try:
+        manual.trigger(1)
+        await asyncio.wait_for(asyncio.to_thread(entered.wait, 30), 60)
+        with (
+            caplog.at_level(logging.ERROR, logger="reactive_spark.web"),
+            pytest.raises(StopError, match="did not end 2 s after its Spark jobs"),
+        ):
+            await asyncio.wait_for(runner.cleanup(), 60)
+    finally:
+        stuck.set()
+    assert not [record for record in caplog.records if "stopping the console" in record.message]
+
+
+async def test_wait_for_stop_begins_the_stop_and_returns_if_never_started(sc: SparkContext) -> None:
+    """A service that skips its shutdown step (`app.cleanup()` alone) leaves the stop to the
+    console's cleanup, which runs after the service's own: `wait_for_stop` begins it."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(ssc.manualSource("m"))
+    service = web.Application()
+    seen: list[str] = []
+
+    async def close_pool(app: web.Application) -> None:
+        await wait_for_stop(console)
+        seen.append(ssc.state)
+
+    service.on_cleanup.append(close_pool)
+    console = setup(service, ssc)
+    await asyncio.wait_for(wait_for_stop(console), 10)  # never started: nothing to wait for
+    assert ssc.state == "initialized"
+    service.freeze()
+    await service.startup()
+    assert ssc.state == "active"
+    await asyncio.wait_for(service.cleanup(), 60)  # no shutdown step
+    assert seen == ["stopped"]
+    with pytest.raises(InvalidArgumentError, match="console must be the application setup"):
+        await wait_for_stop(service)
 
 
 async def test_what_the_console_keeps_of_a_big_event_is_bounded_in_bytes(sc: SparkContext) -> None:

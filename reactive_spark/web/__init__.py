@@ -7,7 +7,7 @@ Examples:
     >>> console = setup(service, ssc, prefix="/reactive", auth=BearerToken("s3cret-token"))
 """
 
-from reactive_spark.web.app import Console, create_app, serve, setup
+from reactive_spark.web.app import Console, create_app, serve, setup, wait_for_stop
 from reactive_spark.web.auth import GRANT_KEY, Authenticator, BearerToken, Grant
 from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
@@ -27,4 +27,5 @@ __all__ = [
     "create_app",
     "serve",
     "setup",
+    "wait_for_stop",
 ]

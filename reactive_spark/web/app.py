@@ -42,7 +42,7 @@ from reactive_spark.web.openapi import openapi
 from reactive_spark.web.security import LOOPBACK_NAMES, answered_hosts, guard, security_headers
 from reactive_spark.web.values import json_response
 
-__all__ = ["Console", "create_app", "serve", "setup"]
+__all__ = ["Console", "create_app", "serve", "setup", "wait_for_stop"]
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +207,35 @@ def setup(
     )
     app.add_subapp(mount, console)
     return console
+
+
+async def wait_for_stop(console: web.Application) -> None:
+    """Wait for the stop of `console`'s context, beginning it if none began: for a cleanup.
+
+    `console` is what `setup` returned. For a service's cleanup that closes something the
+    batches use (a database pool): aiohttp runs the cleanup registered before `setup` before
+    the console's, while a graceful stop may still run batches. The stop begins with the
+    service's shutdown; this begins it if that step was skipped (so call it in a cleanup
+    only: anywhere else it stops the context), and returns at once if the context never
+    started. It waits as long as the stop takes: at most `stop_timeout` and what a stop that
+    does not wait takes after it, for ever with `stop_timeout=None`. It raises nothing: what
+    the stop raised reaches the service's `runner.cleanup()` from the console's cleanup.
+
+    Raises:
+        InvalidArgumentError: `console` is not an application `setup` or `create_app` made.
+
+    Examples:
+        >>> async def close_pool(app):  # registered before `setup`, as docs/console.md says
+        ...     try:
+        ...         await wait_for_stop(console)
+        ...     finally:
+        ...         await pool.close()
+    """
+    if not isinstance(console, web.Application) or LIFECYCLE_KEY not in console:
+        raise InvalidArgumentError(
+            f"console must be the application setup() or create_app() returned, got {console!r}"
+        )
+    await console[LIFECYCLE_KEY].ended()
 
 
 async def _release_clients(app: web.Application) -> None:

@@ -40,6 +40,7 @@ class ContextLifecycle:
         self._stop_timeout = stop_timeout
         self._stopping: asyncio.Task[None] | None = None
         self._awaited = False  # the cleanup waits for the stop, and raises what it raised
+        self._left_to_cleanup = False  # `ended` waited: the console's cleanup raises what failed
 
     def attach(self, app: web.Application) -> None:
         """Have `app`'s start and shutdown start and stop the context."""
@@ -77,6 +78,17 @@ class ContextLifecycle:
             )
             self._stopping.add_done_callback(self._ended)
 
+    async def ended(self) -> None:
+        """Begin the stop if none began, and wait until it has ended (at once if never started).
+
+        Raises nothing: what the stop raised stays the console's cleanup's to raise (if that
+        never runs, asyncio reports it as a task exception never retrieved).
+        """
+        self.begin_stop()
+        if self._stopping is not None:
+            self._left_to_cleanup = True
+            await asyncio.wait({self._stopping})
+
     async def stopped(self) -> None:
         """Wait until the stop begun has ended; what it raised is the cleanup's to raise."""
         if self._stopping is not None:
@@ -88,7 +100,7 @@ class ContextLifecycle:
 
         Nobody else can hear of it then: the service's cleanup already failed.
         """
-        if stopping.cancelled() or self._awaited:
+        if stopping.cancelled() or self._awaited or self._left_to_cleanup:
             return
         failure = stopping.exception()
         if failure is not None:
