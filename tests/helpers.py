@@ -26,6 +26,7 @@ from reactive_spark import (
     Time,
     VirtualClock,
 )
+from reactive_spark.failures import SourceErrorInfo
 from reactive_spark.jobs import BatchInfo, JobInfo
 
 
@@ -37,6 +38,7 @@ class Recorder(StreamingListener):
         self.batches: list[BatchInfo] = []
         self.started: list[JobInfo] = []
         self.jobs: list[JobInfo] = []
+        self.source_errors: list[SourceErrorInfo] = []
 
     def onEventFired(self, event: Event) -> None:
         self.events.append(event)
@@ -49,6 +51,9 @@ class Recorder(StreamingListener):
 
     def onJobCompleted(self, job: JobInfo) -> None:
         self.jobs.append(job)
+
+    def onSourceError(self, error: SourceErrorInfo) -> None:
+        self.source_errors.append(error)
 
 
 def gather(stream: DStream[Any]) -> tuple[DStream[Any], list[tuple[Event, list[Any]]]]:

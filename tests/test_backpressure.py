@@ -23,6 +23,7 @@ from reactivex.subject import Subject
 from reactive_spark import (
     EventsDropped,
     InvalidArgumentError,
+    JobFailedError,
     Milliseconds,
     QueueFullError,
     Seconds,
@@ -39,7 +40,7 @@ from reactive_spark.source_queue import SourceQueue
 from reactive_spark.sources import rest as rest_module
 from reactive_spark.sources.http import CLIENT_CHECK, RETRY_AFTER, offer
 
-from .helpers import ChildProcess
+from .helpers import ChildProcess, Recorder
 
 T0 = Time(1_700_000_000_000)
 
@@ -1020,3 +1021,38 @@ def test_missed_events_wait_for_room_in_order_without_holding_the_loop() -> None
         assert queue.missed == 0 and order.has_room(daily)  # type: ignore[arg-type]
     finally:
         loop.close()
+
+
+async def test_a_timer_tick_refused_under_reject_is_the_timers_failure(sc: SparkContext) -> None:
+    """concepts.md: under `"reject"` a tick that finds its queue full is reported as the
+    timer's failure (`onSourceError`) and never runs; the timer goes on ticking."""
+    ssc = StreamingContext(sc, None, clock=SystemClock())
+    ticks = ssc.timer(ssc.clock.now() + Milliseconds(100), None, Milliseconds(50), "ticks")
+    ticks.overflow(1, "reject")
+    release = threading.Event()
+    ran: list[tuple[int, int]] = []
+
+    def held(time_: Time, rdd: Any, event: Event) -> None:
+        release.wait(30)  # the first tick runs until one is refused: its queue holds one
+        ran.append((event.index, event.time.milliseconds))  # type: ignore[arg-type]
+
+    ssc.queueStream([], default=[1]).foreachRDD(held).bind(ticks)
+    recorder = Recorder()
+    ssc.addStreamingListener(recorder)
+    await ssc.start()
+    deadline = time.monotonic() + 30
+    while not recorder.source_errors and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    release.set()
+    while len(ran) < 3 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    await ssc.stop(stopSparkContext=False, stopGracefully=True)
+    assert len(ran) >= 3, (ran, recorder.source_errors)
+    assert [index for index, _ in ran] == list(range(len(ran)))  # a refused tick has no index
+    first, second = ran[0][1], ran[1][1]
+    assert second - first > 50  # the ticks refused between them never ran
+    assert {(e.sourceName, e.operation, type(e.error)) for e in recorder.source_errors} == {
+        ("ticks", "tick", QueueFullError)
+    }
+    with pytest.raises(JobFailedError, match="ticks"):  # a failure, as any source's
+        await ssc.awaitTermination()
