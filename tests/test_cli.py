@@ -21,7 +21,7 @@ from pyspark import SparkContext
 
 from reactive_spark import Seconds, StreamingContext, Time, VirtualClock
 from reactive_spark.cli import main
-from reactive_spark.cli.program import load, on_path
+from reactive_spark.cli.program import load, on_path, one_line
 from reactive_spark.cli.spark_start import REGISTRATION_SECONDS
 from reactive_spark.errors import InvalidArgumentError
 from tests.helpers import EXAMPLE_FILES, ROOT, command
@@ -110,6 +110,7 @@ MISTAKES = {
         "app.py:report takes (ssc, days); reactive-spark calls report(ssc) with a StreamingContext",
     ),
     "an import failing": (["run", "broken.py"], "importing broken.py failed: RuntimeError: boom ("),
+    "a syntax error": (["run", "typo.py"], "importing typo.py failed: SyntaxError: expected ':' ("),
     "graph: no such file": (["graph", "nosuch.py"], "MODULE 'nosuch.py' is not a file"),
     "graph: no such function": (["graph", "app.py:nosuch"], "app.py has no function 'nosuch'"),
     "graph: a FUNC taking none": (
@@ -129,6 +130,7 @@ def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_pat
         "DAYS = 5\n"
     )
     (tmp_path / "broken.py").write_text('raise RuntimeError("boom")\n')
+    (tmp_path / "typo.py").write_text("def build(ssc)\n    pass\n")
     # were Spark started, it would fail otherwise, and loudly: there is no Spark where it looks
     environment = {**os.environ, "COLUMNS": "80", "SPARK_HOME": str(tmp_path / "no-spark")}
 
@@ -144,10 +146,22 @@ def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_pat
     assert line.startswith(message), line
     if mistake == "an import failing":
         assert line.endswith(f"{tmp_path / 'broken.py'}:1)")
+    if mistake == "a syntax error":  # where the parser found it, not in the import system
+        assert line.endswith(f"({tmp_path / 'typo.py'}:1)"), line
     # within 2 s; on a machine so loaded that `--help` takes over 1 s, within twice its time
     helped, help_elapsed = timed("--help")
     assert helped.returncode == 0
     assert elapsed < max(2.0, 2 * help_elapsed), (elapsed, help_elapsed)
+
+
+def test_a_syntax_error_of_a_string_names_the_users_line() -> None:
+    """A SyntaxError of a string the user's code compiled is where that code called the
+    parser, not the string's made-up file name."""
+    try:
+        compile("{", "<config>", "eval")
+    except SyntaxError as exc:
+        line, where = one_line(exc), exc.__traceback__.tb_lineno  # type: ignore[union-attr]
+    assert line == f"SyntaxError: '{{' was never closed (<config>, line 1) ({__file__}:{where})"
 
 
 def test_an_unreachable_master_is_one_line_before_spark_starts(tmp_path: Path) -> None:

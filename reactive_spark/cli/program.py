@@ -85,10 +85,18 @@ def one_line(exc: BaseException) -> str:
     The innermost frame of the user's code (`failures.is_library_file`), else the innermost:
     a `build(ssc)` whose call into reactive-spark raised names the line of `build`.
 
+    A `SyntaxError` in a file is where the parser found it: importing the file, its frames
+    are the import system's (one of `compile` or `ast.literal_eval` on a string has the
+    user's frame that called it).
+
     Examples:
         >>> one_line(ValueError("no"))
         'ValueError: no'
+        >>> one_line(SyntaxError("expected ':'", (__file__, 1, 15, "def build(ssc)")))
+        "SyntaxError: expected ':' (.../program.py:1)"
     """
+    if isinstance(exc, SyntaxError) and exc.filename and os.path.isfile(exc.filename):
+        return f"{type(exc).__name__}: {exc.msg} ({exc.filename}:{exc.lineno or 1})"
     frames = traceback.extract_tb(exc.__traceback__)
     users = [frame for frame in frames if not is_library_file(frame.filename)] or frames
     where = f" ({users[-1].filename}:{users[-1].lineno})" if users else ""
