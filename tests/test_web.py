@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -388,15 +389,12 @@ async def test_a_console_stopping_answers_the_fires_still_waiting(sc: SparkConte
     assert ran == ["first", "b1", "second"]
 
 
-async def test_a_service_shutdown_stops_its_context_in_bounded_time(sc: SparkContext) -> None:
-    """A batch stuck in a function of the user's held the service's shutdown for as long as it
-    was stuck: the stop it made had no timeout. Now it is graceful for `stop_timeout` seconds,
-    then it stops as a non-graceful stop does (which leaves a stuck batch after 2 s)."""
-    import threading
-    import time
+def stuck_job(sc: SparkContext) -> tuple[StreamingContext, Any, threading.Event, threading.Event]:
+    """A context whose manual source's batches get stuck in a job of the user's.
 
-    from reactive_spark.errors import StopError
-
+    Returns the context, the source, `entered` (set once a batch runs the job) and `stuck`
+    (set it to let the job end; it ends by itself after 60 s).
+    """
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     manual = ssc.manualSource("m")
     stuck, entered = threading.Event(), threading.Event()
@@ -406,6 +404,18 @@ async def test_a_service_shutdown_stops_its_context_in_bounded_time(sc: SparkCon
         stuck.wait(60)
 
     ssc.queueStream([], default=[1]).foreachRDD(job).bind(manual)
+    return ssc, manual, entered, stuck
+
+
+async def test_a_service_shutdown_stops_its_context_in_bounded_time(sc: SparkContext) -> None:
+    """A batch stuck in a function of the user's held the service's shutdown for as long as it
+    was stuck: the stop it made had no timeout. Now it is graceful for `stop_timeout` seconds,
+    then it stops as a non-graceful stop does (which leaves a stuck batch after 2 s)."""
+    import time
+
+    from reactive_spark.errors import StopError
+
+    ssc, manual, entered, stuck = stuck_job(sc)
     service = web.Application()
     setup(service, ssc, stop_timeout=0.5)
     runner = web.AppRunner(service, handle_signals=False)
@@ -434,8 +444,6 @@ async def test_a_service_cleanup_registered_before_setup_waits_for_the_stop(
     runs while the graceful stop still runs batches, and closed what they used. Awaiting
     `wait_for_stop(console)` first closes it once the last batch ended, whatever a job raised
     before (`awaitTermination` would raise that at once, the stop still running)."""
-    import threading
-
     ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
     manual = ssc.manualSource("m")
     entered, release = threading.Event(), threading.Event()
@@ -477,19 +485,10 @@ async def test_a_stop_that_failed_after_wait_for_stop_is_raised_not_also_logged(
     """The console's cleanup raises the failed stop that a service's cleanup waited for with
     `wait_for_stop`; it was also logged as an error, as if nobody would hear of it."""
     import logging
-    import threading
 
     from reactive_spark.errors import StopError
 
-    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
-    manual = ssc.manualSource("m")
-    stuck, entered = threading.Event(), threading.Event()
-
-    def job(rdd: Any) -> None:
-        entered.set()
-        stuck.wait(60)
-
-    ssc.queueStream([], default=[1]).foreachRDD(job).bind(manual)
+    ssc, manual, entered, stuck = stuck_job(sc)
     service = web.Application()
 
     async def close_pool(app: web.Application) -> None:
