@@ -1,14 +1,13 @@
 """The dashboard in a real headless Chromium (Debian's `chromium`, driven by Playwright's
 Python API with `executable_path`; no browser download): a login URL signs it in, a click on a
-fire button makes a batch appear live and the sources table count within 500 ms, the lineage
-SVG has a node per stream, a missed deadline shows among the problems, the browser reports no
-error, and a page of another origin cannot fire anything."""
+fire button makes a batch appear live and brings the sources table count while its poll is held,
+the lineage SVG has a node per stream, a missed deadline shows among the problems, the browser
+reports no error, and a page of another origin cannot fire anything."""
 
 from __future__ import annotations
 
 import asyncio
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -128,23 +127,23 @@ async def test_the_dashboard_signs_in_fires_and_refuses_other_sites(
             assert await count.inner_text() == "0"
 
             # the table's 2 s poll is held while the count is awaited: only the live stream
-            # can bring it in time
-            checked = asyncio.Event()
+            # can bring it
+            held, checked = asyncio.Event(), asyncio.Event()
 
             async def answer_after_the_check(route: Any) -> None:
+                held.set()
                 await checked.wait()
                 await route.continue_()
 
             await page.route("**/api/sources", answer_after_the_check)
             try:
-                clicked = time.monotonic()
+                await asyncio.wait_for(held.wait(), 30)  # a poll is pending, and held
                 await page.click('button.fire[data-source="rerun"]')
                 await page.wait_for_function(
                     """() => document.querySelector('#sources tr[data-source="rerun"] td.events')
                         .textContent === "1" """,
-                    timeout=2000,
+                    timeout=30_000,
                 )
-                assert time.monotonic() - clicked < 0.5 + 0.3
             finally:
                 checked.set()
                 await page.unroute_all(behavior="wait")  # once the held polls are released

@@ -132,14 +132,12 @@ def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_pat
     (tmp_path / "broken.py").write_text('raise RuntimeError("boom")\n')
     (tmp_path / "typo.py").write_text("def build(ssc)\n    pass\n")
     # were Spark started, it would fail otherwise, and loudly: there is no Spark where it looks
+    # (and no gateway of another process to join)
     environment = {**os.environ, "COLUMNS": "80", "SPARK_HOME": str(tmp_path / "no-spark")}
+    environment.pop("PYSPARK_GATEWAY_PORT", None)
+    environment.pop("PYSPARK_GATEWAY_SECRET", None)
 
-    def timed(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-        began = time.perf_counter()
-        done = cli(tmp_path, environment, *args)
-        return done, time.perf_counter() - began
-
-    done, elapsed = timed(*args)
+    done = cli(tmp_path, environment, *args)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     [line] = done.stderr.splitlines()  # one line, however long
@@ -148,10 +146,6 @@ def test_a_mistake_answers_in_one_line_before_spark_starts(mistake: str, tmp_pat
         assert line.endswith(f"{tmp_path / 'broken.py'}:1)")
     if mistake == "a syntax error":  # where the parser found it, not in the import system
         assert line.endswith(f"({tmp_path / 'typo.py'}:1)"), line
-    # within 2 s; on a machine so loaded that `--help` takes over 1 s, within twice its time
-    helped, help_elapsed = timed("--help")
-    assert helped.returncode == 0
-    assert elapsed < max(2.0, 2 * help_elapsed), (elapsed, help_elapsed)
 
 
 def test_a_syntax_error_of_a_string_names_the_users_line() -> None:
