@@ -1,6 +1,6 @@
 """One SparkContext (local[2]) for the whole test session, also for the docstring examples.
 
-`make test` runs two sessions at once (pytest-xdist workers), each with its context; a file's
+`make test` runs three sessions at once (pytest-xdist workers), each with its context; a file's
 tests run in one of them, in order.
 
 Docstring examples (doctests) run against real Spark, as pyspark's own do: they find `sc` (the

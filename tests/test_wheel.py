@@ -30,7 +30,7 @@ def run(*args: str | Path, cwd: Path, timeout: float = 600) -> str:
 
 def test_the_built_wheel_installs_and_runs_the_demo(tmp_path: Path) -> None:
     # built from a copy: building in the checkout rewrites its egg-info, which the other pytest
-    # worker's importlib.metadata may be reading
+    # workers' importlib.metadata may be reading
     source = tmp_path / "source"
     shutil.copytree(ROOT / "reactive_spark", source / "reactive_spark", ignore=CACHES)
     for name in ("pyproject.toml", "README.md", "LICENSE"):
