@@ -237,16 +237,16 @@ class Backfill:
         return PlannedBatch(event.time.toDatetime(), event.source.name, streams, event.index)
 
     @property
-    def zero_time(self) -> Time:
+    def _zero_time(self) -> Time:
         """The context's zero time in the backfill: where the batch before the first one ran.
 
         The previous tick of the chosen timers (the earliest of them), else `start`: so an input
         bound to a timer (`textFileStream`) reads in the first batch what it read live, and a
         direct log stream the records stamped after it.
         """
-        return min([self.start, *self.ticks_before().values()])
+        return min([self.start, *self._ticks_before().values()])
 
-    def ticks_before(self) -> dict[EventSource, Time]:
+    def _ticks_before(self) -> dict[EventSource, Time]:
         """Each chosen timer's tick before the range, if it ticked before `start`."""
         ticks: dict[EventSource, Time] = {}
         for source in self.sources:
@@ -259,7 +259,7 @@ class Backfill:
     def check(self) -> None:
         """Raise what running the backfill would raise before its first batch; run nothing.
 
-        What `run` refuses (`refuse_conflicts`), then what starting the context checks, the
+        What `run` refuses (`BackfillConflictError`), then what starting the context checks, the
         inputs included: a legacy window over a parent without one regular timer
         (`InvalidArgumentError`), an input whose directory does not exist
         (`DirectoryNotFoundError`). So a plan (`--plan`) is printed only for a backfill that
@@ -276,12 +276,12 @@ class Backfill:
             ...     print(str(error).split(";")[0])
             textFileStream(/no/such/landing)[0]: directory /no/such/landing does not exist
         """
-        self.refuse_conflicts()
+        self._refuse_conflicts()
         graph = self._ssc.graph
-        graph.start(self.zero_time, self._ssc.sources)
+        graph.start(self._zero_time, self._ssc.sources)
         graph.start_inputs()
 
-    def refuse_conflicts(self) -> None:
+    def _refuse_conflicts(self) -> None:
         """Raise `BackfillConflictError` if an exactly-once output committed a planned batch.
 
         Unless `overwrite`. It names the output, its store and the first such batch time;
@@ -334,10 +334,10 @@ class Backfill:
                 "checkpoint must name a new directory of the backfill's own: its streams "
                 "checkpoint RDDs, and the live run's directory is not written; got None"
             )
-        self.refuse_conflicts()
+        self._refuse_conflicts()
         ssc.checkpointDirectory = checkpoint  # the live run's, if any, is not touched
         Runtime.of(ssc).replaces_outputs = True
-        await launch(self.zero_time)
+        await launch(self._zero_time)
         try:
             return await self._fire(progress)
         finally:
@@ -351,7 +351,7 @@ class Backfill:
         picked = set(self.sources)
         runtime = Runtime.of(ssc)
         runtime.backfilling = True  # direct log streams read each batch's span by time
-        runtime.ticks_before_backfill = self.ticks_before()
+        runtime.ticks_before_backfill = self._ticks_before()
         # first at `start`: the derived sources of the chosen ones start (the others, as the
         # primary sources, do not), so a `pipe` subscribes where its `between` planned it from
         clock.scheduleAt(self.start, functools.partial(self._start_derived, runtime))

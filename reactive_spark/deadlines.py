@@ -18,10 +18,8 @@ by one, the rest in one report that counts them (`DeadlineMissed.periodsMissed`)
 Examples:
     >>> from reactive_spark.time import Days, Hours, Time
     >>> daily = Expectation.of(Days(1), Hours(2))
-    >>> daily.period_of(Time(Days(3).milliseconds + Hours(1).milliseconds)).isoformat()
-    '1970-01-04T00:00:00Z'
-    >>> daily.period_of(Time(Days(3).milliseconds + Hours(3).milliseconds)) is None
-    True
+    >>> daily.deadline(Time(Days(3).milliseconds)).isoformat()  # of the period starting then
+    '1970-01-04T02:00:00Z'
 """
 
 from __future__ import annotations
@@ -101,23 +99,9 @@ class Expectation:
         start = Time(0) if origin is None else to_time(origin, "origin")
         return Expectation(period, grace, start)
 
-    def period_of(self, time: Time) -> Time | None:
-        """The start of the period whose window holds `time`, or None if it is past the grace."""
-        start = time.floor(self.every, self.origin)
-        return start if time < self.deadline(start) else None
-
     def deadline(self, start: Time) -> Time:
         """The deadline of the period starting at `start`."""
         return start + self.within
-
-    def first_period(self, at: Time) -> Time:
-        """The first period starting at or after `at`."""
-        start = at.floor(self.every, self.origin)
-        return start if start == at else start + self.every
-
-    def product(self) -> list[int]:
-        """What identifies the expectation in a checkpoint (milliseconds)."""
-        return [self.every.milliseconds, self.within.milliseconds, self.origin.milliseconds]
 
 
 @dataclass
@@ -138,10 +122,34 @@ class _Tracker:
 
     def state(self) -> dict[str, Any]:
         return {
-            "expect": self.expectation.product(),
+            "expect": self.product(),
             "next": self.next.milliseconds,
             "met": sorted(self.met),
         }
+
+    def period_of(self, time: Time) -> Time | None:
+        """The start of the period whose window holds `time`, or None if it is past the grace.
+
+        Examples:
+            >>> from reactive_spark.time import Days, Hours, Time
+            >>> daily = _Tracker("source", "daily", Expectation.of(Days(1), Hours(2)))
+            >>> daily.period_of(Time(Days(3).milliseconds + Hours(1).milliseconds)).isoformat()
+            '1970-01-04T00:00:00Z'
+            >>> daily.period_of(Time(Days(3).milliseconds + Hours(3).milliseconds)) is None
+            True
+        """
+        start = time.floor(self.expectation.every, self.expectation.origin)
+        return start if time < self.expectation.deadline(start) else None
+
+    def first_period(self, at: Time) -> Time:
+        """The first period starting at or after `at`."""
+        start = at.floor(self.expectation.every, self.expectation.origin)
+        return start if start == at else start + self.expectation.every
+
+    def product(self) -> list[int]:
+        """What identifies the expectation in a checkpoint (milliseconds)."""
+        expect = self.expectation
+        return [expect.every.milliseconds, expect.within.milliseconds, expect.origin.milliseconds]
 
 
 class DeadlineWatch(StreamingListener):
@@ -208,12 +216,12 @@ class DeadlineWatch(StreamingListener):
         self._started_at = started_at
         for key, tracker in self._trackers.items():
             state = states.get(key)
-            if state is not None and state.get("expect") == tracker.expectation.product():
+            if state is not None and state.get("expect") == tracker.product():
                 tracker.next = Time(state["next"])
                 tracker.met = set(state["met"])
                 tracker.restored = True
             else:
-                tracker.next = tracker.expectation.first_period(started_at)
+                tracker.next = tracker.first_period(started_at)
 
     def states(self) -> dict[str, dict[str, Any]]:
         """Every expectation's state, by key (what a checkpoint keeps)."""
@@ -250,7 +258,7 @@ class DeadlineWatch(StreamingListener):
         """An event of a watched source meets the period its time lies in."""
         tracker = self._trackers.get(f"{SOURCE}:{event.source.name}")
         if tracker is not None:
-            self._meet(tracker, tracker.expectation.period_of(event.time))
+            self._meet(tracker, tracker.period_of(event.time))
 
     def onJobCompleted(self, job: JobInfo) -> None:
         """A watched stream's job that succeeded before its period's deadline meets it."""
@@ -259,7 +267,7 @@ class DeadlineWatch(StreamingListener):
         tracker = self._trackers.get(f"{OUTPUT}:{job.streamName}")
         if tracker is None:
             return
-        period = tracker.expectation.period_of(job.event.time)
+        period = tracker.period_of(job.event.time)
         if period is not None and self.clock.now() < tracker.expectation.deadline(period):
             self._meet(tracker, period)
 

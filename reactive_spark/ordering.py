@@ -513,7 +513,7 @@ class EventOrder(Overflow, CatchingUp):
         first; then the rest of the run goes back to wait behind it.
         """
         source = run[0].source
-        if source.listened or self._listeners.active or self._progress is not None:
+        if source.wants_each_event or self._listeners.active or self._progress is not None:
             return self._accept_watched(run, waiting, key)
         first = self._next_instance_id
         self._next_instance_id = first + len(run)
@@ -522,13 +522,13 @@ class EventOrder(Overflow, CatchingUp):
             if event.index is None:
                 event.index = next(index_sequence)
             event.instanceId = instance_id
-        source.forward(run)
+        source.forward_runs(run)
         return run
 
     def _accept_watched(self, run: list[Event], waiting: Waiting, key: OrderKey) -> list[Event]:
         """`_accept_run` for a run someone watches event by event: number and announce each."""
         source = run[0].source
-        listened = source.listened
+        one_by_one = source.wants_each_event
         announced = self._listeners.active or self._progress is not None
         index_sequence, keys = source.index_sequence, self._pending_keys
         for position, event in enumerate(run):
@@ -538,14 +538,14 @@ class EventOrder(Overflow, CatchingUp):
             self._next_instance_id += 1
             if announced:
                 self._announce(event)
-            if listened:
-                source.notify(event)
+            if one_by_one:
+                source.notify_listeners(event)
             if keys[0] is not key:  # a listener posted an event that goes first
                 waiting.put_back(run[position + 1 :])
                 run = run[: position + 1]
                 break
-        if not listened:
-            source.forward(run)
+        if not one_by_one:
+            source.forward_runs(run)
         return run
 
     def _announce(self, event: Event) -> None:

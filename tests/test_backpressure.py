@@ -962,13 +962,13 @@ async def test_a_delayed_event_its_full_queue_refuses_is_reported(sc: SparkConte
 class _Timer:
     """What `EventOrder` reads of a source whose events are accepted (a timer's, say)."""
 
-    parents, listened = (), False
+    parents, wants_each_event = (), False
 
     def __init__(self, name: str, rank: int, bound: int) -> None:
         self.name, self.rank, self.maxQueued, self.overflowPolicy = name, rank, bound, "block"
         self.index_sequence = itertools.count()
 
-    def forward(self, run: list[Any]) -> None:
+    def forward_runs(self, run: list[Any]) -> None:
         pass
 
 

@@ -454,7 +454,8 @@ def test_the_report_counting_the_rest_starts_at_a_period_missed() -> None:
     told: list[DeadlineMissed] = []
     watch = DeadlineWatch(clock, lambda name, info: told.append(info))
     watch.add("source", "daily", daily)
-    state = {"expect": daily.product(), "next": 0, "met": [Days(MAX_TOLD).milliseconds]}
+    expect = [Days(1).milliseconds, Hours(2).milliseconds, 0]  # every, within, origin
+    state = {"expect": expect, "next": 0, "met": [Days(MAX_TOLD).milliseconds]}
     watch.begin(clock.now(), {"source:daily": state})
     watch.schedule(clock.now(), settle=lambda then: then())
     clock.advanceTo(clock.now() + Milliseconds(1))

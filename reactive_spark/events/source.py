@@ -358,18 +358,18 @@ class EventSource(ABC):
         self._listeners = tuple(known for known in self._listeners if known != target)
 
     @property
-    def listened(self) -> bool:
+    def wants_each_event(self) -> bool:
         """Whether something wants each event alone as it is accepted (a listener, `pipe`).
 
-        Then the scheduler `notify`s every event, and listeners and derived sources are called
-        in the order they were added; otherwise it `forward`s runs of events.
+        Then the scheduler calls `notify_listeners` with every event, and listeners and derived
+        sources are called in the order they were added; otherwise it calls `forward_runs`.
         """
         return len(self._listeners) > len(self._receivers)
 
     def add_receiver(self, receiver: Callable[[list[Event]], None], *, runs: bool = True) -> None:
         """Hand `receiver` the accepted events as lists; derived sources listen so.
 
-        With `runs`, a list may hold a run of events (see `forward`): the receiver must then
+        With `runs`, a list may hold a run of events (see `forward_runs`): the receiver must then
         only post events that go after the run's own (later in time, or from a source of a
         higher lineage rank), as it may see the run once all of it is accepted. Without, it
         gets each event alone as it is accepted, as a listener does.
@@ -403,13 +403,13 @@ class EventSource(ABC):
         self.resumedFrom = lastTime
         self.resumedIndex = lastIndex
 
-    def notify(self, event: Event) -> None:
+    def notify_listeners(self, event: Event) -> None:
         """Hand an accepted event to the listeners and derived sources (scheduler, on the loop).
 
         A listener that raises is reported as a failure of this source (`onSourceError`);
         the other listeners still get the event. The scheduler calls this only while the
-        source is `listened` (else it `forward`s runs): to act on every accepted event, add a
-        listener rather than overriding this method.
+        source `wants_each_event` (else it calls `forward_runs`): to act on every accepted
+        event, add a listener rather than overriding this method.
         """
         for listener in self._listeners:
             try:
@@ -417,10 +417,10 @@ class EventSource(ABC):
             except Exception as exc:
                 self._runtime.report_source_error(self, "listener", exc, event, listener)
 
-    def forward(self, events: list[Event]) -> None:
+    def forward_runs(self, events: list[Event]) -> None:
         """Hand a run of accepted events (one instant, in order) to the derived sources.
 
-        The scheduler calls this instead of `notify` when the source is not `listened`.
+        The scheduler calls this instead of `notify_listeners` unless `wants_each_event`.
         """
         for receiver in self._receivers:
             receiver(events)

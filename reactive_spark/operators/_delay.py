@@ -35,7 +35,7 @@ class DelayedEventSource(DerivedEventSource):
         # per parent event waiting: when it falls due, the event, its scheduled firing
         self._pending: dict[int, tuple[Time, Event, rx_abc.DisposableBase]] = {}
 
-    def receive(self, position: int, events: list[Event]) -> None:
+    def _receive(self, position: int, events: list[Event]) -> None:
         """Schedule the delayed events on the context's clock (fire those already due)."""
         due = events[0].time + self.duration  # a run's events share their instant
         if due <= self.context.clock.now():
@@ -97,7 +97,7 @@ class DelayedEventSource(DerivedEventSource):
         fired = self.resumedFrom
         first = self.context.zeroTime - self.duration if fired is None else fired - self.duration
         for event in self._rebuilt(parent, first + Milliseconds(1), parent.resumedFrom):
-            self.receive(0, [event])
+            self._receive(0, [event])
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The parent's events of `[start - duration, end - duration]`, shifted."""

@@ -24,7 +24,7 @@ class FilteredEventSource(DerivedEventSource):
         self._predicate = predicate
         self.function = callable_name(predicate)
 
-    def receive(self, position: int, events: list[Event]) -> None:
+    def _receive(self, position: int, events: list[Event]) -> None:
         """Post the events that pass."""
         applied, passes = self._apply(self._predicate, events)
         self._emit(DerivedEvent.run(self, list(compress(applied, passes))))

@@ -49,7 +49,7 @@ class JoinedEventSource(DerivedEventSource):
     def _event(self, left: Event, right: Event) -> JoinEvent:
         return JoinEvent(self, None, max(left.time, right.time), left, right)
 
-    def receive(self, position: int, events: list[Event]) -> None:
+    def _receive(self, position: int, events: list[Event]) -> None:
         """Post a pair for every recent event of the other side, for each event."""
         for event in events:
             for left, right in self._pairing.add(position, event):

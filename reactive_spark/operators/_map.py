@@ -24,7 +24,7 @@ class MappedEventSource(DerivedEventSource):
         self._f = f
         self.function = callable_name(f)
 
-    def receive(self, position: int, events: list[Event]) -> None:
+    def _receive(self, position: int, events: list[Event]) -> None:
         """Post the mapped events."""
         self._emit(DerivedEvent.run(self, *self._apply(self._f, events)))
 

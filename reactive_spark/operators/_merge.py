@@ -17,7 +17,7 @@ class MergedEventSource(DerivedEventSource):
 
     operation = "merge"
 
-    def receive(self, position: int, events: list[Event]) -> None:
+    def _receive(self, position: int, events: list[Event]) -> None:
         """Post the parent's events as this source's."""
         self._emit(DerivedEvent.run(self, events), position)
 

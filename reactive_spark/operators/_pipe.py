@@ -56,7 +56,7 @@ class PipedEventSource(DerivedEventSource):
             scheduler=clock.scheduler,
         )
         unseen, self._unseen = self._unseen, []
-        self.receive(0, unseen)
+        self._receive(0, unseen)
 
     def _failed(self, error: Exception) -> None:
         """The pipeline errored: report it; this source fires no more events until restarted."""
@@ -68,7 +68,7 @@ class PipedEventSource(DerivedEventSource):
             self._subscription.dispose()
             self._subscription = None
 
-    def receive(self, position: int, events: list[Event]) -> None:
+    def _receive(self, position: int, events: list[Event]) -> None:
         """Feed the parent's events into the pipeline."""
         if self._subject is not None:
             for event in events:

@@ -157,7 +157,7 @@ class DerivedEventSource(EventSource):
     """Base class of operator results: listens to its parents, posts its own events.
 
     A derived source takes its parents' events in runs: the events of one parent at one
-    instant, accepted in a row (`receive`). A function of the operator that raises on an
+    instant, accepted in a row (`_receive`). A function of the operator that raises on an
     event (`map`, `filter`) is reported as a failure of this source (`onSourceError`, counted
     by `advanceTo` and `awaitTermination`); the event is dropped and later events still flow.
     """
@@ -200,8 +200,8 @@ class DerivedEventSource(EventSource):
         return list(self._parents)
 
     def _receiver_for(self, position: int) -> Callable[[list[Event]], None]:
-        """The receiver that hands parent number `position`'s runs of events to `receive`."""
-        runtime, receive = self._runtime, self.receive
+        """The receiver that hands parent number `position`'s runs of events to `_receive`."""
+        runtime, receive = self._runtime, self._receive
 
         def from_parent(events: list[Event]) -> None:
             # only accepted events come here: a graceful stop lets what waits go through too
@@ -213,7 +213,7 @@ class DerivedEventSource(EventSource):
         return from_parent
 
     @abstractmethod
-    def receive(self, position: int, events: list[Event]) -> None:
+    def _receive(self, position: int, events: list[Event]) -> None:
         """Handle a run of accepted events of parent number `position` (one instant, in order)."""
 
     def _rebuilt(self, parent: EventSource, start: Time, end: Time) -> list[Event]:
@@ -257,7 +257,7 @@ class DerivedEventSource(EventSource):
         """
         parents = self._parents
         for position in sorted(unseen, key=lambda position: (parents[position].rank, position)):
-            self.receive(position, unseen[position])
+            self._receive(position, unseen[position])
 
     def start(self) -> None:
         """Nothing to start: the parents drive a derived source."""

@@ -164,7 +164,7 @@ async def fire(request: web.Request) -> web.Response:
         )
     if not ssc.acceptingEvents:
         raise json_error(web.HTTPServiceUnavailable, "the StreamingContext is not running")
-    numbered = history.numbered(event)
+    numbered = history.wait_numbered(event)
     try:
         await offer(source, event, request)  # 503 with Retry-After past the bound (see `offer`)
         # posted, it runs: as a request to a REST trigger, wait until it is accepted (202),
@@ -175,7 +175,7 @@ async def fire(request: web.Request) -> web.Response:
     except ContextStateError as stopped:
         raise json_error(web.HTTPServiceUnavailable, str(stopped)) from None
     finally:
-        history.forget(event)
+        history.stop_waiting(event)
         if numbered.done() and not numbered.cancelled():
             numbered.exception()  # told above, or never waited for (`offer` refused first)
     log.info("the console fired %s (event %d)", source.name, event.instanceId)
@@ -239,7 +239,7 @@ async def stream(request: web.Request) -> web.StreamResponse:
         if request.transport is not None:
             request.transport.abort()
 
-    history.listen()
+    history.listen_live()
     subscriber = history.live.subscribe(request[GRANT_KEY].authenticated, abort)
     try:
         await response.write(b": connected\n\n")

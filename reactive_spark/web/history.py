@@ -319,7 +319,7 @@ class History(StreamingListener, HoldsUntilStop):
         return next(source for source in self.ssc.sources if source.name == name)
 
     # -- waiting for an event's number -------------------------------------------------------
-    def numbered(self, event: Event) -> asyncio.Future[Event]:
+    def wait_numbered(self, event: Event) -> asyncio.Future[Event]:
         """A future that resolves once `event` was accepted (has its `instanceId`); on the loop.
 
         The event is recorded as fired by the console.
@@ -329,7 +329,7 @@ class History(StreamingListener, HoldsUntilStop):
         self._waiting[id(event)] = future
         return future
 
-    def forget(self, event: Event) -> None:
+    def stop_waiting(self, event: Event) -> None:
         """Stop waiting for `event`'s number (it was accepted, refused or never will be)."""
         self._waiting.pop(id(event), None)
 
@@ -361,7 +361,7 @@ class History(StreamingListener, HoldsUntilStop):
         loop.call_soon_threadsafe(fail)
 
     # -- live viewers ------------------------------------------------------------------------
-    def listen(self) -> None:
+    def listen_live(self) -> None:
         """Deliver live messages on the running loop (call on it, before subscribing)."""
         self._loop = asyncio.get_running_loop()
 
