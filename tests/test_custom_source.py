@@ -40,6 +40,9 @@ async def test_business_hours_source(sc: SparkContext) -> None:
     assert [event.index for event, _ in seen] == [0, 1, 2]
     assert [items for _, items in seen] == [[1], [1], [1]]
     assert [e.time for e in hours.between(t0, t0 + Days(1))] == [t0 + Hours(9), t0 + Hours(17)]
+    day = (t0 + Days(1)).toDatetime()
+    assert [e.time for e in hours.between(day, day)] == []  # datetimes too, as documented
+    assert len(hours.between(day, (t0 + Days(2)).toDatetime())) == 2
     assert hours.toProduct() == ("business-hours", (9 * 3_600_000, 17 * 3_600_000))
 
 
