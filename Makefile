@@ -23,8 +23,8 @@ browser:
 	@sh scripts/ensure_chromium.sh
 
 lint: $(STAMP)
-	$(PY) -m ruff check reactive_spark tests benchmarks examples conftest.py
-	$(PY) -m ruff format --check reactive_spark tests benchmarks examples conftest.py
+	$(PY) -m ruff check reactive_spark tests benchmarks examples scripts conftest.py
+	$(PY) -m ruff format --check reactive_spark tests benchmarks examples scripts conftest.py
 	$(PY) -m mypy
 
 # three pytest workers on the 2 cores CI has, each with its own local[2] SparkContext: the tests

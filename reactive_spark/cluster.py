@@ -32,7 +32,7 @@ from pyspark import SparkConf
 
 from reactive_spark.errors import ContextStateError, InvalidArgumentError, ReactiveSparkError
 
-__all__ = ["ClusterStartError", "StandaloneCluster", "free_port", "spark_home"]
+__all__ = ["ClusterStartError", "StandaloneCluster"]
 
 HOST = "127.0.0.1"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"

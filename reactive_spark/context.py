@@ -137,6 +137,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             None if batchDuration is None else to_duration(batchDuration, "batchDuration")
         )
         self.clock = clock or SystemClock()
+        """The clock that stamps events and schedules timers (`VirtualClock` in simulations)."""
         self.checkpointDirectory = checkpoint
         self._graph = DStreamGraph(self)
         self._blocking = BlockingCalls()

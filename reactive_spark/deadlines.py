@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from reactive_spark.events import Event
     from reactive_spark.jobs import JobInfo
 
-__all__ = ["DeadlineWatch", "Expectation", "watch_expectations"]
+__all__ = ["Expectation"]
 
 log = logging.getLogger(__name__)
 

@@ -29,13 +29,9 @@ if TYPE_CHECKING:
     from reactive_spark.events import Event
 
 __all__ = [
-    "LIBRARY_PATHS",
     "Failure",
-    "FailureLedger",
     "SourceErrorInfo",
     "UserError",
-    "frame_label",
-    "is_library_file",
 ]
 
 

@@ -22,13 +22,8 @@ if TYPE_CHECKING:
     from reactive_spark.dstream.base import DStream
 
 __all__ = [
-    "Batch",
     "BatchInfo",
-    "Job",
     "JobInfo",
-    "commits_first",
-    "materialize",
-    "plan_failure",
 ]
 
 

@@ -27,7 +27,6 @@ __all__ = [
     "BatchTime",
     "DeadlineMissed",
     "EventsDropped",
-    "ListenerBus",
     "OutputOperationInfo",
     "ReceiverInfo",
     "StreamInputInfo",

@@ -30,7 +30,6 @@ __all__ = [
     "Minutes",
     "Seconds",
     "Time",
-    "now_ms",
     "to_duration",
     "to_time",
 ]

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import re
 import subprocess
@@ -18,8 +19,11 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from .helpers import EXAMPLE_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -195,3 +199,94 @@ def test_the_api_reference_shows_a_stream_as_users_call_it(api_reference: str) -
         "parents",
         "print",
     }
+
+
+def _documented(ident: str) -> tuple[Any, list[str]]:
+    """The module an API reference id is in, and the attribute path within it."""
+    parts = ident.split(".")
+    for end in range(len(parts), 0, -1):
+        try:
+            return importlib.import_module(".".join(parts[:end])), parts[end:]
+        except ImportError:
+            continue
+    raise AssertionError(f"{ident} names no module")
+
+
+def test_the_api_reference_shows_what_modules_export_and_no_engine_name(
+    api_reference: str,
+) -> None:
+    """A module shows what its `__all__` lists; the context, streams, sources and listeners
+    show no snake_case name but PySpark's own (theirs are camelCase, as PySpark's), and a
+    lower-case word of ours on them is a decision listed here; no class shows an underscored
+    name."""
+    from pyspark import streaming as pyspark_streaming
+
+    from reactive_spark import EventSource, StreamingContext, StreamingListener
+    from reactive_spark.dstream.base import DStream
+
+    camel_case_api = (StreamingContext, DStream, EventSource, StreamingListener)
+    pyspark = {
+        name
+        for kind in ("StreamingContext", "DStream", "StreamingListener")
+        for name in dir(getattr(pyspark_streaming, kind))
+    } | {"is_cached", "is_checkpointed"}
+    snake_case = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+")
+    ids = set(re.findall(r'id="(reactive_spark\.[\w.]+)"', api_reference))
+    assert len(ids) > 400 and "reactive_spark.time.Time.fromDatetime" in ids
+    wrong, words = [], set()
+    for ident in sorted(ids):
+        module, path = _documented(ident)
+        if not path:
+            continue
+        exports = getattr(module, "__all__", None)
+        if exports is not None and path[0] not in exports:
+            wrong.append(f"{ident}: not in {module.__name__}.__all__")
+        owner = getattr(module, path[0])
+        for name in path[1:]:
+            if name.startswith("_"):
+                wrong.append(f"{ident}: underscored")
+            elif isinstance(owner, type) and issubclass(owner, camel_case_api):
+                if name in pyspark:
+                    pass
+                elif snake_case.fullmatch(name) or name in {"computer", "registrar"}:
+                    wrong.append(f"{ident}: the engine's name")
+                elif name.islower():
+                    words.add(name)
+            owner = getattr(owner, name, None)
+    assert wrong == []
+    assert words == {
+        # the context
+        "backfill", "clock", "graph", "recovered", "serve", "state", "timer", "sources",
+        # streams
+        "bind", "checkpointed", "expect", "expectation", "id", "name", "parents", "print",
+        "backlog", "positions",
+        # sources
+        "between", "coalesce", "delay", "fire", "merge", "overflow", "pipe", "post",
+        "restart", "accepts", "ready", "app", "get", "routes", "event", "trigger",
+        # the console's history of a run
+        "batch", "batches", "deadlines", "events",
+    }  # fmt: skip
+
+
+def _imported_from_reactive_spark(code: str) -> set[str]:
+    return {
+        alias.name
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reactive_spark")
+        for alias in node.names
+    }
+
+
+def test_the_api_reference_documents_what_the_docs_and_examples_import(
+    api_reference: str,
+) -> None:
+    """Each name the docs, the README and the examples import from reactive_spark, and each
+    method they call on a context, has its entry."""
+    ids = set(re.findall(r'id="(reactive_spark\.[\w.]+)"', api_reference))
+    names = {ident.rsplit(".", 1)[-1] for ident in ids}
+    codes = [block.code for block in ALL] + [path.read_text() for path in EXAMPLE_FILES]
+    imported = {name for code in codes for name in _imported_from_reactive_spark(code)}
+    called = {name for code in codes for name in re.findall(r"\bssc\.(\w+)", code)}
+    assert {"StreamingContext", "Backfill", "generate_logs", "main"} <= imported
+    assert imported - names == set()
+    assert {f"reactive_spark.context.StreamingContext.{name}" for name in called} - ids == set()

@@ -40,7 +40,8 @@ from reactive_spark.errors import (
     InvalidArgumentError,
     InvalidCallbackError,
 )
-from reactive_spark.events import Event, EventSource, require_source
+from reactive_spark.events import Event, EventSource
+from reactive_spark.events.source import require_source
 from reactive_spark.offsets import HasOffsetRanges, union_log_rdds
 from reactive_spark.running_output import output_of
 from reactive_spark.runtime import Runtime

@@ -1,8 +1,7 @@
 """Events and event sources, re-exported from `event` (the events) and `source` (the sources).
 
 `reactive_spark.events.event` holds `Event` and its subclasses; `reactive_spark.events.source`
-holds `EventSource`, the `EventListener` protocol, the overflow and catch-up policies, the
-operator registry and `require_source`.
+holds `EventSource`, the `EventListener` protocol, and the overflow and catch-up policies.
 """
 
 from reactive_spark.events.event import (
@@ -19,8 +18,6 @@ from reactive_spark.events.source import (
     OVERFLOW_POLICIES,
     EventListener,
     EventSource,
-    register_operator,
-    require_source,
 )
 from reactive_spark.events.source import ListenerLike as ListenerLike
 from reactive_spark.events.source import OperatorFactory as OperatorFactory
@@ -36,6 +33,4 @@ __all__ = [
     "ObservableEvent",
     "RestEvent",
     "TimerEvent",
-    "register_operator",
-    "require_source",
 ]

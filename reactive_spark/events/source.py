@@ -33,8 +33,6 @@ __all__ = [
     "EventSource",
     "ListenerLike",
     "OperatorFactory",
-    "register_operator",
-    "require_source",
 ]
 
 #: What a source does with the events it missed while the application was down: fire them all
@@ -117,6 +115,7 @@ class EventSource(ABC):
         self._ssc = context
         self._runtime = Runtime.of(context)
         self.name = name
+        """The source's name, unique in its context: the console, checkpoints and errors use it."""
         # everyone notified of each event, in the order added; derived sources also take runs
         self._listeners: tuple[Callable[[Event], Any], ...] = ()
         self._receivers: tuple[Callable[[list[Event]], None], ...] = ()
@@ -129,10 +128,10 @@ class EventSource(ABC):
         self._catch_up = "all"
         self._max_queued: int | None = None  # None: the context's maxQueuedEvents
         self._overflow = self.defaultOverflow
-        #: The time of the last event this source fired before a restart (from the checkpoint).
         self.resumedFrom: Time | None = None
-        #: The index of that event.
+        """The time of the last event this source fired before a restart (from the checkpoint)."""
         self.resumedIndex: int | None = None
+        """The index of that event."""
         self._expectation: Expectation | None = None
 
     @property
@@ -201,12 +200,12 @@ class EventSource(ABC):
         """The parameters that identify this source across restarts."""
 
     # -- backpressure ----------------------------------------------------------------------
-    #: The overflow policy of this kind of source unless told otherwise (`overflow`).
     defaultOverflow = "block"
-    #: Whether `coalesce` keeps what each event carries (a file watcher's stand-in lists every
-    #: file): then, under `"block"`, what it fires on the loop past the bound merges once as
-    #: many events as the bound wait their turn, instead of piling up (`post_in_turn`).
+    """The overflow policy of this kind of source unless told otherwise (`overflow`)."""
     coalescesLosslessly = False
+    """Whether `coalesce` keeps what each event carries (a file watcher's stand-in lists every
+    file): then, under `"block"`, what it fires on the loop past the bound merges once as many
+    events as the bound wait their turn, instead of piling up."""
 
     def overflow(self, maxQueued: int | None = None, policy: str | None = None) -> EventSource:
         """Bound this source's waiting events and say what happens past the bound; returns it.

@@ -9,8 +9,9 @@ from datetime import datetime, timedelta
 from reactivex import abc as rx_abc
 
 from reactive_spark.errors import QueueFullError
-from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.events import Event, EventSource
 from reactive_spark.events.past import fired_between
+from reactive_spark.events.source import register_operator
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.events import Event, EventSource, register_operator, require_source
+from reactive_spark.events import Event, EventSource
 from reactive_spark.events.past import fired_between
+from reactive_spark.events.source import register_operator, require_source
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEventSource, JoinEvent
 from reactive_spark.time import Duration, Milliseconds, Time, to_duration, to_time

@@ -7,8 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from reactive_spark._callbacks import callable_name, require_callable
-from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.events import Event, EventSource
 from reactive_spark.events.past import fired_between
+from reactive_spark.events.source import register_operator
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time

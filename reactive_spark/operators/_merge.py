@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from reactive_spark.events import Event, EventSource, register_operator, require_source
+from reactive_spark.events import Event, EventSource
 from reactive_spark.events.past import fired_between
+from reactive_spark.events.source import register_operator, require_source
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time

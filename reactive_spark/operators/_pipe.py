@@ -13,8 +13,9 @@ from reactivex.subject import Subject
 
 from reactive_spark._callbacks import require_callable
 from reactive_spark.clock import VirtualClock
-from reactive_spark.events import Event, EventSource, register_operator
+from reactive_spark.events import Event, EventSource
 from reactive_spark.events.past import fired_between
+from reactive_spark.events.source import register_operator
 from reactive_spark.runtime import Runtime
 from reactive_spark.sources.derived import DerivedEvent, DerivedEventSource
 from reactive_spark.time import Time, to_time

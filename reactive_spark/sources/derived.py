@@ -13,8 +13,9 @@ from itertools import repeat
 from typing import Any
 
 from reactive_spark.errors import InvalidArgumentError
-from reactive_spark.events import Event, EventSource, json_friendly, require_source
+from reactive_spark.events import Event, EventSource, json_friendly
 from reactive_spark.events.past import fired_between
+from reactive_spark.events.source import require_source
 from reactive_spark.runtime import Runtime
 from reactive_spark.time import Time
 

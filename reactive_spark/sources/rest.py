@@ -111,6 +111,8 @@ class RestEventSource(EventSource):
         self._bodies = BodyReads()  # bodies still arriving (see `stop`)
         self._server: HttpServer | None = None
         self.app = web.Application(middlewares=[json_errors])
+        """The aiohttp application answering the routes: with `host=None`, mount it in a
+        service's own (`service.add_subapp("/triggers", rest.app)`)."""
         self.app[SOURCE_KEY] = self
         self.app.router.add_route("*", "/{tail:.*}", self._handle)
         self.addListener(self._answer)  # first: the 202 goes out before other listeners run

@@ -11,7 +11,6 @@ from reactive_spark.web.app import Console, create_app, serve, setup, wait_for_s
 from reactive_spark.web.auth import GRANT_KEY, Authenticator, BearerToken, Grant
 from reactive_spark.web.history import History
 from reactive_spark.web.keys import CONTEXT_KEY, HISTORY_KEY, PREFIX_KEY
-from reactive_spark.web.metrics import ConsoleMetrics
 
 __all__ = [
     "CONTEXT_KEY",
@@ -21,7 +20,6 @@ __all__ = [
     "Authenticator",
     "BearerToken",
     "Console",
-    "ConsoleMetrics",
     "Grant",
     "History",
     "create_app",

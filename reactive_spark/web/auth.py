@@ -52,8 +52,9 @@ __all__ = [
 
 Scope = Literal["view", "control"]
 ALL_SCOPES: frozenset[str] = frozenset({"view", "control"})
-#: What a service's own auth plugs in: the scopes a request has (none: not authenticated).
 Authenticator = Callable[[web.Request], Collection[str] | Awaitable[Collection[str]]]
+"""What a service's own auth plugs in (`auth=`): the scopes a request has, `"view"` and
+`"control"` (none: not authenticated); it may be a coroutine function."""
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 #: Routes anyone may get (they hold no data), and routes that change state.
