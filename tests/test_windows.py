@@ -353,14 +353,16 @@ async def test_a_weekly_window_of_days_joined_with_names_bound_to_nothing_holds_
 async def test_a_join_read_where_a_side_it_needs_has_no_data_has_no_rdd_there(
     sc: SparkContext,
 ) -> None:
-    """The same join is also read hourly, where `days` has nothing: it gave an empty RDD at
-    every hourly event, which ran the hourly output for nothing, filled a tail window with
-    empty hours, and pushed the days out of a legacy window's memory (a week held only its
-    last day, silently). It now has no RDD there, as `days.map(f)` has none, and each window
-    holds its week; a right outer join, which keeps the side read hourly, still joins there."""
+    """The same join is also read every six hours, where `days` has nothing: it gave an empty
+    RDD at every such event, which ran the six-hourly output for nothing, filled a tail window
+    with empty quarter-days, and pushed the days out of a legacy window's memory (a week held
+    only its last day, silently). It now has no RDD there, as `days.map(f)` has none, and each
+    window holds its week; a right outer join, which keeps the side read six-hourly, still
+    joins there."""
     ssc = virtual(sc)
     daily, weekly = daily_and_weekly(ssc, weekly_first=False)
-    hourly = ssc.timer(T0 + Days(6), None, Hours(1), "hourly")  # the second week's hours
+    # from the last two days of the first week to the end of the second one: 4 ticks a day
+    hourly = ssc.timer(T0 + Days(6), None, Hours(6), "six-hourly")
     days = ssc.queueStream([[d] for d in range(1, 15)]).bind(daily)
     names = ssc.queueStream([], default=[("k", "day")])
     joined = days.map(lambda d: ("k", d)).join(names)
@@ -375,7 +377,7 @@ async def test_a_join_read_where_a_side_it_needs_has_no_data_has_no_rdd_there(
         out.bind(weekly)
     await ran(ssc, T0 + Days(14))
     assert hours == []
-    assert len(kept) == 8 * 24 + 1 and {items[0] for _, items in kept} == {("k", (None, "day"))}
+    assert len(kept) == 8 * 4 + 1 and {items[0] for _, items in kept} == {("k", (None, "day"))}
     for name in windows:
         assert [sorted(items) for _, items in seen[name]] == [
             list(range(1, 8)),
@@ -387,27 +389,27 @@ async def test_a_join_read_where_a_side_it_needs_has_no_data_has_no_rdd_there(
 async def test_a_daily_join_with_a_window_or_state_of_hourly_data_joins_every_day(
     sc: SparkContext, side: str
 ) -> None:
-    """`days.join(hours.window(...))` bound daily, `hours` bound to an hourly timer: the window
-    has new data at the hourly events, yet it has an RDD wherever it is read, as a state does.
-    Taken for a side with data at the hourly events only, it left the join with no source where
-    both sides have data: the join had no RDD at all (review). A window or state side does
-    not narrow where a join has data."""
+    """`days.join(hours.window(...))` bound daily, `hours` bound to a timer that ticks every six
+    hours (4 batches a day): the window has new data at those events, yet it has an RDD
+    wherever it is read, as a state does. Taken for a side with data at the sub-daily events
+    only, it left the join with no source where both sides have data: the join had no RDD at
+    all (review). A window or state side does not narrow where a join has data."""
     ssc = virtual(sc)
     daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
-    hourly = ssc.timer(T0 + Hours(1), None, Hours(1), "hourly")
+    hourly = ssc.timer(T0 + Hours(6), None, Hours(6), "six-hourly")
     days = ssc.queueStream([[("k", f"day{d}")] for d in range(1, 4)]).bind(daily)
-    hours = ssc.queueStream([[("k", 1)] for _ in range(1, 73)]).bind(hourly)
+    hours = ssc.queueStream([[("k", 1)] for _ in range(1, 13)]).bind(hourly)
     other = {
         "window": lambda: hours.window(Days(1), Days(1)),
-        "tailWindow": lambda: hours.tailWindow(24),
+        "tailWindow": lambda: hours.tailWindow(4),
         "updateStateByKey": lambda: hours.updateStateByKey(lambda new, old: sum(new) + (old or 0)),
     }[side]()
     joined = days.join(other).map(lambda kv: (kv[1][0], kv[1][1])).reduceByKey(operator.add)
     out, seen = gather(joined)
     out.bind(daily)
     await ran(ssc, T0 + Days(3))
-    # a day's window holds its 24 hours; the state counts every hour so far
-    per_day = [24, 24, 24] if side != "updateStateByKey" else [24, 48, 72]
+    # a day's window holds its 4 quarter-days; the state counts every quarter-day so far
+    per_day = [4, 4, 4] if side != "updateStateByKey" else [4, 8, 12]
     assert [items for _, items in seen] == [
         [(f"day{d}", count)] for d, count in zip((1, 2, 3), per_day, strict=True)
     ]
@@ -424,16 +426,17 @@ async def test_a_weekly_window_of_a_map_of_a_daily_state_reads_every_week(
     week of the map's RDDs, but the state forgot (and unpersisted) its own older RDDs, whose
     lineage its cuts had ended: from the second week every window's job failed with Spark's
     CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND. What a stream must remember, its parents remember too,
-    as Spark's `remember` passes on to a stream's dependencies."""
+    as Spark's `remember` passes on to a stream's dependencies. Two weeks: the second one's
+    window reads days on both sides of the state's cut at the tenth."""
     ssc = virtual(sc)
     daily, weekly = daily_and_weekly(ssc, weekly_first=False)
-    days = ssc.queueStream([[("k", d)] for d in range(1, 29)]).bind(daily)
+    days = ssc.queueStream([[("k", d)] for d in range(1, 15)]).bind(daily)
     latest = days.updateStateByKey(_latest).map(lambda kv: kv[1])
     out, weeks = gather(latest.window(Days(7), Days(7)))
     out.bind(weekly)
-    await ran(ssc, T0 + Days(28))
+    await ran(ssc, T0 + Days(14))
     assert [sorted(items) for _, items in weeks] == [
-        list(range(first, first + 7)) for first in (1, 8, 15, 22)
+        list(range(first, first + 7)) for first in (1, 8)
     ]
 
 
@@ -905,12 +908,12 @@ async def test_update_state_by_key_over_days_read_weekly(sc: SparkContext) -> No
     """`days` is bound to the daily timer, its state read weekly: the state reacted to the
     weekly events only, where `days` has no RDD, and was never updated: empty, silently. It
     now moves at the daily events (materialised there, so its lineage is cut past the tenth),
-    and a weekly event reads the last state."""
+    and a weekly event reads the last state: two weeks, the second past the tenth day."""
     ssc = virtual(sc)
     seen = weekly_totals_of_days(ssc)
-    await ran(ssc, T0 + Days(28))
+    await ran(ssc, T0 + Days(14))
     assert [(e.time, items) for e, items in seen] == [
-        (T0 + Days(7 * week), [("total", sum(range(1, 7 * week + 1)))]) for week in (1, 2, 3, 4)
+        (T0 + Days(7 * week), [("total", sum(range(1, 7 * week + 1)))]) for week in (1, 2)
     ]
 
 
