@@ -1,6 +1,7 @@
-"""Memory stays flat: 2,000 events through windows leave a small, fixed number of persisted
-RDDs and remembered events per stream, and nothing of the instants they happened at; routed
-events and their batches leave nothing for the cyclic garbage collector."""
+"""Memory stays flat: 500 events through windows (a window needs 16 at most) leave a small,
+fixed number of persisted RDDs and remembered events per stream, and nothing of the instants
+they happened at; routed events and their batches leave nothing for the cyclic garbage
+collector."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from .helpers import cycles_of_ours
 
 T0 = Time(0)
 EVENTS = 2_000
+#: Events through the windows: many times the 16 batches the longest one needs.
+WINDOW_EVENTS = 500
 
 
 def persisted_rdds(sc: SparkContext) -> int:
@@ -35,9 +38,9 @@ async def test_windows_remember_a_bounded_history(sc: SparkContext) -> None:
     tail.foreachRDD(lambda rdd: None).bind(tick)
     timed.foreachRDD(lambda rdd: sizes.append(rdd.getNumPartitions())).bind(tick)
     await ssc.start()
-    await ssc.runUntil(T0 + Seconds(EVENTS))
-    assert ssc._scheduler.processed_events == EVENTS
-    # the order's bookkeeping of what waits is bounded too: 2,000 instants leave no trace
+    await ssc.runUntil(T0 + Seconds(WINDOW_EVENTS))
+    assert ssc._scheduler.processed_events == WINDOW_EVENTS
+    # the order's bookkeeping of what waits is bounded too: 500 instants leave no trace
     order = ssc._scheduler.order
     assert len(order.queue_of(tick).keys) <= 1  # type: ignore[union-attr]
     assert not order.has_pending
