@@ -229,7 +229,8 @@ class Backfill:
         ranks = self._ssc.graph.lineage_ranks(self._ssc.sources)
         positions = {id(event): position for position, event in enumerate(events)}
         return sorted(
-            events, key=lambda e: (e.time, ranks.get(e.source, e.source.order), positions[id(e)])
+            events,
+            key=lambda e: (e.time, ranks.get(e.source, e.source.creation_order), positions[id(e)]),
         )
 
     def _planned(self, event: Event) -> PlannedBatch:
@@ -292,7 +293,7 @@ class Backfill:
         graph = self._ssc.graph
         times: dict[ForEachDStream, list[Time]] = {}
         for source, events in groupby(
-            sorted(self._events, key=lambda e: e.source.order), lambda e: e.source
+            sorted(self._events, key=lambda e: e.source.creation_order), lambda e: e.source
         ):
             bound = graph.bound_streams(source)
             at = [event.time for event in events]

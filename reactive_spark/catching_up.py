@@ -123,7 +123,7 @@ class CatchingUp:
         run = [first]
         while missed and missed[0].time.milliseconds == time:
             run.append(missed.popleft())
-        self._waiting((time, first.source.rank, MISSED)).events.extend(run)
+        self._waiting((time, first.source.lineage_rank, MISSED)).events.extend(run)
 
     def _caught_up(self, queue: SourceQueue, count: int, *, rest_waits: bool) -> None:
         """`count` of `queue`'s missed events were accepted; `rest_waits`: more of their run."""

@@ -200,7 +200,7 @@ class DStreamGraph:
                     tracked.add(stream.id)
                     stream.track_history()
         for source, rank in self._lineage_ranks(sources).items():
-            source.rank = rank
+            source.lineage_rank = rank
 
     def make_plans(self) -> None:
         """Make every bound source's plan, once started (may take a while: a worker calls it).
@@ -469,13 +469,13 @@ class DStreamGraph:
         for source in sources:
             for successor in successors[source]:
                 waiting[successor] += 1
-        ready = [(source.order, source) for source in sources if waiting[source] == 0]
+        ready = [(source.creation_order, source) for source in sources if waiting[source] == 0]
         heapq.heapify(ready)
         ranks: dict[EventSource, int] = {}
         while ready or len(ranks) < len(sources):
             if not ready:  # a cycle: fall back to creation order for what is left
-                rest = min((s for s in sources if s not in ranks), key=lambda s: s.order)
-                ready.append((rest.order, rest))
+                rest = min((s for s in sources if s not in ranks), key=lambda s: s.creation_order)
+                ready.append((rest.creation_order, rest))
             _, source = heapq.heappop(ready)
             if source in ranks:
                 continue
@@ -483,7 +483,7 @@ class DStreamGraph:
             for successor in successors[source]:
                 waiting[successor] -= 1
                 if waiting[successor] == 0 and successor not in ranks:
-                    heapq.heappush(ready, (successor.order, successor))
+                    heapq.heappush(ready, (successor.creation_order, successor))
         return ranks
 
     def describe(self, sources: list[EventSource]) -> dict[str, Any]:

@@ -280,7 +280,7 @@ class EventOrder(Overflow, CatchingUp):
                 self._overflow(queue, event)
                 return
             # `accept` (open posts mean not closed) in this one call: it runs per posted event
-            key = (event.time.milliseconds, event.source.rank, 0)
+            key = (event.time.milliseconds, event.source.lineage_rank, 0)
             waiting = self._pending.get(key)
             if waiting is None or not self._flush_scheduled:
                 waiting = self._waiting(key, queue)
@@ -373,7 +373,7 @@ class EventOrder(Overflow, CatchingUp):
         if queue is not None and queue.full and queue.policy != "block":
             self._overflow(queue, event)  # a blocking producer off the loop waited already
             return
-        key = (event.time.milliseconds, event.source.rank, 0)
+        key = (event.time.milliseconds, event.source.lineage_rank, 0)
         self._waiting(key, queue).events.append(event)
         if queue is not None:
             queue.pending += 1
@@ -401,7 +401,7 @@ class EventOrder(Overflow, CatchingUp):
             for event in events:
                 self.accept(event)
             return
-        key = (first.time.milliseconds, first.source.rank, tiebreak)
+        key = (first.time.milliseconds, first.source.lineage_rank, tiebreak)
         self._waiting(key, queue).events.extend(events)
         if queue is not None:
             queue.pending += len(events)

@@ -164,7 +164,7 @@ class Overflow:
         return all(queue.accepted <= queue.processed for queue in self._queues.values())
 
     def _queue_again(self, queue: SourceQueue, event: Event) -> None:
-        key = (event.time.milliseconds, event.source.rank, 0)
+        key = (event.time.milliseconds, event.source.lineage_rank, 0)
         self._waiting(key, queue).events.append(event)
         queue.pending += 1
 

@@ -110,7 +110,7 @@ def all_missed_events(
             source, since[source.name], now, dropped.get(source.name, frozenset())
         )
     ]
-    missed.sort(key=lambda event: (event.time.milliseconds, event.source.rank))
+    missed.sort(key=lambda event: (event.time.milliseconds, event.source.lineage_rank))
     return missed
 
 

@@ -878,7 +878,7 @@ def test_a_queue_is_full_exactly_when_its_depth_reaches_its_bound(policy: str) -
 class _Source:
     """What `EventOrder` reads of a source."""
 
-    name, rank, maxQueued, parents = "s", 0, 3, ()
+    name, lineage_rank, maxQueued, parents = "s", 0, 3, ()
 
     def __init__(self, policy: str) -> None:
         self.overflowPolicy = policy
@@ -965,7 +965,8 @@ class _Timer:
     parents, wants_each_event = (), False
 
     def __init__(self, name: str, rank: int, bound: int) -> None:
-        self.name, self.rank, self.maxQueued, self.overflowPolicy = name, rank, bound, "block"
+        self.name, self.lineage_rank = name, rank
+        self.maxQueued, self.overflowPolicy = bound, "block"
         self.index_sequence = itertools.count()
 
     def forward_runs(self, run: list[Any]) -> None:

@@ -262,7 +262,7 @@ def test_the_api_reference_shows_what_modules_export_and_no_engine_name(
         "backlog", "positions",
         # sources
         "between", "coalesce", "delay", "fire", "merge", "overflow", "pipe", "post",
-        "restart", "accepts", "ready", "app", "get", "routes", "event", "trigger",
+        "restart", "accepts", "ready", "app", "get", "routes", "event", "trigger", "kind",
         # the console's history of a run
         "batch", "batches", "deadlines", "events",
     }  # fmt: skip

@@ -122,9 +122,9 @@ class EventSource(ABC):
         #: The indexes this source's next events get (the scheduler draws from it).
         self.index_sequence = itertools.count()
         #: The position of this source in the context's creation order.
-        self.order = self._runtime.register_source(self)
+        self.creation_order = self._runtime.register_source(self)
         #: Orders simultaneous events: the lineage rank, fixed when the context starts.
-        self.rank = self.order
+        self.lineage_rank = self.creation_order
         self._catch_up = "all"
         self._max_queued: int | None = None  # None: the context's maxQueuedEvents
         self._overflow = self.defaultOverflow
@@ -152,8 +152,8 @@ class EventSource(ABC):
     def stop(self) -> Awaitable[None] | None:
         """Stop firing events; called once when the context stops."""
 
-    #: What kind of source this is, as the web console shows it.
     kind = "custom"
+    """What kind of source this is, as the web console shows it (`"timer"`, `"rest"`, ...)."""
 
     def nextFireTime(self) -> Time | None:
         """When the source fires next, if it knows (a timer does; default: None).

@@ -257,7 +257,9 @@ class DerivedEventSource(EventSource):
         re-schedules the events that were still waiting instead.
         """
         parents = self._parents
-        for position in sorted(unseen, key=lambda position: (parents[position].rank, position)):
+        for position in sorted(
+            unseen, key=lambda position: (parents[position].lineage_rank, position)
+        ):
             self._receive(position, unseen[position])
 
     def start(self) -> None:
