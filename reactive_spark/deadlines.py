@@ -6,14 +6,11 @@ the source fires an event whose time lies in `[start, start + within)`. `stream.
 says the same of a bound stream's job succeeding. When a period's deadline `start + within`
 passes without it, the listeners hear `onDeadlineMissed` at most once.
 
-`DeadlineWatch` is the context's internal listener that keeps the periods (`watch_expectations`
-sets it up as the context starts): it hears accepted events and completed jobs, checks each
-period when the clock reaches its deadline (a virtual clock too), and hands its state to the
-checkpoint, so that a period whose deadline passed while the process was down is reported once
-at the restart, and never again (docs/architecture.md). A decision is logged durably, under the
-watch's lock, before the listeners hear it: a crash in between loses that report rather than
-repeating it. After a long downtime the first `MAX_TOLD` misses of an expectation are told one
-by one, the rest in one report that counts them (`DeadlineMissed.periodsMissed`).
+An event after its period's deadline meets no period: it is late for its own, and early for
+none. With a checkpoint, a period whose deadline passed while the process was down is reported
+at the restart, at most once; after a long downtime the first misses of an expectation are
+told one by one, the rest in one report that counts them (`DeadlineMissed.periodsMissed`).
+docs/operations.md (Deadlines) tells the details.
 
 Examples:
     >>> from reactive_spark.time import Days, Hours, Time
