@@ -268,25 +268,38 @@ def test_the_api_reference_shows_what_modules_export_and_no_engine_name(
     }  # fmt: skip
 
 
-def _imported_from_reactive_spark(code: str) -> set[str]:
+def _imported_from_reactive_spark(code: str) -> set[tuple[str, str]]:
     return {
-        alias.name
+        (node.module or "", alias.name)
         for node in ast.walk(ast.parse(code))
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("reactive_spark")
         for alias in node.names
     }
 
 
+def _object_of(ident: str) -> Any:
+    module, path = _documented(ident)
+    found = module
+    for name in path:
+        found = getattr(found, name, None)  # an instance's attribute is on no class
+    return found
+
+
 def test_the_api_reference_documents_what_the_docs_and_examples_import(
     api_reference: str,
 ) -> None:
-    """Each name the docs, the README and the examples import from reactive_spark, and each
-    method they call on a context, has its entry."""
+    """Each object the docs, the README and the examples import from reactive_spark, and each
+    method they call on a context, has its entry (under the name imported, or where defined)."""
     ids = set(re.findall(r'id="(reactive_spark\.[\w.]+)"', api_reference))
-    names = {ident.rsplit(".", 1)[-1] for ident in ids}
     codes = [block.code for block in ALL] + [path.read_text() for path in EXAMPLE_FILES]
-    imported = {name for code in codes for name in _imported_from_reactive_spark(code)}
+    imported = {pair for code in codes for pair in _imported_from_reactive_spark(code)}
+    assert {("reactive_spark", "StreamingContext"), ("reactive_spark.cli", "main")} <= imported
+    missing = []
+    for module, name in sorted(imported):
+        wanted = getattr(importlib.import_module(module), name)
+        entries = (ident for ident in ids if ident.rsplit(".", 1)[-1] == name)
+        if not any(_object_of(ident) is wanted for ident in entries):
+            missing.append(f"{module}.{name}")
+    assert missing == []
     called = {name for code in codes for name in re.findall(r"\bssc\.(\w+)", code)}
-    assert {"StreamingContext", "Backfill", "generate_logs", "main"} <= imported
-    assert imported - names == set()
     assert {f"reactive_spark.context.StreamingContext.{name}" for name in called} - ids == set()
