@@ -14,7 +14,15 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from pyspark import SparkContext
 
-from reactive_spark import Days, Hours, InvalidArgumentError, StreamingContext, Time, VirtualClock
+from reactive_spark import (
+    Days,
+    EventSource,
+    Hours,
+    InvalidArgumentError,
+    StreamingContext,
+    Time,
+    VirtualClock,
+)
 from reactive_spark.web import Console, create_app, setup, wait_for_stop
 
 T0 = Time.fromDatetime(datetime(2026, 2, 2, tzinfo=UTC))
@@ -85,6 +93,35 @@ async def test_sources_graph_events_and_batches(console: Any) -> None:
     assert job["error"]["message"] == "unparseable record 'bad'"
     assert job["error"]["location"].startswith("parse (test_web.py:")
     assert "inputs" in failed and failed["event"]["source"] == "daily"
+
+
+async def test_a_source_of_yours_named_like_a_fireable_kind_offers_no_fire(
+    sc: SparkContext,
+) -> None:
+    """The console offers firing for the sources it can fire, by class: a source of one's own
+    whose `kind` reads "manual" is listed under that kind, without a fire button (its fire
+    answered 409)."""
+
+    class Feed(EventSource):
+        kind = "manual"
+
+        def start(self) -> None:
+            pass
+
+        def stop(self) -> None:
+            pass
+
+        def toProduct(self) -> tuple[Any, ...]:
+            return (self.name,)
+
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    feed = Feed(ssc, "feed")
+    ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(feed)
+    async with TestClient(TestServer(create_app(ssc))) as client:
+        sources = {s["name"]: s for s in await ok(await client.get("/api/sources"))}
+        assert sources["feed"]["kind"] == "manual" and not sources["feed"]["fireable"]
+        refused = await fire(client, "/api/sources/feed/fire")
+        assert refused.status == 409
 
 
 async def test_firing_a_manual_and_a_rest_trigger_links_to_the_batch(console: Any) -> None:

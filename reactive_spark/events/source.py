@@ -153,7 +153,8 @@ class EventSource(ABC):
         """Stop firing events; called once when the context stops."""
 
     kind = "custom"
-    """What kind of source this is, as the web console shows it (`"timer"`, `"rest"`, ...)."""
+    """What kind of source this is, as the web console and the lineage show it (`"timer"`,
+    `"rest"`, ...; a source of yours may name its own)."""
 
     def nextFireTime(self) -> Time | None:
         """When the source fires next, if it knows (a timer does; default: None).

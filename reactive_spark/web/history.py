@@ -33,6 +33,8 @@ from reactive_spark.listener import (
     StreamingListener,
 )
 from reactive_spark.sources.derived import parent_events
+from reactive_spark.sources.manual import ManualEventSource
+from reactive_spark.sources.rest import RestEventSource
 from reactive_spark.time import Time, now_ms
 from reactive_spark.web.live import Broadcast, Message, frame
 from reactive_spark.web.metrics import ConsoleMetrics
@@ -306,7 +308,7 @@ class History(StreamingListener, HoldsUntilStop):
                     "coalesced": stats.coalesced,
                     "parents": [parent.name for parent in source.parents],
                     "boundStreams": [s.id for s in self.ssc.graph.bound_streams(source)],
-                    "fireable": source.kind in ("rest", "manual"),
+                    "fireable": isinstance(source, ManualEventSource | RestEventSource),
                 }
             )
         return records
