@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -151,6 +152,20 @@ def test_the_test_blocks_pass_under_pytest_set_up_as_the_docs_say(tmp_path: Path
     assert done.returncode == 0 and summary, f"{done.stdout[-5000:]}\n{done.stderr[-3000:]}"
 
 
+def _naming_rule() -> Any:
+    """scripts/api_reference.py: the rule the API reference is built by, and checked against."""
+    spec = importlib.util.spec_from_file_location(
+        "api_reference", ROOT / "scripts/api_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    rule = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rule)
+    return rule
+
+
+RULE = _naming_rule()
+
+
 @pytest.fixture(scope="module")
 def api_reference(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The API reference page, built as `make docs` builds it."""
@@ -178,10 +193,10 @@ def test_the_api_reference_shows_a_stream_as_users_call_it(api_reference: str) -
 
     shown = set(re.findall(r'id="reactive_spark\.dstream\.base\.DStream\.(\w+)"', api_reference))
     pyspark = {name for name in dir(PySparkDStream) if not name.startswith("_")}
-    pyspark |= {"is_cached", "is_checkpointed"}  # set on each PySpark stream
+    pyspark |= RULE.PYSPARK_SNAKE_CASE  # set on each PySpark stream
     assert {"foreachRDD", "updateStateByKey", "is_cached", "tailWindow", "bind"} <= shown
     engine = {name for name in dir(DStream) if "_" in name.strip("_") and name not in pyspark}
-    engine |= {"computer", "registrar", "follow_commits"}
+    engine |= RULE.ENGINE_WORDS | {"follow_commits"}
     assert {"compute_rdd", "clear_metadata"} <= engine
     streams = re.findall(r'id="reactive_spark\.[\w.]*DStream\.(\w+)"', api_reference)
     assert "DirectLogInputDStream.positions" in api_reference  # the log section's streams too
@@ -221,16 +236,12 @@ def test_the_api_reference_shows_what_modules_export_and_no_engine_name(
     name."""
     from pyspark import streaming as pyspark_streaming
 
-    from reactive_spark import EventSource, StreamingContext, StreamingListener
-    from reactive_spark.dstream.base import DStream
-
-    camel_case_api = (StreamingContext, DStream, EventSource, StreamingListener)
+    camel_case_api = tuple(_object_of(path) for path in sorted(RULE.CAMEL_CASE_API))
     pyspark = {
         name
         for kind in ("StreamingContext", "DStream", "StreamingListener")
         for name in dir(getattr(pyspark_streaming, kind))
-    } | {"is_cached", "is_checkpointed"}
-    snake_case = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+")
+    } | RULE.PYSPARK_SNAKE_CASE
     ids = set(re.findall(r'id="(reactive_spark\.[\w.]+)"', api_reference))
     assert len(ids) > 400 and "reactive_spark.time.Time.fromDatetime" in ids
     wrong, words = [], set()
@@ -248,7 +259,7 @@ def test_the_api_reference_shows_what_modules_export_and_no_engine_name(
             elif isinstance(owner, type) and issubclass(owner, camel_case_api):
                 if name in pyspark:
                     pass
-                elif snake_case.fullmatch(name) or name in {"computer", "registrar"}:
+                elif RULE.SNAKE_CASE.fullmatch(name) or name in RULE.ENGINE_WORDS:
                     wrong.append(f"{ident}: the engine's name")
                 elif name.islower():
                     words.add(name)
