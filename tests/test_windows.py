@@ -362,21 +362,21 @@ async def test_a_join_read_where_a_side_it_needs_has_no_data_has_no_rdd_there(
     ssc = virtual(sc)
     daily, weekly = daily_and_weekly(ssc, weekly_first=False)
     # from the last two days of the first week to the end of the second one: 4 ticks a day
-    hourly = ssc.timer(T0 + Days(6), None, Hours(6), "six-hourly")
+    six_hourly = ssc.timer(T0 + Days(6), None, Hours(6), "six-hourly")
     days = ssc.queueStream([[d] for d in range(1, 15)]).bind(daily)
     names = ssc.queueStream([], default=[("k", "day")])
     joined = days.map(lambda d: ("k", d)).join(names)
-    out, hours = gather(joined)
-    out.bind(hourly)
+    out, quarters = gather(joined)
+    out.bind(six_hourly)
     out, kept = gather(days.map(lambda d: ("k", d)).rightOuterJoin(names))
-    out.bind(hourly)
+    out.bind(six_hourly)
     windows = {"window": joined.window(Days(7), Days(7)), "tailWindow": joined.tailWindow(7, 7)}
     seen = {}
     for name, windowed in windows.items():
         out, seen[name] = gather(windowed.map(lambda kv: kv[1][0]))
         out.bind(weekly)
     await ran(ssc, T0 + Days(14))
-    assert hours == []
+    assert quarters == []
     assert len(kept) == 8 * 4 + 1 and {items[0] for _, items in kept} == {("k", (None, "day"))}
     for name in windows:
         assert [sorted(items) for _, items in seen[name]] == [
@@ -386,7 +386,7 @@ async def test_a_join_read_where_a_side_it_needs_has_no_data_has_no_rdd_there(
 
 
 @pytest.mark.parametrize("side", ["window", "tailWindow", "updateStateByKey"])
-async def test_a_daily_join_with_a_window_or_state_of_hourly_data_joins_every_day(
+async def test_a_daily_join_with_a_window_or_state_of_six_hourly_data_joins_every_day(
     sc: SparkContext, side: str
 ) -> None:
     """`days.join(hours.window(...))` bound daily, `hours` bound to a timer that ticks every six
@@ -396,9 +396,9 @@ async def test_a_daily_join_with_a_window_or_state_of_hourly_data_joins_every_da
     all (review). A window or state side does not narrow where a join has data."""
     ssc = virtual(sc)
     daily = ssc.timer(T0 + Days(1), None, Days(1), "daily")
-    hourly = ssc.timer(T0 + Hours(6), None, Hours(6), "six-hourly")
+    six_hourly = ssc.timer(T0 + Hours(6), None, Hours(6), "six-hourly")
     days = ssc.queueStream([[("k", f"day{d}")] for d in range(1, 4)]).bind(daily)
-    hours = ssc.queueStream([[("k", 1)] for _ in range(1, 13)]).bind(hourly)
+    hours = ssc.queueStream([[("k", 1)] for _ in range(1, 13)]).bind(six_hourly)
     other = {
         "window": lambda: hours.window(Days(1), Days(1)),
         "tailWindow": lambda: hours.tailWindow(4),
