@@ -15,7 +15,7 @@ from reactive_spark.checkpoint import Checkpoint, Record, Recovered, StopRecord,
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, EventSource
 from reactive_spark.events.past import caught_up
-from reactive_spark.rederive import unseen_by_source
+from reactive_spark.rederive import held_by_source, unseen_by_source
 from reactive_spark.runtime import Runtime
 from reactive_spark.scheduler import JobScheduler
 from reactive_spark.sources.derived import DerivedEventSource, report_rebuild_failure
@@ -221,12 +221,17 @@ async def resume(
         unseen, failed = await runtime.run_blocking(unseen_by_source, derived, progress)
         for parent, error in failed:  # an operator's function raised on what it rebuilt
             report_rebuild_failure(runtime, parent, error)
+    held: dict[DerivedEventSource, dict[int, list[Event]]] = {}
+    if derived:
+        held, failed = await runtime.run_blocking(held_by_source, derived, unseen)
+        for parent, error in failed:  # or the source whose held_spans raised
+            report_rebuild_failure(runtime, parent, error)
     # from here on nothing awaits: every missed event is handed over before the first is
     # accepted; each source's are posted as room frees, in order with the others' (and with
     # what derived sources still hold), so no bound is passed and the loop never waits
     for source in derived:
         try:
-            source.resume_pending(unseen.get(source, {}))
+            source.resume_pending(unseen.get(source, {}), held.get(source, {}))
         except Exception as exc:
             runtime.report_source_error(source, source.operation, exc, None, source.function)
     scheduler.order.catch_up(missed)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events.past import fired_between
 from reactive_spark.sources.derived import DerivedEventSource
 from reactive_spark.time import Time
@@ -23,10 +24,12 @@ from reactive_spark.time import Time
 if TYPE_CHECKING:
     from reactive_spark.events import Event, EventSource
 
-__all__ = ["unseen_by_source", "unseen_events"]
+__all__ = ["held_by_source", "unseen_by_source", "unseen_events"]
 
 #: Per parent position, the parent's events a derived source had not derived from.
 Unseen = dict[int, list["Event"]]
+#: Per parent position, the parent's past events a derived source held at the stop.
+Held = dict[int, list["Event"]]
 
 
 def unseen_events(
@@ -90,6 +93,39 @@ def unseen_by_source(
 
     found = {source: unseen_events(source, progress, fired_at) for source in sources}
     return {source: unseen for source, unseen in found.items() if unseen}, failed
+
+
+def held_by_source(
+    sources: list[DerivedEventSource], unseen: dict[DerivedEventSource, Unseen]
+) -> tuple[dict[DerivedEventSource, Held], list[tuple[EventSource, Exception]]]:
+    """The parents' events each source held at the stop (`held_spans`), rebuilt.
+
+    With `between`, which may block (it may walk files); `unseen` is `unseen_by_source`'s.
+    A parent whose rebuilding raised gives nothing, and a source whose `held_spans` raised
+    holds nothing; each is returned with what it raised, to be reported as its failure.
+    """
+    held: dict[DerivedEventSource, Held] = {}
+    failed: list[tuple[EventSource, Exception]] = []
+    for source in sources:
+        parents = source.parents
+        try:
+            spans = source.held_spans(unseen.get(source, {}))
+            if not set(spans) <= set(range(len(parents))):
+                raise InvalidArgumentError(
+                    f"held_spans of {source.name!r} gave parent positions {sorted(spans)}; "
+                    f"it has {len(parents)} parents"
+                )
+        except Exception as exc:
+            failed.append((source, exc))
+            continue
+        for position, (start, end) in spans.items():
+            try:
+                events = fired_between(parents[position], start, end)
+            except Exception as exc:
+                events = []
+                failed.append((parents[position], exc))
+            held.setdefault(source, {})[position] = events
+    return held, failed
 
 
 def _fired_at(parent: EventSource, instant: Time) -> list[Event]:

@@ -3,6 +3,7 @@ instant: each run with a crash (or a restart) gives what one uninterrupted run g
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -462,3 +463,46 @@ async def test_a_pipe_gives_nothing_again_to_what_derives_from_it(
     # 2:00's count (3) is lost, not replaced by one from a fresh pipeline (1); the pipeline
     # itself restarts, its count with it (a documented limit): 3:00 counts 1
     assert counts == [1, 2, 1]
+
+
+@pytest.mark.parametrize("operator", ["delay", "join"])
+async def test_a_restart_rebuilds_what_a_delay_or_join_held_off_the_event_loop(
+    sc: SparkContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operator: str
+) -> None:
+    """A parent's `between` may block (a file watcher walks its directory): a restart called
+    it on the event loop to rebuild the events a `delay` or a `join` held at the stop."""
+    checkpoint = str(tmp_path / "checkpoint")
+    threads: list[int] = []
+
+    def build(ssc: StreamingContext, fired: list[Time], *, recorded: bool) -> None:
+        hourly = ssc.timer(T0, None, Hours(1), "hourly")
+        halves = ssc.timer(T0, None, Minutes(30), "halves")
+        if recorded:
+            between = hourly.between
+
+            def recording(start: Any, end: Any) -> list[Event]:
+                threads.append(threading.get_ident())
+                return between(start, end)
+
+            monkeypatch.setattr(hourly, "between", recording)
+        derived = (
+            hourly.delay(Minutes(90))
+            if operator == "delay"
+            else hourly.join(halves, Minutes(90), name="joined")
+        )
+        ssc.queueStream([]).foreachRDD(lambda rdd: None).bind(hourly)
+        ssc.queueStream([]).foreachRDD(lambda t, rdd, e: fired.append(e.time)).bind(derived)
+
+    expected: list[Time] = []
+    whole = virtual(sc, start=T0)
+    build(whole, expected, recorded=False)
+    await ran(whole, END)
+    fired: list[Time] = []
+    first = virtual(sc, start=T0, checkpoint=checkpoint)
+    build(first, fired, recorded=False)
+    await ran(first, CRASH + Minutes(10), graceful=True)
+    second = virtual(sc, start=CRASH + Minutes(10), checkpoint=checkpoint)
+    build(second, fired, recorded=True)
+    await ran(second, END)
+    assert fired == expected  # what it held was rebuilt
+    assert threads and threading.get_ident() not in threads

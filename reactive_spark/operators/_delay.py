@@ -85,8 +85,8 @@ class DelayedEventSource(DerivedEventSource):
             self, [DerivedEvent.of(self, due, event) for due, event, _ in pending]
         )
 
-    def resume_pending(self, unseen: dict[int, list[Event]]) -> None:
-        """Re-schedule the parent events whose delayed events had not fired before the stop.
+    def held_spans(self, unseen: dict[int, list[Event]]) -> dict[int, tuple[Time, Time]]:
+        """The parent's events whose delayed events had not fired before the stop.
 
         Those are the parent's events up to its `resumedFrom` that fall due after this
         source's own last event (or after the zero time if it never fired); `unseen` is empty
@@ -94,10 +94,14 @@ class DelayedEventSource(DerivedEventSource):
         """
         parent = self._parents[0]
         if parent.resumedFrom is None:
-            return
+            return {}
         fired = self.resumedFrom
         first = self.context.zeroTime - self.duration if fired is None else fired - self.duration
-        for event in self._rebuilt(parent, first + Milliseconds(1), parent.resumedFrom):
+        return {0: (first + Milliseconds(1), parent.resumedFrom)}
+
+    def resume_pending(self, unseen: dict[int, list[Event]], held: dict[int, list[Event]]) -> None:
+        """Re-schedule the parent events whose delayed events had not fired (`held_spans`)."""
+        for event in held.get(0, []):
             self._receive(0, [event])
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:

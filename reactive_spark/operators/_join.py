@@ -56,24 +56,31 @@ class JoinedEventSource(DerivedEventSource):
             for left, right in self._pairing.add(position, event):
                 self._emit([self._event(left, right)])
 
-    def resume_pending(self, unseen: dict[int, list[Event]]) -> None:
+    def held_spans(self, unseen: dict[int, list[Event]]) -> dict[int, tuple[Time, Time]]:
+        """The parents' last events within `within` before the stop, to remember again.
+
+        Up to, not at, the instant of the `unseen` ones: those pair as live events.
+        """
+        spans = {}
+        for position, parent in enumerate(self._parents):
+            if parent.resumedFrom is not None:
+                until = parent.resumedFrom
+                if unseen.get(position):
+                    until = until - Milliseconds(1)
+                spans[position] = (parent.resumedFrom - self.within, until)
+        return spans
+
+    def resume_pending(self, unseen: dict[int, list[Event]], held: dict[int, list[Event]]) -> None:
         """Remember the parents' last events within `within` again, as before the stop.
 
         Their pairs with each other fired before the stop; events fired from now on (missed
         ones included) pair with them as they would have. The `unseen` ones had not paired
         when the record was written: they pair now, as live events.
         """
-        tagged = []
-        for position, parent in enumerate(self._parents):
-            if parent.resumedFrom is not None:
-                since = parent.resumedFrom - self.within
-                until = parent.resumedFrom
-                if unseen.get(position):  # up to, not at, the instant they fired at
-                    until = until - Milliseconds(1)
-                tagged += [(e.time, position, e) for e in self._rebuilt(parent, since, until)]
+        tagged = [(e.time, position, e) for position, events in held.items() for e in events]
         for _, position, event in sorted(tagged, key=lambda item: (item[0], item[1])):
             self._pairing.add(position, event)
-        super().resume_pending(unseen)
+        super().resume_pending(unseen, held)
 
     def between(self, start: Time | datetime, end: Time | datetime) -> list[Event]:
         """The pairs whose later event lies in the range, as they would have fired."""

@@ -75,7 +75,7 @@ class PipedEventSource(DerivedEventSource):
             for event in events:
                 self._subject.on_next(event)
 
-    def resume_pending(self, unseen: dict[int, list[Event]]) -> None:
+    def resume_pending(self, unseen: dict[int, list[Event]], held: dict[int, list[Event]]) -> None:
         """Keep what the restart hands it for `start`: the pipeline subscribes only then."""
         self._unseen = unseen.get(0, [])
 

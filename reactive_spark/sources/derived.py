@@ -14,7 +14,6 @@ from typing import Any
 
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event, EventSource, json_friendly
-from reactive_spark.events.past import fired_between
 from reactive_spark.events.source import require_source
 from reactive_spark.runtime import Runtime
 from reactive_spark.time import Time
@@ -217,17 +216,19 @@ class DerivedEventSource(EventSource):
     def _receive(self, position: int, events: list[Event]) -> None:
         """Handle a run of accepted events of parent number `position` (one instant, in order)."""
 
-    def _rebuilt(self, parent: EventSource, start: Time, end: Time) -> list[Event]:
-        """`parent`'s past events in `[start, end]` (`fired_between`), to resume from.
+    def held_spans(self, unseen: dict[int, list[Event]]) -> dict[int, tuple[Time, Time]]:
+        """Per parent position, the span of its past events the operator held at the stop.
 
-        None when rebuilding them raised: that is reported as the parent's failure
-        (`report_rebuild_failure`), and this source resumes without them.
+        The restart rebuilds them (`between`), off the event loop, and hands them to
+        `resume_pending` (none by default). Called once sources have their `resumedFrom`.
+
+        Args:
+            unseen: What `resume_pending` will get as `unseen`.
+
+        Returns:
+            Per parent position, the first and last instant of the span (both included).
         """
-        try:
-            return fired_between(parent, start, end)
-        except Exception as exc:
-            report_rebuild_failure(self._runtime, parent, exc)
-            return []
+        return {}
 
     def _apply(
         self, function: Callable[[Event], Any], events: list[Event]
@@ -247,14 +248,20 @@ class DerivedEventSource(EventSource):
                 results.append(result)
         return applied, results
 
-    def resume_pending(self, unseen: dict[int, list[Event]]) -> None:
+    def resume_pending(self, unseen: dict[int, list[Event]], held: dict[int, list[Event]]) -> None:
         """After a restart, re-create what the operator held when the driver stopped.
 
-        Called once sources have their `resumedFrom`, before missed events are fired.
-        `unseen` holds, per parent position, the parent's events of the last recorded instant
-        this source had not derived from when the record was written (see `rederive.py`):
-        by default they are received as live ones, in the parents' lineage order. `delay`
-        re-schedules the events that were still waiting instead.
+        Called once sources have their `resumedFrom`, before missed events are fired, on the
+        event loop. `unseen` holds, per parent position, the parent's events of the last
+        recorded instant this source had not derived from when the record was written (see
+        `rederive.py`): by default they are received as live ones, in the parents' lineage
+        order. `delay` re-schedules the events that were still waiting, `join` remembers the
+        recent ones again.
+
+        Args:
+            unseen: Per parent position, the parent's events of the last recorded instant.
+            held: Per parent position, the parent's events of the span `held_spans` gave,
+                rebuilt off the loop.
         """
         parents = self._parents
         for position in sorted(
