@@ -489,6 +489,9 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         Raises:
             InvalidArgumentError: an argument is not what it should be (a flag not a bool, a
                 negative `timeout`); nothing was stopped.
+            ContextStateError: awaited on another event loop than the one the context
+                started on, or in one of its batches (a stop would wait for that batch):
+                nothing was stopped; `asyncio.run_coroutine_threadsafe` hands it to that loop.
             StopError: a step failed (say, the host stopped Spark first and cancelling its jobs
                 failed); every other step still ran, and the context is stopped.
 
@@ -514,6 +517,7 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
                 "stopGraceFully=True and stopGracefully=False disagree: pass one of them"
             )
         require_timeout(timeout)
+        self._lifecycle.require_own_loop("stop")
         await self._lifecycle.stop(
             stop_spark_context=stopSparkContext, graceful=graceful, timeout=timeout
         )
@@ -547,10 +551,15 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         """Wait up to `timeout` seconds for the context to stop; True if it stopped.
 
         Raises the earliest failure not raised yet, as `awaitTermination` does.
+
+        Raises:
+            ContextStateError: the context is not started, or started on another event loop
+                than this one awaits on (see `stop`).
         """
         if self._runtime.state == INITIALIZED or not self._failures.attached:
             raise ContextStateError("cannot await termination: the StreamingContext is not started")
         require_timeout(timeout)
+        self._lifecycle.require_own_loop("awaitTermination")
         return await self._failures.wait(timeout)
 
     async def serve(self, host: str = "127.0.0.1", port: int = 4040) -> None:
@@ -587,6 +596,11 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
         returned, or since `start` (which re-runs what a crash interrupted); later events
         still ran.
 
+        Raises:
+            ContextStateError: the clock is not a `VirtualClock`, the context is not active,
+                another advance runs, or it is awaited on another event loop than the start's
+                or in one of its batches.
+
         Examples:
             >>> import asyncio
             >>> from reactive_spark import Seconds
@@ -601,10 +615,15 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             [2]
             []
         """
+        self._lifecycle.require_own_loop("advanceTo")
         return await self._virtual_time.advance_to(time)
 
     async def runUntil(self, time: Time | datetime) -> None:
         """`advanceTo(time)`, then raise `JobFailedError` with every failure, if any.
+
+        Raises:
+            JobFailedError: a job, plan or source failed on the way.
+            ContextStateError: as `advanceTo`.
 
         Examples:
             >>> import asyncio
@@ -622,4 +641,5 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             [1]
             1 1
         """
+        self._lifecycle.require_own_loop("runUntil")
         await self._virtual_time.run_until(time)

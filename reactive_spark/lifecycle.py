@@ -16,6 +16,7 @@ from reactive_spark.errors import ContextStateError, StopError
 from reactive_spark.listener import StreamingStarted
 from reactive_spark.loop_watchdog import LoopWatchdog
 from reactive_spark.recovery import resume, stop_record, use_rdd_directory
+from reactive_spark.running_output import running_output
 from reactive_spark.runtime import ACTIVE, INITIALIZED, STOPPED
 from reactive_spark.time import Time, now_ms
 
@@ -106,6 +107,7 @@ class Lifecycle:
         self._starting_source: EventSource | None = None
         self._stops: set[asyncio.Future[None]] = set()  # the stops under way
         self._launched = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # the one it started on
         self._started: asyncio.Future[None] | None = None  # done once the start ended
         self._starting: asyncio.Task[None] | None = None  # the start, which a stop may cancel
         # set while the start awaits what a stop may end (`_stoppable`): the batches it re-runs
@@ -123,7 +125,7 @@ class Lifecycle:
         if self._launched:
             raise ContextStateError("cannot start: the StreamingContext is starting")
         self._launched = True
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         started = self._started = loop.create_future()
         self._awaiting_stoppable = asyncio.Event()
         starting = self._starting = loop.create_task(self._start(backfill_from))
@@ -157,6 +159,40 @@ class Lifecycle:
                 self.started_at.isoformat(),
                 self.zero_time.isoformat(),
             )
+
+    def require_own_loop(self, action: str) -> None:
+        """Refuse `action` awaited elsewhere than on the event loop the context started on.
+
+        Its futures, timers and the worker's hand-offs belong to that loop: elsewhere it would
+        wait forever, or fail deep inside asyncio. Awaited in a batch (`asyncio.run` in a
+        `foreachRDD` function), a stop would wait for the very batch that waits for it.
+
+        Raises:
+            ContextStateError: the context started (and has not stopped) on another loop, or
+                this runs in one of its batches.
+        """
+        loop = self._loop
+        if loop is None or self.stop_complete or asyncio.get_running_loop() is loop:
+            return
+        output = running_output()
+        in_output = output is not None and output.source.context is self._ssc
+        if in_output or self._scheduler.on_worker_thread():
+            raise ContextStateError(
+                f"{action} was awaited in a batch of this StreamingContext, which it would wait "
+                "for forever: hand it to the context's event loop without waiting for it, "
+                f"asyncio.run_coroutine_threadsafe(ssc.{action}(...), loop), with the loop "
+                "the context started on"
+            )
+        if loop.is_closed():
+            raise ContextStateError(
+                f"{action}: the event loop the StreamingContext started on closed without "
+                "stopping it, and it cannot be stopped now; stop it before the asyncio.run "
+                "that started it returns (run start and what follows in one asyncio.run)"
+            )
+        raise ContextStateError(
+            f"{action} must be awaited on the event loop the StreamingContext started on, "
+            "not another one: hand it to that loop with asyncio.run_coroutine_threadsafe"
+        )
 
     async def _start(self, backfill_from: Time | None) -> None:
         ssc, clock = self._ssc, self._runtime.clock

@@ -387,6 +387,11 @@ class JobScheduler:
             hook(source, times)
 
     # -- processing --------------------------------------------------------------------------
+    def on_worker_thread(self) -> bool:
+        """Whether the caller runs in the worker thread: in a batch of this context."""
+        worker = self._worker
+        return worker is not None and worker.ident == threading.get_ident()
+
     def when_worker_ends(self, callback: Callable[[], None]) -> bool:
         """Have the worker thread call `callback` as it ends; False if it ended or never began.
 

@@ -35,7 +35,7 @@ from reactive_spark import (
     VirtualClock,
 )
 from reactive_spark.checkpoint_lock import CheckpointInUseError
-from reactive_spark.errors import ListenError, StopError
+from reactive_spark.errors import ContextStateError, ListenError, StopError
 
 from .helpers import ROOT, Recorder, virtual
 
@@ -684,3 +684,47 @@ async def test_a_stop_abandoning_a_stuck_batch_reports_the_rest_of_its_run_dropp
     await asyncio.sleep(0.1)  # what the worker handed to the loop, if anything, ran
     assert dropped == [("stop", 2)]  # not again when the batch returned
     assert source.queueDepth == 0
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+async def test_a_stop_awaited_in_a_batch_is_refused_at_once(sc: SparkContext, jobs: int) -> None:
+    """`asyncio.run(ssc.stop())` in a `foreachRDD` function, as ported from PySpark's
+    `ssc.stop()` there, waited for the batch it ran in: `advanceTo`, later stops and the
+    process hung. It is refused at once, as the batch's failure, saying how to ask for it,
+    whether the output runs in the worker or in a pool of its own (`maxConcurrentJobs`)."""
+    ssc = virtual(sc, Seconds(1), maxConcurrentJobs=jobs)
+
+    def stop_here(rdd: Any) -> None:
+        asyncio.run(ssc.stop(stopSparkContext=False))
+
+    ssc.queueStream([[1]]).foreachRDD(stop_here)
+    ssc.queueStream([[2]]).foreachRDD(lambda rdd: None)  # two jobs: a pool runs them at 2
+    await ssc.start()
+    failures = await asyncio.wait_for(ssc.advanceTo(Time(1_000)), 60)
+    assert [type(failure.error).__name__ for failure in failures] == ["ContextStateError"]
+    assert "awaited in a batch" in str(failures[0].error)
+    assert ssc.state == "active"
+    await asyncio.wait_for(ssc.stop(stopSparkContext=False), 60)
+
+
+def test_a_context_awaited_on_another_loop_than_its_start_says_so(sc: SparkContext) -> None:
+    """A second `asyncio.run` after `asyncio.run(ssc.start())`: `runUntil` raised asyncio's
+    "Event loop is closed" from deep inside, and `awaitTerminationOrTimeout` waited out its
+    timeout on a context that could run nothing, still saying it was active."""
+    ssc = virtual(sc, Seconds(1))
+    ssc.queueStream([[1]]).foreachRDD(lambda rdd: None)
+    started_on = asyncio.new_event_loop()
+    try:
+        started_on.run_until_complete(ssc.start())
+        for awaited in (
+            ssc.runUntil(Time(1_000)),
+            ssc.awaitTerminationOrTimeout(3),
+            ssc.stop(stopSparkContext=False),
+        ):
+            with pytest.raises(ContextStateError, match="on the event loop the StreamingContext"):
+                asyncio.run(asyncio.wait_for(awaited, 30))  # they hung, or failed elsewhere
+        assert ssc.state == "active"
+        started_on.run_until_complete(ssc.stop(stopSparkContext=False))
+    finally:
+        started_on.close()
+    assert ssc.state == "stopped"
