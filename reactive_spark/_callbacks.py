@@ -19,9 +19,46 @@ Adapted = Callable[[tuple[Any, ...], Any], Any]
 
 
 def require_callable(func: object, argument: str, operation: str) -> None:
-    """Raise `InvalidCallbackError` naming the argument when `func` is not callable."""
+    """Raise `InvalidCallbackError` naming the argument unless `func` is a plain callable.
+
+    An async function is refused: it runs in a batch's thread, or is called by the engine as
+    a plain function, so nothing would await what it returns and its body would never run.
+
+    Examples:
+        >>> async def save(rdd):
+        ...     pass
+        >>> require_callable(save, "func", "foreachRDD")
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidCallbackError: foreachRDD: func must be a plain function, \
+got the async function save: nothing would await it, so its body would never run; make it a \
+def, and start what must run on the event loop without waiting for it \
+(asyncio.run_coroutine_threadsafe from a batch's thread, asyncio.create_task on the loop)
+    """
     if not callable(func):
         raise InvalidCallbackError(f"{operation}: {argument} must be callable, got {func!r}")
+    if _is_async(func):
+        raise InvalidCallbackError(
+            f"{operation}: {argument} must be a plain function, got the async function "
+            f"{callable_name(func)}: nothing would await it, so its body would never run; "
+            "make it a def, and start what must run on the event loop without waiting for it "
+            "(asyncio.run_coroutine_threadsafe from a batch's thread, asyncio.create_task on "
+            "the loop)"
+        )
+
+
+def _is_async(func: object) -> bool:
+    """Whether calling `func` makes a coroutine or an async generator, which runs nothing.
+
+    An async function, a partial of one, or an object whose `__call__` is one (a class is
+    called to make an instance: only what it is counts).
+    """
+    call = None if isinstance(func, type) else inspect.getattr_static(type(func), "__call__", None)
+    targets = (func,) if call is None else (func, call)
+    return any(
+        inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
+        for target in targets
+    )
 
 
 def require_positional(func: object, count: int, argument: str, operation: str) -> None:

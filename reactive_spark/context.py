@@ -397,6 +397,11 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             raise InvalidArgumentError(
                 f"streamingListener must be a StreamingListener, got {streamingListener!r}",
             )
+        for name in dir(StreamingListener):
+            method = getattr(streamingListener, name)
+            if name.startswith("on") and callable(method):
+                argument = f"{type(streamingListener).__name__}.{name}"
+                require_callable(method, argument, "addStreamingListener")
         self._listeners.add(streamingListener)
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import functools
 import importlib
+import inspect
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark import SparkContext
@@ -24,6 +27,7 @@ from reactive_spark import (
     ReactiveSparkError,
     Seconds,
     StreamingContext,
+    StreamingListener,
     SystemClock,
     Time,
     VirtualClock,
@@ -58,6 +62,64 @@ def test_timer_arguments(sc: SparkContext) -> None:
         ssc.timer(10, None, Seconds(1), "t")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="name"):
         ssc.timer(T0, None, Seconds(1), "")
+
+
+async def _save(rdd: Any) -> None:
+    """An output written `async def`, as a newcomer to an asyncio library may."""
+
+
+class _Heard:
+    async def __call__(self, event: Any) -> None:
+        pass
+
+
+class _Listening(StreamingListener):
+    async def onBatchCompleted(self, batchCompleted: Any) -> None:  # type: ignore[override]
+        pass
+
+
+def test_an_async_function_is_refused_where_nothing_would_await_it(sc: SparkContext) -> None:
+    """`async def` callbacks were accepted, and their bodies never ran: outputs, operators,
+    event and streaming listeners alike, with only Python's "never awaited" warning."""
+    ssc = virtual(sc, Seconds(1))
+    stream = ssc.queueStream([[1]])
+    timer = ssc.timer(T0, None, Seconds(1), "ticks")
+    calls = [
+        ("foreachRDD: func", lambda: stream.foreachRDD(_save)),
+        ("transform: func", lambda: stream.transform(functools.partial(_save))),
+        ("map: f", lambda: stream.map(_save)),
+        ("map: f", lambda: timer.map(_save)),
+        ("filter: predicate", lambda: timer.filter(_save)),
+        ("addListener: listener must", lambda: timer.addListener(_Heard())),
+        (
+            "addStreamingListener: _Listening.onBatchCompleted",
+            lambda: ssc.addStreamingListener(_Listening()),
+        ),
+    ]
+    for named, call in calls:
+        with pytest.raises(InvalidCallbackError, match="async function") as refused:
+            call()
+        assert str(refused.value).startswith(named), str(refused.value)
+
+
+async def test_an_output_returning_a_coroutine_fails_its_job(sc: SparkContext) -> None:
+    """`foreachRDD(lambda rdd: ssc.stop())` made a coroutine nothing awaited: the job counted
+    as succeeded, and the stop never happened. It fails the job, saying why, and the
+    coroutine is closed (no "never awaited" warning on top)."""
+    ssc = virtual(sc, Seconds(1))
+    made: list[Any] = []
+
+    def stop_later(rdd: Any) -> Any:
+        made.append(ssc.stop(stopSparkContext=False))
+        return made[-1]
+
+    ssc.queueStream([[1]]).foreachRDD(stop_later)
+    await ssc.start()
+    failures = await ssc.advanceTo(Time(1_000))
+    await ssc.stop(stopSparkContext=False)
+    assert [type(failure.error) for failure in failures] == [InvalidCallbackError]
+    assert "which nothing awaits" in str(failures[0].error)
+    assert [inspect.getcoroutinestate(coroutine) for coroutine in made] == ["CORO_CLOSED"]
 
 
 def test_operation_arguments(sc: SparkContext) -> None:

@@ -13,6 +13,7 @@ is in `dstream/state.py`. The operations themselves are mixins (`transformations
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -640,7 +641,15 @@ def _run_output(
     function: Callable[[tuple[RDD[Any], ...], Any], Any], rdd: RDD[Any], event: Event
 ) -> None:
     with output_of(event):
-        function((rdd,), event)
+        result = function((rdd,), event)
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()  # it never runs: no "never awaited" warning on top of this error
+        raise InvalidCallbackError(
+            f"the output's function returned {result!r}, which nothing awaits: it runs in "
+            "a batch's thread; hand a coroutine to the event loop with "
+            "asyncio.run_coroutine_threadsafe(coroutine, loop)"
+        )
 
 
 def _parent_rdd(event: Event, parents: ParentRDDs, reads: Reads) -> RDD[Any] | None:

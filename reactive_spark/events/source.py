@@ -16,6 +16,7 @@ import reactivex
 from reactivex import abc as rx_abc
 from reactivex.disposable import Disposable
 
+from reactive_spark._callbacks import require_callable
 from reactive_spark._validation import require_int
 from reactive_spark.deadlines import Expectation
 from reactive_spark.errors import ForeignContextError, InvalidArgumentError, InvalidCallbackError
@@ -354,7 +355,7 @@ class EventSource(ABC):
 
     def removeListener(self, listener: ListenerLike) -> None:
         """Stop notifying `listener`."""
-        target = _listener_callable(listener)
+        target = _listener_callable(listener, "removeListener")
         self._listeners = tuple(known for known in self._listeners if known != target)
 
     @property
@@ -558,11 +559,15 @@ def require_source(value: object, argument: str, context: object = None) -> Even
     return value
 
 
-def _listener_callable(listener: ListenerLike) -> Callable[[Event], Any]:
+def _listener_callable(
+    listener: ListenerLike, operation: str = "addListener"
+) -> Callable[[Event], Any]:
     on_event = getattr(listener, "onEvent", None)
     if on_event is not None and callable(on_event):
+        require_callable(on_event, "listener.onEvent", operation)
         return on_event  # type: ignore[no-any-return]
     if callable(listener):
+        require_callable(listener, "listener", operation)
         return listener
     raise InvalidCallbackError(
         f"listener must be callable or have an onEvent(event) method, got {listener!r}",
