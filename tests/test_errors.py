@@ -378,7 +378,14 @@ PACKAGE = Path(reactive_spark.__file__).parent
 #: Raising these is part of a protocol, not an error of reactive-spark's own.
 PROTOCOL = (NotImplementedError, AttributeError, SystemExit, argparse.ArgumentTypeError)
 #: Functions that build aiohttp's HTTP answers (raised to answer a request, never to a caller).
-HTTP_ANSWERS = {"_error", "_retry_later", "_too_large", "json_error", "stopped_answer"}
+HTTP_ANSWERS = {
+    "_error",
+    "_retry_later",
+    "_too_large",
+    "_read_elsewhere",
+    "json_error",
+    "stopped_answer",
+}
 
 
 def raised_names(tree: ast.AST) -> list[tuple[str, int]]:

@@ -8,6 +8,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -553,3 +554,83 @@ async def test_a_non_loopback_trigger_needs_a_token_or_insecure(sc: SparkContext
         await ssc.start()
         assert rest.port
         await ssc.stop(stopSparkContext=False)
+
+
+async def test_a_body_the_hosts_middleware_read_reaches_the_trigger(sc: SparkContext) -> None:
+    """A host middleware that reads the body (an audit log, a signature check) left the
+    trigger an empty stream: it answered 202 and the job got `body=None`, invalid JSON was
+    accepted too. The body aiohttp keeps for `request.read()` is the one parsed now; one
+    read from `request.content` and not kept is a 500 saying so, never a silent None."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="embedded").post("/run")
+    out, seen = gather(ssc.queueStream([], default=["x"]))
+    out.bind(rest)
+
+    @web.middleware
+    async def audit(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.headers.get("X-Read") == "kept":
+            await request.read()
+        elif request.headers.get("X-Read") == "lost":
+            await request.content.read()
+        elif request.headers.get("X-Read") == "partly":
+            await request.content.read(3)
+        return await handler(request)  # type: ignore[no-any-return]
+
+    host = web.Application(middlewares=[audit])
+    host.add_subapp("/triggers", rest.app)
+    await ssc.start()
+    async with TestClient(TestServer(host)) as client:
+        kept = {"X-Read": "kept", "Content-Type": "application/json"}
+        ran = await client.post("/triggers/run", data=b'{"day": "2026-04-06"}', headers=kept)
+        assert ran.status == 202, await ran.text()
+        bad = await client.post("/triggers/run", data=b"{not json", headers=kept)
+        assert bad.status == 400 and "error" in await bad.json()
+        lost = {"X-Read": "lost", "Content-Type": "application/json"}
+        gone = await client.post("/triggers/run", data=b'{"day": 1}', headers=lost)
+        assert gone.status == 500 and "request.read()" in (await gone.json())["error"]
+        partly = {"X-Read": "partly", "Content-Type": "application/json"}
+        cut = await client.post("/triggers/run", data=b'{"day": 1}', headers=partly)
+        assert cut.status == 500 and "request.read()" in (await cut.json())["error"]
+        empty = await client.post("/triggers/run", headers=kept)
+        assert empty.status == 202
+
+        async def no_chunks() -> AsyncIterator[bytes]:
+            return
+            yield b""
+
+        chunked = await client.post("/triggers/run", data=no_chunks(), headers=kept)
+        assert chunked.status == 202, await chunked.text()  # empty: no body, none lost
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    assert [event.body for event, _ in seen] == [{"day": "2026-04-06"}, None, None]
+
+
+async def test_a_compressed_body_read_before_the_trigger_is_decompressed(
+    sc: SparkContext,
+) -> None:
+    """On the trigger's own port bodies are decompressed by the trigger, within its limit:
+    one a middleware of its application read first (an authenticator checking a signature)
+    was parsed still compressed, a 400 "not valid JSON"."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer("127.0.0.1", 0, "own").post("/run")
+    out, seen = gather(ssc.queueStream([], default=["x"]))
+    out.bind(rest)
+
+    @web.middleware
+    async def signature(request: web.Request, handler: Any) -> web.StreamResponse:
+        await request.read()
+        return await handler(request)  # type: ignore[no-any-return]
+
+    rest.app.middlewares.append(signature)
+    await ssc.start()
+    zipped = gzip.compress(b'{"n": 1}')
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"http://127.0.0.1:{rest.port}/run", data=zipped, headers={"Content-Encoding": "gzip"}
+        ) as response,
+    ):
+        assert response.status == 202, await response.text()
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    assert [event.body for event, _ in seen] == [{"n": 1}]

@@ -396,9 +396,10 @@ class BodyReads:
 async def read_json(request: web.Request, max_size: int) -> Any:
     """The request's JSON body (see `parse_json`): at most `max_size` bytes, in time.
 
-    The body must arrive within `BODY_TIMEOUT` seconds; every failure is a 4xx JSON error
-    (413 too large, 408 too slow, 415 an unknown `Content-Encoding`, 400 not strict JSON or
-    not decompressible).
+    The body must arrive within `BODY_TIMEOUT` seconds; every failure of the client's is a
+    4xx JSON error (413 too large, 408 too slow, 415 an unknown `Content-Encoding`, 400 not
+    strict JSON or not decompressible). A body the host's middleware read first is taken
+    as `request.read()` kept it; one it read otherwise, in whole or in part, is a 500.
     """
     if request.content_length is not None and request.content_length > max_size:
         raise _too_large(max_size)
@@ -410,6 +411,15 @@ async def read_json(request: web.Request, max_size: int) -> Any:
             f"Content-Encoding {encoding!r} is not supported (gzip, deflate or none)",
             close=True,
         )
+    if request.content.at_eof():  # nothing to stream: none, or a middleware read it
+        raw = await _read_before(request, max_size)
+    else:
+        raw = await _read_body(request, max_size)
+    return parse_json(_decompress(raw, encoding, max_size) if decode_here else raw)
+
+
+async def _read_body(request: web.Request, max_size: int) -> bytes:
+    """The body as it arrives: 413 past `max_size`, 408 not in time, 400 unreadable."""
     chunks, size = [], 0
     try:
         async with asyncio.timeout(BODY_TIMEOUT):
@@ -428,8 +438,31 @@ async def read_json(request: web.Request, max_size: int) -> Any:
         request.content.feed_eof()  # nothing more to read: aiohttp need not drain it
         message = str(exc).split("message:", 1)[-1].strip()
         raise json_error(web.HTTPBadRequest, f"unreadable body: {message}", close=True) from None
-    raw = b"".join(chunks)
-    return parse_json(_decompress(raw, encoding, max_size) if decode_here else raw)
+    if request.content.total_bytes != size:  # a middleware read the start of it, not kept
+        raise _read_elsewhere()
+    return b"".join(chunks)
+
+
+async def _read_before(request: web.Request, max_size: int) -> bytes:
+    """The body when there is none to stream: empty, or one a host's middleware read already.
+
+    `await request.read()` keeps what it read; a body read from `request.content` and not
+    kept is gone: answered 500, as the host's doing.
+    """
+    raw = await request.read()
+    if not raw and request.content.total_bytes:
+        raise _read_elsewhere()
+    if len(raw) > max_size:
+        raise _too_large(max_size)
+    return raw
+
+
+def _read_elsewhere() -> web.HTTPException:
+    return json_error(
+        web.HTTPInternalServerError,
+        "the request's body was read before the trigger got it, and not kept: read it "
+        "with `await request.read()` (which keeps it) in the application's middleware",
+    )
 
 
 def _decompress(raw: bytes, encoding: str, max_size: int) -> bytes:
