@@ -229,6 +229,17 @@ async def test_server_sent_events_follow_every_transition(console: Any) -> None:
     response.close()
 
 
+async def test_a_head_of_the_event_stream_is_refused_and_the_connection_goes_on(
+    console: Any,
+) -> None:
+    """HEAD of the live stream ran the stream: a body after the headers, and no end, so the
+    next request on that keep-alive connection was never answered."""
+    _, client = console
+    head = await asyncio.wait_for(client.head("/api/events/stream"), 10)
+    assert head.status == 405 and head.headers["Allow"] == "GET"
+    assert (await asyncio.wait_for(client.get("/api/sources"), 10)).status == 200
+
+
 async def test_metrics_in_prometheus_text(console: Any) -> None:
     ssc, client = console
     await ssc.advanceTo(T0 + Days(2))

@@ -267,7 +267,8 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/sources/{name}/fire", fire, name="fire")
     app.router.add_get("/api/graph", graph, name="graph")
     app.router.add_get("/api/events", events, name="events")
-    app.router.add_get("/api/events/stream", stream, name="stream")
+    # no HEAD: a stream has no end for headers alone to stand for
+    app.router.add_get("/api/events/stream", stream, name="stream", allow_head=False)
     app.router.add_get("/api/batches", batches, name="batches")
     app.router.add_get("/api/batches/{instanceId}", batch, name="batch")
     app.router.add_get("/api/deadlines", deadlines, name="deadlines")
