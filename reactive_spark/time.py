@@ -243,21 +243,23 @@ class Time:
 
     @classmethod
     def fromDatetime(cls, value: datetime) -> Time:
-        """The instant of a datetime; naive datetimes are taken as UTC.
+        """The instant of a datetime; a naive one is local time, as Python reads it.
+
+        As `datetime.timestamp()` and PySpark's `slice` take it: a timer started at
+        `datetime.now() + timedelta(seconds=1)` fires a second later, wherever it runs.
 
         Raises:
-            InvalidArgumentError: `value` is not a datetime.
+            InvalidArgumentError: `value` is not a datetime, or a naive one within a day of
+                the ends of datetime's range (local time could fall outside it).
 
         Examples:
-            >>> Time.fromDatetime(datetime(1970, 1, 1, 0, 0, 1))
+            >>> Time.fromDatetime(datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC))
             Time(1000 ms)
         """
         if not isinstance(value, datetime):
             already = " (a Time already: use it as it is)" if isinstance(value, Time) else ""
             raise InvalidArgumentError(f"value must be a datetime, got {value!r}{already}")
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return cls(_timedelta_ms(value - _EPOCH))
+        return cls(_timedelta_ms(_utc(value, "value") - _EPOCH))
 
     def toDatetime(self) -> datetime:
         """The instant as a timezone-aware UTC datetime."""
@@ -328,8 +330,25 @@ def to_time(value: Time | datetime, name: str) -> Time:
     if isinstance(value, Time):
         return value
     if isinstance(value, datetime):
-        return Time.fromDatetime(value)
+        return Time(_timedelta_ms(_utc(value, name) - _EPOCH))
     raise InvalidArgumentError(f"{name} must be a Time or a datetime, got {value!r}")
+
+
+def _utc(value: datetime, name: str) -> datetime:
+    """`value` as an aware datetime; a naive one is local time, as `timestamp()` reads it.
+
+    So an hour a clock change skips reads as `time.mktime` (PySpark's `slice`) does, and a
+    repeated one as its first occurrence (`fold=0`).
+    """
+    if value.tzinfo is not None:
+        return value
+    try:
+        whole = datetime.fromtimestamp(value.replace(microsecond=0).timestamp(), UTC)
+    except (OverflowError, OSError, ValueError):  # within a day of datetime's own range
+        raise InvalidArgumentError(
+            f"{name} {value!r} is out of range as local time: give it a tzinfo"
+        ) from None
+    return whole.replace(microsecond=value.microsecond)
 
 
 def to_duration(

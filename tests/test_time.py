@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -45,7 +48,7 @@ def test_time_arithmetic_and_datetimes() -> None:
     assert time.milliseconds == int(moment.timestamp() * 1000)
     assert time.toDatetime() == moment
     assert time.toDatetime().tzinfo is not None
-    assert Time.fromDatetime(datetime(1970, 1, 1)) == Time(0)
+    assert Time.fromDatetime(datetime(1970, 1, 1, tzinfo=UTC)) == Time(0)
     assert time + Days(1) - time == Days(1)
     assert time - Days(1) < time
     assert Time(2500).floor(Seconds(1)) == Time(2000)
@@ -139,3 +142,36 @@ def test_virtual_clock_runs_actions_in_order_including_now() -> None:
     clock.advanceTo(Time(5000))
     assert fired == [1, 2, 3]
     assert clock.nextDue() is None
+
+
+def test_a_naive_datetime_is_local_time() -> None:
+    """`ssc.timer(datetime.now() + timedelta(seconds=1), ...)` read the local time as UTC:
+    in Berlin the timer started an hour late, silently. A naive datetime is local time, as
+    Python's `timestamp()` and PySpark's `slice` (`time.mktime`) read it, the hour a clock
+    change skips included (a child process on Berlin's rules, as a POSIX zone, which needs no
+    zone files)."""
+    code = (
+        "import time\n"
+        "from datetime import datetime\n"
+        "from reactive_spark import Time\n"
+        "for moment in (datetime(2024, 6, 1, 12), datetime(2024, 3, 31, 2, 30)):\n"
+        "    print(Time.fromDatetime(moment).milliseconds,"
+        " int(time.mktime(moment.timetuple())) * 1000)"
+    )
+    env = {**os.environ, "TZ": "CET-1CEST,M3.5.0,M10.5.0/3"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    summer_noon, skipped = [
+        [int(ms) for ms in line.split()] for line in done.stdout.split("\n")[:2]
+    ]
+    assert summer_noon == [Time.fromDatetime(datetime(2024, 6, 1, 10, tzinfo=UTC)).milliseconds] * 2
+    assert skipped[0] == skipped[1]  # 02:30 does not exist that night: read as mktime does
+
+
+def test_a_naive_datetime_local_time_cannot_place_is_refused() -> None:
+    """Read as local time, the first naive datetime has no instant (the zone's offset takes
+    it out of range): Python's ValueError escaped; it is refused, naming the value."""
+    with pytest.raises(InvalidArgumentError, match="out of range as local time"):
+        Time.fromDatetime(datetime.min)

@@ -12,7 +12,6 @@ rebuild it (`track_history`): the checkpoint's log keeps those (`history_reach`)
 from __future__ import annotations
 
 import math
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from reactive_spark.dependencies import Retention
 from reactive_spark.dstream.reach import Reach, ReachWindow, merge_reach
 from reactive_spark.errors import InvalidArgumentError
 from reactive_spark.events import Event
-from reactive_spark.time import Duration, Time, to_duration, to_time
+from reactive_spark.time import Duration, Seconds, Time, to_duration, to_time
 
 if TYPE_CHECKING:
     from reactive_spark.context import StreamingContext
@@ -376,7 +375,7 @@ def _slice_time(value: Time | datetime | float, name: str) -> Time:
     (PySpark's `time.mktime`).
     """
     if isinstance(value, datetime) and value.tzinfo is None:
-        return Time(int(time.mktime(value.timetuple())) * 1000)
+        return to_time(value, name).floor(Seconds(1))
     if isinstance(value, Time | datetime):
         return to_time(value, name)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
