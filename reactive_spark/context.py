@@ -122,6 +122,12 @@ class StreamingContext(EventSourceDefinitions, InputStreamDefinitions):
             raise InvalidArgumentError(
                 f"sparkContext must be a SparkContext or SparkSession, got {sparkContext!r}",
             )
+        if spark._jsc is None:  # noqa: SLF001 # PySpark's stop() clears it; no public test
+            raise InvalidArgumentError(
+                "sparkContext is stopped (a StreamingContext's stop() stops it unless given "
+                "stopSparkContext=False): make a new SparkContext, or stop the earlier "
+                "StreamingContext with stopSparkContext=False to keep using this one"
+            )
         if clock is not None and not isinstance(clock, Clock):
             raise InvalidArgumentError(f"clock must be a Clock, got {clock!r}")
         require_int(maxConcurrentJobs, "maxConcurrentJobs")

@@ -52,6 +52,15 @@ def test_context_arguments(sc: SparkContext) -> None:
         StreamingContext(sc, 1, clock="virtual")  # type: ignore[arg-type]
 
 
+def test_a_stopped_spark_context_is_refused_at_once() -> None:
+    """A SparkContext an earlier `ssc.stop()` stopped (its default) was accepted: the first
+    `queueStream` or `start` then failed with PySpark's `'NoneType' object has no attribute`."""
+    stopped = SparkContext.__new__(SparkContext)
+    stopped._jsc = None  # what PySpark's `stop()` leaves (no JVM is started for this test)
+    with pytest.raises(InvalidArgumentError, match="sparkContext is stopped"):
+        StreamingContext(stopped, Seconds(1))
+
+
 def test_timer_arguments(sc: SparkContext) -> None:
     ssc = virtual(sc, Seconds(1))
     with pytest.raises(InvalidArgumentError, match="period must be positive"):

@@ -227,6 +227,8 @@ FOREIGN_PRIVATES = {
     # PySpark has no public way to ask whether a SparkContext is active without making one
     # (getOrCreate reads the same): the demo in a host must leave the host's context alone
     ("reactive_spark.demo", "_active_spark_context"),
+    # PySpark has no public test of a stopped SparkContext; its stop() clears _jsc
+    ("reactive_spark.context", "_jsc"),
     # an RDD subclass is built from the Java RDD it wraps, as PySpark's own subclasses are
     ("reactive_spark.offsets", "_jrdd"),
     ("reactive_spark.offsets", "_jrdd_deserializer"),
