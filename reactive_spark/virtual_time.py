@@ -66,22 +66,27 @@ class VirtualTimeDriver:
         self._failures = failures
         self._advancing = False
 
-    async def advance_to(self, time: Time | datetime) -> list[Failure]:
-        """Move the clock to `time` (`advance`); the failures since the previous call returned."""
+    async def advance_to(self, time: Time | datetime, action: str = "advanceTo") -> list[Failure]:
+        """Move the clock to `time` (`advance`); the failures since the previous call returned.
+
+        `action` is what the user called, for the errors.
+        """
         target = to_time(time, "time")
         clock = self._runtime.clock
         if not isinstance(clock, VirtualClock):
-            raise ContextStateError("advanceTo needs a StreamingContext with a VirtualClock")
+            raise ContextStateError(f"{action} needs a StreamingContext with a VirtualClock")
         if self._runtime.state != ACTIVE:
             raise ContextStateError(
-                f"cannot advance: the StreamingContext is {self._runtime.state}"
+                f"{action} cannot advance: the StreamingContext is {self._runtime.state}"
             )
         if target < clock.now():
             raise InvalidArgumentError(
                 f"time must not be before the clock's current time {clock.now()}, got {target}",
             )
         if self._advancing:
-            raise ContextStateError("advanceTo is already running on this context")
+            raise ContextStateError(
+                f"{action}: advanceTo or runUntil is already running on this context"
+            )
         self._advancing = True
         try:
             await advance(clock, self._scheduler, target)
@@ -91,6 +96,6 @@ class VirtualTimeDriver:
 
     async def run_until(self, time: Time | datetime) -> None:
         """`advance_to(time)`, then raise `JobFailedError` with every failure, if any."""
-        failures = await self.advance_to(time)
+        failures = await self.advance_to(time, "runUntil")
         if failures:
             raise JobFailedError(failures)

@@ -215,8 +215,10 @@ async def test_advance_needs_a_virtual_clock(sc: SparkContext) -> None:
     with pytest.raises(ContextStateError, match="not started"):
         await ssc.awaitTermination()
     await ssc.start()
-    with pytest.raises(ContextStateError, match="VirtualClock"):
+    with pytest.raises(ContextStateError, match=r"^advanceTo needs .* VirtualClock"):
         await ssc.advanceTo(Time(5))
+    with pytest.raises(ContextStateError, match=r"^runUntil needs .* VirtualClock"):
+        await ssc.runUntil(Time(5))  # it said advanceTo, which the caller had not called
     await ssc.stop(stopSparkContext=False)
 
 
