@@ -81,7 +81,8 @@ class VirtualTimeDriver:
             )
         if target < clock.now():
             raise InvalidArgumentError(
-                f"time must not be before the clock's current time {clock.now()}, got {target}",
+                f"time must not be before the clock's current time {clock.now().isoformat()}, "
+                f"got {target.isoformat()}",
             )
         if self._advancing:
             raise ContextStateError(

@@ -47,7 +47,8 @@ class TimerEventSource(EventSource):
         self.period = to_duration(period, "period")
         if self.endTime is not None and self.endTime < self.startTime:
             raise InvalidArgumentError(
-                f"end must not be before start, got start={self.startTime!r}, end={self.endTime!r}",
+                f"end must not be before start, got start={self.startTime.isoformat()}, "
+                f"end={self.endTime.isoformat()}",
             )
         super().__init__(context, name)
         self._pending: rx_abc.DisposableBase | None = None
