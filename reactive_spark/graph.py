@@ -136,7 +136,8 @@ class DStreamGraph:
         if batchDuration is None:
             raise ContextStateError(
                 f"outputs {[s.name for s in unbound]} are bound to no source and the "
-                "context has no batchDuration for the default timer; bind them or pass one",
+                "context has no batchDuration for the default timer; bind them, or give it "
+                "one (StreamingContext(sc, batchDuration); reactive-spark run --batch-duration)",
             )
         timer = TimerEventSource(
             self._ssc, zeroTime + batchDuration, None, batchDuration, "DefaultTimer"

@@ -300,7 +300,9 @@ def test_a_job_that_fails_while_the_stop_waits_for_it_fails_the_run(tmp_path: Pa
         ),
         (
             "    ssc.queueStream([], default=[1]).count().pprint()\n",
-            "are bound to no source and the context has no batchDuration",
+            "are bound to no source and the context has no batchDuration for the default "
+            "timer; bind them, or give it one (StreamingContext(sc, batchDuration); "
+            "reactive-spark run --batch-duration)",
         ),
     ],
 )
