@@ -321,6 +321,10 @@ async def test_the_console_embeds_in_a_host_application(sc: SparkContext) -> Non
     for unreachable in ("/a b", "/caf\u00e9", "/a/../b", "/a//b", "/50%"):  # every request 404
         with pytest.raises(InvalidArgumentError, match=f"prefix {unreachable!r} cannot be"):
             setup(web.Application(), StreamingContext(sc, None), prefix=unreachable)
+    running = web.Application()
+    running.freeze()  # what aiohttp does as it starts: it raised its own RuntimeError
+    with pytest.raises(InvalidArgumentError, match=r"is frozen .* call setup while building it"):
+        setup(running, StreamingContext(sc, None))
     host = web.Application()
     setup(host, StreamingContext(sc, None), prefix="/ops/reactive")
     host.router.add_get("/jobs/{name}", ok_handler)

@@ -175,10 +175,10 @@ def setup(
     the service's shutdown stops the context, gracefully for at most `stop_timeout` seconds.
 
     Raises:
-        InvalidArgumentError: `prefix` is not a path under the host's root (`''` and `'/'`
-            included: aiohttp mounts no sub-application there), holds what a URL path
-            carries escaped (no request would reach it), or is taken in `app` already; or as
-            `create_app`.
+        InvalidArgumentError: `app` is frozen (it runs: aiohttp takes no sub-application
+            then); `prefix` is not a path under the host's root (`''` and `'/'` included:
+            aiohttp mounts no sub-application there), holds what a URL path carries escaped
+            (no request would reach it), or is taken in `app` already; or as `create_app`.
 
     Examples:
         >>> from aiohttp import web
@@ -187,6 +187,11 @@ def setup(
     """
     if not isinstance(app, web.Application):
         raise InvalidArgumentError(f"app must be an aiohttp web.Application, got {app!r}")
+    if app.frozen:
+        raise InvalidArgumentError(
+            f"app {app!r} is frozen (it started, or is mounted in one that did): call setup "
+            "while building it, before it runs"
+        )
     mount = _prefix(prefix, mounted=True)
     for resource in app.router.resources():
         taken = resource.canonical
