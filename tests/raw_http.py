@@ -31,6 +31,11 @@ class Answer:
             for name, _, value in (line.partition(":") for line in lines[1:])
         }
 
+    @property
+    def content_length(self) -> int:
+        """The `Content-Length` it declares (0 without one)."""
+        return int(self.headers.get("content-length", 0))
+
     def json(self) -> Any:
         """The body as JSON (it must be JSON)."""
         assert self.headers.get("content-type", "").startswith("application/json"), self.headers

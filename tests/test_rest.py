@@ -30,7 +30,7 @@ from reactive_spark.sources.http_server import HttpServer
 from reactive_spark.sources.rest import SOURCE_KEY, RestEventSource
 
 from .helpers import gather
-from .raw_http import exchange, served_as_if
+from .raw_http import Answer, address, exchange, served_as_if
 
 T0 = Time(1_000_000)
 
@@ -631,6 +631,66 @@ async def test_a_compressed_body_read_before_the_trigger_is_decompressed(
         ) as response,
     ):
         assert response.status == 202, await response.text()
+    await ssc.advanceTo(T0)
+    await ssc.stop(stopSparkContext=False)
+    assert [event.body for event, _ in seen] == [{"n": 1}]
+
+
+async def test_expect_is_answered_in_json_and_a_body_past_the_limit_is_never_asked_for(
+    standalone,
+) -> None:  # type: ignore[no-untyped-def]
+    """aiohttp answered `Expect: 100-continue` at once, so a client declaring a body past the
+    limit was told to upload it, then refused; an unknown expectation got a text/plain 417.
+    The limit is checked first, and the 417 is JSON; a body within it is asked for, as
+    before (a service's middleware may read it: that runs after)."""
+    _, base, _ = standalone
+
+    def head(length: int, expect: str = "100-continue") -> bytes:
+        return (
+            f"POST /jobs/report HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+            "\r\nConnection: close\r\nAuthorization: Bearer s3cret\r\n"
+            f"Expect: {expect}\r\nContent-Length: {length}\r\n\r\n"
+        ).encode()
+
+    for request, status in [(head(1000), 413), (head(10, expect="200-ok"), 417)]:
+        answer = await exchange(base, request)
+        assert answer.status == status and "error" in answer.json(), answer.headers
+    reader, writer = await asyncio.open_connection(*address(base))
+    try:
+        writer.write(head(8))
+        await writer.drain()
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        assert interim.startswith(b"HTTP/1.1 100 Continue"), interim
+        writer.write(b'{"n": 1}')
+        answer = Answer(await asyncio.wait_for(reader.read(), 10))
+        assert answer.status == 202, answer.body
+    finally:
+        writer.close()
+
+
+async def test_a_mounted_trigger_behind_a_reading_middleware_gets_the_body_it_expects(
+    sc: SparkContext,
+) -> None:
+    """A client that waits for 100 Continue, through a service whose middleware reads the
+    body: the 100 must come before the middleware runs, or both wait for each other."""
+    ssc = StreamingContext(sc, None, clock=VirtualClock(T0))
+    rest = ssc.restServer(None, name="embedded").post("/run")
+    out, seen = gather(ssc.queueStream([], default=["x"]))
+    out.bind(rest)
+
+    @web.middleware
+    async def audit(request: web.Request, handler: Any) -> web.StreamResponse:
+        await request.read()
+        return await handler(request)  # type: ignore[no-any-return]
+
+    host = web.Application(middlewares=[audit])
+    host.add_subapp("/triggers", rest.app)
+    await ssc.start()
+    async with TestClient(TestServer(host)) as client:
+        ran = await asyncio.wait_for(
+            client.post("/triggers/run", json={"n": 1}, expect100=True), 10
+        )
+        assert ran.status == 202, await ran.text()
     await ssc.advanceTo(T0)
     await ssc.stop(stopSparkContext=False)
     assert [event.body for event, _ in seen] == [{"n": 1}]

@@ -25,6 +25,8 @@ from reactive_spark import (
 )
 from reactive_spark.web import Console, create_app, setup, wait_for_stop
 
+from .raw_http import Answer, address
+
 T0 = Time.fromDatetime(datetime(2026, 2, 2, tzinfo=UTC))
 
 
@@ -201,6 +203,28 @@ async def test_bad_requests_get_a_json_4xx(  # type: ignore[no-untyped-def]
     )
     assert response.status == status
     assert message in (await response.json())["error"]
+
+
+async def test_a_fire_past_the_body_limit_is_refused_before_its_body_is_sent(
+    console: Any,
+) -> None:
+    """aiohttp answered `Expect: 100-continue` first, so the body was uploaded, then refused:
+    the 413 comes now with no 100 Continue before it."""
+    _, client = console
+    host, port = address(str(client.make_url("/")))
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(
+            f"POST /api/sources/rerun/fire HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+            f"Content-Length: {2 * 1024 * 1024}\r\n\r\n".encode()
+        )
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        answer = Answer(head + await reader.readexactly(Answer(head).content_length))
+    finally:
+        writer.close()  # aiohttp lingers for the body it refused: the client ends it
+    assert answer.status == 413 and "larger than" in answer.json()["error"]
 
 
 async def test_server_sent_events_follow_every_transition(console: Any) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "RoomLine",
     "bearer_token",
     "cross_site",
+    "expect_within",
     "is_loopback",
     "json_error",
     "json_errors",
@@ -416,6 +417,37 @@ async def read_json(request: web.Request, max_size: int) -> Any:
     else:
         raw = await _read_body(request, max_size)
     return parse_json(_decompress(raw, encoding, max_size) if decode_here else raw)
+
+
+def expect_within(max_size: int) -> Callable[[web.Request], Awaitable[None]]:
+    """The `expect_handler` of routes that read a JSON body of at most `max_size` bytes.
+
+    As aiohttp's own, it answers `Expect: 100-continue` with "100 Continue" before the
+    application's middleware runs (a service's may read the body); but a body declared past
+    `max_size` is refused first (a JSON 413, so it is never sent), and another expectation
+    is a JSON 417, not aiohttp's text.
+    """
+
+    async def expect(request: web.Request) -> None:
+        if request.version < (1, 1):
+            return
+        if not _expects_continue(request):
+            expected = request.headers.get("Expect", "")
+            raise json_error(
+                web.HTTPExpectationFailed, f"Expect {expected!r} cannot be met", close=True
+            )
+        if request.content_length is not None and request.content_length > max_size:
+            refused = _too_large(max_size)
+            refused.force_close()  # its body is not read
+            raise refused
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the answer's own size starts after it
+
+    return expect
+
+
+def _expects_continue(request: web.Request) -> bool:
+    return request.headers.get("Expect", "").strip().lower() == "100-continue"
 
 
 async def _read_body(request: web.Request, max_size: int) -> bytes:

@@ -24,6 +24,7 @@ from reactive_spark.sources.http import (
     BodyReads,
     bearer_token,
     cross_site,
+    expect_within,
     host_name,
     is_loopback,
     json_error,
@@ -114,7 +115,9 @@ class RestEventSource(EventSource):
         """The aiohttp application answering the routes: with `host=None`, mount it in a
         service's own (`service.add_subapp("/triggers", rest.app)`)."""
         self.app[SOURCE_KEY] = self
-        self.app.router.add_route("*", "/{tail:.*}", self._handle)
+        self.app.router.add_route(
+            "*", "/{tail:.*}", self._handle, expect_handler=expect_within(maxBodySize)
+        )
         self.addListener(self._answer)  # first: the 202 goes out before other listeners run
 
     def overflow(self, maxQueued: int | None = None, policy: str | None = None) -> EventSource:

@@ -15,7 +15,7 @@ from aiohttp import web
 from reactive_spark.errors import ContextStateError
 from reactive_spark.events import Event, RestEvent
 from reactive_spark.runtime import Runtime
-from reactive_spark.sources.http import bearer_token, json_error, offer
+from reactive_spark.sources.http import bearer_token, expect_within, json_error, offer
 from reactive_spark.sources.manual import ManualEventSource
 from reactive_spark.sources.rest import RestEventSource, valid_traceparent
 from reactive_spark.web.auth import GRANT_KEY, Grant, refuse_without
@@ -264,7 +264,9 @@ async def metrics(request: web.Request) -> web.Response:
 def add_routes(app: web.Application) -> None:
     """The API's routes (their names say which scope they need: `auth.CONTROL_ROUTES`)."""
     app.router.add_get("/api/sources", sources, name="sources")
-    app.router.add_post("/api/sources/{name}/fire", fire, name="fire")
+    app.router.add_post(
+        "/api/sources/{name}/fire", fire, name="fire", expect_handler=expect_within(MAX_FIRE_BODY)
+    )
     app.router.add_get("/api/graph", graph, name="graph")
     app.router.add_get("/api/events", events, name="events")
     # no HEAD: a stream has no end for headers alone to stand for
