@@ -259,7 +259,7 @@ class Time:
         if not isinstance(value, datetime):
             already = " (a Time already: use it as it is)" if isinstance(value, Time) else ""
             raise InvalidArgumentError(f"value must be a datetime, got {value!r}{already}")
-        return cls(_timedelta_ms(_utc(value, "value") - _EPOCH))
+        return _from_datetime(value, "value")
 
     def toDatetime(self) -> datetime:
         """The instant as a timezone-aware UTC datetime."""
@@ -330,25 +330,25 @@ def to_time(value: Time | datetime, name: str) -> Time:
     if isinstance(value, Time):
         return value
     if isinstance(value, datetime):
-        return Time(_timedelta_ms(_utc(value, name) - _EPOCH))
+        return _from_datetime(value, name)
     raise InvalidArgumentError(f"{name} must be a Time or a datetime, got {value!r}")
 
 
-def _utc(value: datetime, name: str) -> datetime:
-    """`value` as an aware datetime; a naive one is local time, as `timestamp()` reads it.
+def _from_datetime(value: datetime, name: str) -> Time:
+    """The instant of `value`; a naive one is local time, as `timestamp()` reads it.
 
     So an hour a clock change skips reads as `time.mktime` (PySpark's `slice`) does, and a
     repeated one as its first occurrence (`fold=0`).
     """
-    if value.tzinfo is not None:
-        return value
-    try:
-        whole = datetime.fromtimestamp(value.replace(microsecond=0).timestamp(), UTC)
-    except (OverflowError, OSError, ValueError):  # within a day of datetime's own range
-        raise InvalidArgumentError(
-            f"{name} {value!r} is out of range as local time: give it a tzinfo"
-        ) from None
-    return whole.replace(microsecond=value.microsecond)
+    if value.tzinfo is None:
+        try:
+            whole = datetime.fromtimestamp(value.replace(microsecond=0).timestamp(), UTC)
+        except (OverflowError, OSError, ValueError):  # within a day of datetime's own range
+            raise InvalidArgumentError(
+                f"{name} {value!r} is out of range as local time: give it a tzinfo"
+            ) from None
+        value = whole.replace(microsecond=value.microsecond)
+    return Time(_timedelta_ms(value - _EPOCH))
 
 
 def to_duration(

@@ -431,8 +431,8 @@ def expect_within(max_size: int) -> Callable[[web.Request], Awaitable[None]]:
     async def expect(request: web.Request) -> None:
         if request.version < (1, 1):
             return
-        if not _expects_continue(request):
-            expected = request.headers.get("Expect", "")
+        expected = request.headers.get("Expect", "")
+        if expected.strip().lower() != "100-continue":
             raise json_error(
                 web.HTTPExpectationFailed, f"Expect {expected!r} cannot be met", close=True
             )
@@ -444,10 +444,6 @@ def expect_within(max_size: int) -> Callable[[web.Request], Awaitable[None]]:
         request.writer.output_size = 0  # the answer's own size starts after it
 
     return expect
-
-
-def _expects_continue(request: web.Request) -> bool:
-    return request.headers.get("Expect", "").strip().lower() == "100-continue"
 
 
 async def _read_body(request: web.Request, max_size: int) -> bytes:
