@@ -156,7 +156,7 @@ class BatchInfo:
     It also answers PySpark's accessors (`batchInfo()`, `batchTime()`, `submissionTime()`,
     `schedulingDelay()`, `processingDelay()`, `totalDelay()`, `numRecords()`,
     `outputOperationInfos()`, `streamIdToInputInfo()`), so a `pyspark.streaming` listener
-    works unchanged; delays are milliseconds, -1 until known, as there.
+    works unchanged; times and delays are milliseconds, -1 until known, as there.
     """
 
     event: Event
@@ -189,13 +189,13 @@ class BatchInfo:
         """
         return int(self.plannedTime)
 
-    def processingStartTime(self) -> int | None:
-        """When its jobs started (epoch ms), once they did."""
-        return None if self.startedTime is None else int(self.startedTime)
+    def processingStartTime(self) -> int:
+        """When its jobs started (epoch ms); -1 before that, as in PySpark."""
+        return -1 if self.startedTime is None else int(self.startedTime)
 
-    def processingEndTime(self) -> int | None:
-        """When its jobs ended (epoch ms), once they did."""
-        return None if self.completedTime is None else int(self.completedTime)
+    def processingEndTime(self) -> int:
+        """When its jobs ended (epoch ms); -1 before that, as in PySpark."""
+        return -1 if self.completedTime is None else int(self.completedTime)
 
     def schedulingDelay(self) -> int:
         """Milliseconds from the event's time until its jobs started; -1 before that.

@@ -360,6 +360,8 @@ async def test_batch_info_reports(sc: SparkContext) -> None:
         check_common(info)
         check_outputs(info, started=False)
         assert (info.schedulingDelay(), info.processingDelay(), info.totalDelay()) == (-1, -1, -1)
+        # -1 until known, as PySpark's: a ported `if info.processingEndTime() > 0` works
+        assert (info.processingStartTime(), info.processingEndTime()) == (-1, -1)
         assert info.numRecords() == 0
 
     assert len(collector.batchInfosStarted) == 4
@@ -368,6 +370,8 @@ async def test_batch_info_reports(sc: SparkContext) -> None:
         check_outputs(info, started=False)
         assert info.schedulingDelay() >= 0
         assert (info.processingDelay(), info.totalDelay()) == (-1, -1)
+        assert info.processingStartTime() >= info.submissionTime()
+        assert info.processingEndTime() == -1
         assert info.numRecords() == 0
 
     assert len(collector.batchInfosCompleted) == 4
@@ -375,6 +379,7 @@ async def test_batch_info_reports(sc: SparkContext) -> None:
         check_common(info)
         check_outputs(info, started=True)
         assert info.schedulingDelay() >= 0 and info.processingDelay() >= 0
+        assert info.processingEndTime() >= info.processingStartTime() >= 0
         assert info.totalDelay() >= info.processingDelay()
         # on the virtual clock a batch runs at its event's instant: no wall time mixed in
         assert info.schedulingDelay() == 0

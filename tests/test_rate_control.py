@@ -399,7 +399,7 @@ async def test_backpressure_on_the_system_clock_counts_the_scheduling_delay(
         covered_ms = info.event.time.milliseconds - previous
         previous = info.event.time.milliseconds
         expected = shadow.compute(
-            info.processingEndTime(),  # type: ignore[arg-type]
+            info.processingEndTime(),
             info.numRecords(),
             info.processingDelay(),
             info.schedulingDelay(),

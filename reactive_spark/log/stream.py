@@ -408,7 +408,7 @@ class DirectLogInputDStream(InputDStream):
         """
         read, mine = self._last_live_read, info.streamIdToInputInfo().get(self.id)
         ended = info.processingEndTime()
-        if self._estimator is None or read is None or mine is None or ended is None:
+        if self._estimator is None or read is None or mine is None or ended < 0:
             return
         if info.event.instanceId != read[0]:
             return
