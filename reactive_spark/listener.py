@@ -218,11 +218,33 @@ class DeadlineMissed:
         )
 
 
-@dataclass(frozen=True)
 class StreamingStarted:
-    """PySpark's `onStreamingStarted` argument: `time` is the start, in epoch ms."""
+    """PySpark's `onStreamingStarted` argument: `time()` is the start, in epoch ms.
 
-    time: int
+    Examples:
+        >>> StreamingStarted(1_500).time()
+        1500
+    """
+
+    __slots__ = ("_time",)
+
+    def __init__(self, time: int) -> None:
+        self._time = time
+
+    def time(self) -> int:
+        """When the context started, in epoch milliseconds."""
+        return self._time
+
+    def __repr__(self) -> str:
+        return f"StreamingStarted(time={self._time})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamingStarted):
+            return NotImplemented
+        return other.time() == self._time
+
+    def __hash__(self) -> int:
+        return hash(self._time)
 
 
 class ReceiverInfo:
@@ -318,7 +340,7 @@ class StreamingListener:
     """
 
     def onStreamingStarted(self, streamingStarted: StreamingStarted) -> None:
-        """The context started (`streamingStarted.time`: epoch ms)."""
+        """The context started (`streamingStarted.time()`: epoch ms)."""
 
     def onReceiverStarted(self, receiverStarted: ReceiverInfo) -> None:
         """A receiver (`socketTextStream`) connected (`.receiverInfo()`)."""

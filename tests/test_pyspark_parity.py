@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
@@ -309,7 +310,7 @@ class BatchInfoCollector(StreamingListener):
         self.outputsCompleted: list[Any] = []
 
     def onStreamingStarted(self, streamingStarted: Any) -> None:
-        self.streamingStartedTime.append(streamingStarted.time)
+        self.streamingStartedTime.append(streamingStarted.time())  # a method, as in PySpark
 
     def onBatchSubmitted(self, batchSubmitted: Any) -> None:
         self.batchInfosSubmitted.append(batchSubmitted.batchInfo())
@@ -351,9 +352,12 @@ async def test_batch_info_reports(sc: SparkContext) -> None:
     ssc = virtual_context(sc, 0.5)
     collector = BatchInfoCollector()
     ssc.addStreamingListener(collector)
+    before = int(time.time() * 1000)  # as the start's, truncated
     result = await collect(ssc, ssc.queueStream([[1], [2], [3], [4]]).map(int), 4)
     assert result == [[1], [2], [3], [4]]
     assert len(collector.streamingStartedTime) == 1
+    [started] = collector.streamingStartedTime  # on the wall clock, as submission times
+    assert before <= started <= time.time() * 1000
 
     assert len(collector.batchInfosSubmitted) == 4
     for info in collector.batchInfosSubmitted:
