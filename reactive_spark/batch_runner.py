@@ -93,6 +93,19 @@ class BatchRunner:
                 hook(batch)
             return
         info = BatchInfo(batch.event, batch.inputs, now_ms(), inputInfos=batch.inputInfos)
+        info.planned = [
+            JobInfo(
+                job.stream.name,
+                batch.event,
+                job.kind,
+                info.plannedTime,
+                function=job.stream.functionName,
+                streamId=job.stream.id,
+                outputId=job.stream.outputId,
+                sparkJobGroup=f"{self.job_group}-{batch.event.instanceId}-{job.stream.id}",
+            )
+            for job in batch.jobs
+        ]
         if self._listeners.active:  # each callback gets the batch as it is then, as in PySpark
             self._listeners.tell("onBatchSubmitted", _snapshot(info))
         for hook in self._before_jobs:
@@ -116,19 +129,7 @@ class BatchRunner:
 
     def _run_jobs(self, batch: Batch, info: BatchInfo) -> None:
         """Run the batch's jobs, at most `maxConcurrentJobs` at once; report each outcome."""
-        infos = [
-            JobInfo(
-                job.stream.name,
-                batch.event,
-                job.kind,
-                info.plannedTime,
-                function=job.stream.functionName,
-                streamId=job.stream.id,
-                outputId=job.stream.outputId,
-                sparkJobGroup=f"{self.job_group}-{batch.event.instanceId}-{job.stream.id}",
-            )
-            for job in batch.jobs
-        ]
+        infos = info.planned
         pairs = list(zip(batch.jobs, infos, strict=True))
         info_of = {id(job): job_info for job, job_info in pairs}
         if any(job.stream.commitsFirst for job in batch.jobs):
@@ -261,7 +262,8 @@ def _spark_stopped(error: Exception) -> bool:
 
 def _snapshot(info: BatchInfo) -> BatchInfo:
     """A copy of `info` that later changes to the batch do not touch."""
-    return dataclasses.replace(info, jobs=list(info.jobs))
+    planned = [copy.copy(job) for job in info.planned]
+    return dataclasses.replace(info, jobs=list(info.jobs), planned=planned)
 
 
 def describe_batch(info: BatchInfo) -> str:

@@ -163,6 +163,9 @@ class BatchInfo:
     inputs: dict[str, dict[str, Any]]
     plannedTime: float
     jobs: list[JobInfo] = field(default_factory=list)
+    #: The batch's jobs as planned, from its submission; each fills in as it runs, and goes to
+    #: `jobs` when the batch's jobs have ended.
+    planned: list[JobInfo] = field(default_factory=list)
     startedTime: float | None = None
     completedTime: float | None = None
     inputInfos: dict[int, StreamInputInfo] = field(default_factory=dict)
@@ -235,10 +238,11 @@ class BatchInfo:
     def outputOperationInfos(self) -> dict[int, OutputOperationInfo]:
         """The batch's output operations, by their id, as PySpark's (see `JobInfo.outputId`).
 
-        A stream whose RDD could not be computed is not an output operation: its failure is in
-        `jobs`, and the outputs that needed it ran no job.
+        Every one the batch runs, from its submission (not started yet: times -1). A stream
+        whose RDD could not be computed is not an output operation: its failure is in `jobs`,
+        and the outputs that needed it run no job.
         """
-        return {job.outputId: OutputOperationInfo(job) for job in self.jobs if job.outputId >= 0}
+        return {job.outputId: OutputOperationInfo(job) for job in self.planned if job.outputId >= 0}
 
 
 def plan_failure(stream: DStream[Any], event: Event, error: BaseException) -> JobInfo:

@@ -363,6 +363,10 @@ async def test_batch_info_reports(sc: SparkContext) -> None:
     for info in collector.batchInfosSubmitted:
         check_common(info)
         check_outputs(info, started=False)
+        # every output operation from submission, not started, as PySpark lists them
+        assert [(o.startTime(), o.endTime()) for o in info.outputOperationInfos().values()] == [
+            (-1, -1)
+        ]
         assert (info.schedulingDelay(), info.processingDelay(), info.totalDelay()) == (-1, -1, -1)
         # -1 until known, as PySpark's: a ported `if info.processingEndTime() > 0` works
         assert (info.processingStartTime(), info.processingEndTime()) == (-1, -1)
@@ -376,6 +380,7 @@ async def test_batch_info_reports(sc: SparkContext) -> None:
         assert (info.processingDelay(), info.totalDelay()) == (-1, -1)
         assert info.processingStartTime() >= info.submissionTime()
         assert info.processingEndTime() == -1
+        assert [o.endTime() for o in info.outputOperationInfos().values()] == [-1]
         assert info.numRecords() == 0
 
     assert len(collector.batchInfosCompleted) == 4
