@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 from pyspark import SparkContext
+from reactivex.subject import Subject
 
 from reactive_spark import (
     Days,
+    Milliseconds,
     Seconds,
     StreamingContext,
     Time,
@@ -233,6 +235,36 @@ async def test_remember_and_slice(sc: SparkContext) -> None:
     assert [rdd.collect() for rdd in sliced] == [[2], [3]]
     unix = (T0 + Seconds(2)).milliseconds / 1000  # PySpark's Unix timestamps (seconds) too
     assert [rdd.collect() for rdd in stream.slice(unix, unix + 1)] == [[2], [3]]
+    await ssc.stop(stopSparkContext=False)
+
+
+async def test_slice_rounds_a_begin_between_batches_down_as_pyspark(sc: SparkContext) -> None:
+    """pyspark.streaming rounds `begin` down to the stream's slide: `slice(t1 + 0.5, t3)` has
+    the batch of t1; a port's `slice(time.time() - 5, time.time())` missed its first batch.
+    Batches an irregular source drives have no interval: `begin` is exact there."""
+    ssc = virtual(sc, Seconds(1), T0)
+    ssc.remember(Seconds(10))
+    stream = ssc.queueStream([[1], [2], [3], [4]])
+    stream.foreachRDD(lambda rdd: None)
+    values: Subject[int] = Subject()
+    irregular = ssc.queueStream([[10], [20]])
+    irregular.foreachRDD(lambda rdd: None).bind(ssc.rxEventSource(values, "values"))
+    windowed = stream.window(Seconds(2), Seconds(2))  # slides every 2 s: rounds to those
+    windowed.foreachRDD(lambda rdd: None)
+    await ssc.start()
+    await ssc.advanceTo(T0 + Milliseconds(1200))  # within a second before `between`
+    values.on_next(1)
+    await ssc.advanceTo(T0 + Milliseconds(2500))
+    values.on_next(2)
+    await ssc.runUntil(T0 + Seconds(4))
+    between = T0 + Milliseconds(1500)
+    assert [rdd.collect() for rdd in stream.slice(between, T0 + Seconds(3))] == [[1], [2], [3]]
+    assert [rdd.collect() for rdd in stream.slice(T0 + Seconds(1), T0 + Seconds(2))] == [[1], [2]]
+    assert [rdd.collect() for rdd in irregular.slice(between, T0 + Seconds(3))] == [[20]]
+    assert [rdd.collect() for rdd in windowed.slice(T0 + Seconds(3), T0 + Seconds(4))] == [
+        [1, 2],
+        [3, 4],
+    ]
     await ssc.stop(stopSparkContext=False)
 
 

@@ -293,7 +293,10 @@ class StreamMemory(Generic[T]):
 
         `begin` and `end` are `Time`s, datetimes or, as in PySpark, Unix timestamps in seconds;
         as PySpark does, it reads a naive datetime (`datetime.now()`) as local time, to the
-        second.
+        second. On a stream that slides (its batches a timer's period or a window's slide
+        apart), a `begin` between two batches is rounded down to the batch before it, as
+        PySpark rounds it to the stream's slide: `slice(time.time() - 5, time.time())` has the
+        batch in effect 5 s ago.
 
         Examples:
             >>> import asyncio
@@ -315,6 +318,10 @@ class StreamMemory(Generic[T]):
         if last < first:
             raise InvalidArgumentError(f"end must not be before begin, got {begin!r}, {end!r}")
         remembered = tuple(self._generated)  # a snapshot: the scheduler's thread may add to it
+        slide = self._ssc.graph.slide_duration(self)  # type: ignore[arg-type]
+        if slide is not None:
+            before = [event.time for event, _ in remembered if first - slide < event.time <= first]
+            first = max(before, default=first)
         return [rdd for event, rdd in remembered if first <= event.time <= last]
 
     # -- storage -----------------------------------------------------------------------------
