@@ -185,21 +185,38 @@ def test_an_unreachable_master_is_one_line_before_spark_starts(tmp_path: Path) -
     ]
 
 
-def test_a_master_spark_does_not_take_is_one_line_before_spark_starts(tmp_path: Path) -> None:
-    """Spark's JVM refused it with its stack trace, then Python's 30 more lines."""
+LOCAL_FORMS = (
+    "--master must be local, local[N], local[*], local[N,maxFailures] or "
+    "local-cluster[workers,cores,memoryMB] with N >= 1 (Spark's rule), got "
+)
+
+
+@pytest.mark.parametrize(
+    ("master", "message"),
+    [
+        (
+            "bogus://x",
+            "--master must be yarn or start with local, spark:// or k8s:// (Spark's rule), got "
+            "'bogus://x'",
+        ),
+        ("local[abc]", LOCAL_FORMS + "'local[abc]'"),  # the prefix passed, Spark's JVM refused
+        ("local[0]", LOCAL_FORMS + "'local[0]'"),
+    ],
+)
+def test_a_master_spark_does_not_take_is_one_line_before_spark_starts(
+    tmp_path: Path, master: str, message: str
+) -> None:
+    """Spark's JVM refused it with its stack trace, then Python's: 74 lines in all."""
     (tmp_path / "app.py").write_text("def build(ssc):\n    pass\n")
     done = subprocess.run(
-        [sys.executable, "-m", "reactive_spark", "run", "app.py", "--master", "bogus://x"],
+        [sys.executable, "-m", "reactive_spark", "run", "app.py", "--master", master],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines() == [
-        "--master must be yarn or start with local, spark:// or k8s:// (Spark's rule), got "
-        "'bogus://x'"
-    ]
+    assert done.stderr.splitlines() == [message]
 
 
 def test_a_master_that_never_registers_the_application_is_one_line(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import sys
 import threading
@@ -77,6 +78,8 @@ def require_master(master: str) -> str:
     Examples:
         >>> require_master("local[2]")
         'local[2]'
+        >>> require_master("local[*, 3]")
+        'local[*, 3]'
         >>> require_master("bogus://x")
         Traceback (most recent call last):
         ...
@@ -88,7 +91,20 @@ local, spark:// or k8s:// (Spark's rule), got 'bogus://x'
             "--master must be yarn or start with local, spark:// or k8s:// (Spark's rule), "
             f"got {master!r}"
         )
+    if master.startswith("local") and not _LOCAL_MASTER.fullmatch(master):
+        raise InvalidArgumentError(
+            "--master must be local, local[N], local[*], local[N,maxFailures] or "
+            f"local-cluster[workers,cores,memoryMB] with N >= 1 (Spark's rule), got {master!r}"
+        )
     return master
+
+
+#: The local masters Spark takes (`SparkContext.createTaskScheduler`), with at least 1 thread.
+_LOCAL_MASTER = re.compile(
+    r"local"
+    r"|local\[(?:0*[1-9][0-9]*|\*)(?:\s*,\s*[0-9]+)?\]"
+    r"|local-cluster\[\s*[0-9]+\s*,\s*[0-9]+\s*,\s*[0-9]+\s*\]"
+)
 
 
 class SparkStartError(ReactiveSparkError):
