@@ -257,14 +257,15 @@ class Backfill:
         return ticks
 
     # -- checks ------------------------------------------------------------------------------
-    def check(self) -> None:
+    def check(self, checkpoint: str | None = None) -> None:
         """Raise what running the backfill would raise before its first batch; run nothing.
 
-        What `run` refuses (`BackfillConflictError`), then what starting the context checks, the
-        inputs included: a legacy window over a parent without one regular timer
-        (`InvalidArgumentError`), an input whose directory does not exist
-        (`DirectoryNotFoundError`). So a plan (`--plan`) is printed only for a backfill that
-        would run. It fixes the graph's start as the run's start does: define nothing after it.
+        What `run` refuses (a `checkpoint` that is not a new directory, `BackfillConflictError`),
+        then what starting the context checks, the inputs included: a legacy window over a
+        parent without one regular timer (`InvalidArgumentError`), an input whose directory
+        does not exist (`DirectoryNotFoundError`). So a plan (`--plan`) is printed only for a
+        backfill that would run. It fixes the graph's start as the run's start does: define
+        nothing after it.
 
         Examples:
             >>> from reactive_spark import Days
@@ -277,10 +278,29 @@ class Backfill:
             ...     print(str(error).split(";")[0])
             textFileStream(/no/such/landing)[0]: directory /no/such/landing does not exist
         """
+        self._own_checkpoint(checkpoint)
         self._refuse_conflicts()
         graph = self._ssc.graph
         graph.start(self._zero_time, self._ssc.sources)
         graph.start_inputs()
+
+    def _own_checkpoint(self, checkpoint: str | None) -> str | None:
+        """`checkpoint` as a path if it is a new directory of the backfill's own, else raise.
+
+        None is taken where no stream checkpoints RDDs. Raises `InvalidArgumentError`.
+        """
+        if checkpoint is not None:
+            checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
+            if checkpoint == self._ssc.checkpointDirectory or Checkpoint(checkpoint).exists():
+                raise InvalidArgumentError(
+                    f"checkpoint must be a new directory of the backfill's own, got {checkpoint!r}"
+                )
+        elif self._ssc.graph.checkpoints_rdds():
+            raise InvalidArgumentError(
+                "checkpoint must name a new directory of the backfill's own: its streams "
+                "checkpoint RDDs, and the live run's directory is not written; got None"
+            )
+        return checkpoint
 
     def _refuse_conflicts(self) -> None:
         """Raise `BackfillConflictError` if an exactly-once output committed a planned batch.
@@ -324,17 +344,7 @@ class Backfill:
         never written. `launch(zero_time)` starts the context without starting its sources.
         """
         ssc = self._ssc
-        if checkpoint is not None:
-            checkpoint = require_checkpoint_path(checkpoint, "checkpoint")
-            if checkpoint == ssc.checkpointDirectory or Checkpoint(checkpoint).exists():
-                raise InvalidArgumentError(
-                    f"checkpoint must be a new directory of the backfill's own, got {checkpoint!r}"
-                )
-        elif ssc.graph.checkpoints_rdds():
-            raise InvalidArgumentError(
-                "checkpoint must name a new directory of the backfill's own: its streams "
-                "checkpoint RDDs, and the live run's directory is not written; got None"
-            )
+        checkpoint = self._own_checkpoint(checkpoint)
         self._refuse_conflicts()
         ssc.checkpointDirectory = checkpoint  # the live run's, if any, is not touched
         Runtime.of(ssc).replaces_outputs = True

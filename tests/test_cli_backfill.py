@@ -212,6 +212,33 @@ def test_a_plan_of_a_run_that_cannot_start_says_why_as_the_run_does(
     ]
 
 
+@pytest.mark.parametrize("plan", [True, False])
+def test_a_checkpoint_that_is_not_new_is_refused_by_the_plan_as_by_the_run(
+    sc: SparkContext, tmp_path: Path, capsys: pytest.CaptureFixture[str], plan: bool
+) -> None:
+    """The plan listed three batches for `--checkpoint` naming the live run's checkpoint,
+    where the run refuses it: the plan now answers with the run's line, and writes nothing."""
+    app = tmp_path / ("planned_cp_app.py" if plan else "run_cp_app.py")
+    app.write_text(
+        "from datetime import UTC, datetime\n"
+        "from reactive_spark import Days\n"
+        "def build(ssc):\n"
+        "    daily = ssc.timer(datetime(2026, 1, 1, tzinfo=UTC), None, Days(1), 'daily')\n"
+        "    ssc.queueStream([], default=[1]).count().pprint().bind(daily)\n"
+    )
+    live = tmp_path / "live-checkpoint"
+    live.mkdir()
+    (live / "metadata.json").write_text("{}")  # what a live run's checkpoint holds first
+    window = ["--from", "2026-01-02", "--to", "2026-01-03", "--checkpoint", str(live)]
+    assert main(["backfill", str(app), *window, *(["--plan"] if plan else [])]) == 2
+    captured = capsys.readouterr()
+    assert "2026-01-02" not in captured.out  # no batch listed, none run
+    assert captured.err.splitlines() == [
+        f"checkpoint must be a new directory of the backfill's own, got {str(live)!r}"
+    ]
+    assert sorted(path.name for path in live.iterdir()) == ["metadata.json"]
+
+
 MISTAKES = {
     "a bad --from": (
         ["--from", "last monday", "--to", "2026-01-12"],

@@ -50,7 +50,7 @@ async def backfill(args: argparse.Namespace) -> int:
         return 1
     try:
         if args.plan:  # only what would run: a run that fails at once says so, as it would
-            planned.check()
+            planned.check(args.checkpoint)
             for batch in planned.batches:
                 print(batch)
             return 0
