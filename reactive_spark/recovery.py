@@ -47,12 +47,27 @@ def matching_sources(ssc: StreamingContext, recovered: Recovered) -> dict[str, E
         product = recovered.products.get(source.name)
         if product is None:
             continue
-        if product != product_of(source):
+        now = product_of(source)
+        if product != now:
+            moved_start = (
+                source.kind == "timer"
+                and isinstance(product, list)
+                and isinstance(now, list)
+                and len(product) == len(now)
+                and product[1:] == now[1:]
+            )
             log.warning(
-                "checkpoint: event source %r changed (%r -> %r); it starts afresh",
+                "checkpoint: event source %r changed (%r -> %r); it starts afresh: its "
+                "unfinished batch is not re-run, and what it missed while the driver was down "
+                "is not caught up%s",
                 source.name,
                 product,
-                product_of(source),
+                now,
+                "; only its start moved: if it starts at `ssc.clock.now()`, it is a new timer "
+                "at every start: give it a fixed start (`Time(0)`: ticks on whole periods) to "
+                "keep its ticks across restarts, and a `catchUp` policy for what it misses"
+                if moved_start
+                else "",
             )
             continue
         matched[source.name] = source

@@ -18,6 +18,7 @@ from reactive_spark import (
     Days,
     Event,
     Hours,
+    Milliseconds,
     Minutes,
     Seconds,
     StreamingContext,
@@ -455,3 +456,52 @@ async def test_a_state_over_a_file_stream_restarts_after_its_saves_moved_on(
     assert totals == uninterrupted
     saves = os.listdir(tmp_path / "checkpoint" / "state")
     assert 2 <= len(saves) <= 8  # the last minute's, read by the batches the log keeps
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+async def test_a_timer_started_at_now_says_it_starts_afresh_and_a_fixed_start_catches_up(
+    sc: SparkContext, tmp_path: Path, caplog: pytest.LogCaptureFixture, fixed: bool
+) -> None:
+    """The docs' `ssc.timer(ssc.clock.now(), ...)` with a checkpoint is a new timer at every
+    start: the ticks of the downtime were never caught up, and the log said only "changed". It
+    says what is lost and how to keep it; a fixed start (`Time(0)`) catches up."""
+    checkpoint = str(tmp_path / "checkpoint")
+
+    async def run(at: Time, until: Time) -> list[float]:
+        ssc = virtual(sc, None, at, checkpoint=checkpoint)
+        start = Time(0) if fixed else ssc.clock.now()
+        tick = ssc.timer(start, None, Seconds(1), "tick")
+        seen: list[float] = []
+        stream = ssc.queueStream([], default=[1])
+        stream.foreachRDD(lambda t, rdd: seen.append(t.timestamp())).bind(tick)
+        await ssc.start()
+        await ssc.advanceTo(until)
+        await ssc.stop(stopSparkContext=False)
+        return seen
+
+    begin = T0 + Milliseconds(500)
+    assert len(await run(begin, begin + Milliseconds(2700))) == 3
+    after = await run(begin + Milliseconds(6200), begin + Milliseconds(6600))
+    warned = [r.getMessage() for r in caplog.records if "changed" in r.getMessage()]
+    seconds = T0.milliseconds // 1000
+    if fixed:  # the downtime's ticks caught up, on whole seconds
+        assert after == [float(seconds + k) for k in (4, 5, 6, 7)] and warned == []
+    else:
+        assert after == [(begin + Milliseconds(6200)).milliseconds / 1000]
+        assert len(warned) == 1
+        assert "what it missed while the driver was down is not caught up" in warned[0]
+        assert "give it a fixed start (`Time(0)`: ticks on whole periods)" in warned[0]
+
+
+async def test_a_timer_whose_period_changed_starts_afresh_without_the_start_hint(
+    sc: SparkContext, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    for period in (Seconds(1), Seconds(2)):
+        ssc = virtual(sc, None, T0, checkpoint=checkpoint)
+        tick = ssc.timer(T0, None, period, "tick")
+        ssc.queueStream([], default=[1]).foreachRDD(lambda rdd: None).bind(tick)
+        await ran(ssc, T0 + Seconds(2))
+    [warned] = [r.getMessage() for r in caplog.records if "changed" in r.getMessage()]
+    assert "what it missed while the driver was down is not caught up" in warned
+    assert "only its start moved" not in warned
