@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import socket
 import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -19,11 +21,15 @@ from reactive_spark import (
     EventSource,
     Hours,
     InvalidArgumentError,
+    Seconds,
     StreamingContext,
+    StreamingListener,
     Time,
     VirtualClock,
 )
+from reactive_spark.errors import ListenError
 from reactive_spark.web import Console, create_app, setup, wait_for_stop
+from reactive_spark.web.app import PORT_ATTEMPTS
 
 from .raw_http import Answer, address
 
@@ -781,3 +787,116 @@ async def test_a_console_fire_merged_by_coalesce_is_told_so(sc: SparkContext) ->
         while len(ran) < 2:
             await asyncio.sleep(0.01)
         assert ran == [(1, 1), (3, 2)] and answer["index"] == 1
+
+
+async def test_a_console_without_a_port_says_so_before_its_context_starts(
+    sc: SparkContext,
+) -> None:
+    """The console bound its port after starting its context: with every port taken, recovery
+    and batches ran, then "could not start" named the last port tried. The port comes first
+    now, and the error names the ports tried."""
+    held = []
+    first = None
+    while first is None:  # a run of free ports, held as another process would hold them
+        probe = socket.create_server(("127.0.0.1", 0))
+        start = probe.getsockname()[1]
+        probe.close()
+        try:
+            held = [socket.create_server(("127.0.0.1", start + k)) for k in range(PORT_ATTEMPTS)]
+            first = start
+        except OSError:
+            for taken in held:
+                taken.close()
+            held = []
+    try:
+        ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
+        ssc.queueStream([[1]]).foreachRDD(lambda rdd: None)
+        with pytest.raises(ListenError) as refused:
+            await Console(ssc, "127.0.0.1", first, token="t").start()
+        assert ssc.state == "initialized"  # never started: nothing recovered, nothing ran
+        last = first + PORT_ATTEMPTS - 1
+        assert str(refused.value).startswith(
+            f"cannot listen on 127.0.0.1:{first}-{last} (host '127.0.0.1', ports {first} to "
+            f"{last}, all taken)"
+        )
+    finally:
+        for taken in held:
+            taken.close()
+
+
+async def test_a_console_holds_its_port_while_its_context_starts(sc: SparkContext) -> None:
+    """Bound and not listened on, the port was free to a socket with SO_REUSEADDR while the
+    context started; the console then failed to serve, after the start it meant to spare."""
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    tried: list[str] = []
+
+    class TryThePort(StreamingListener):
+        def onStreamingStarted(self, streamingStarted: Any) -> None:
+            other = socket.socket()
+            other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                other.bind(("127.0.0.1", port))
+                other.listen()
+                tried.append("taken by another")
+            except OSError as exc:
+                tried.append(errno.errorcode[exc.errno or 0])
+            finally:
+                other.close()
+
+    ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
+    ssc.queueStream([[1]]).foreachRDD(lambda rdd: None)
+    ssc.addStreamingListener(TryThePort())
+    console = await Console(ssc, "127.0.0.1", port, token="t").start()
+    try:
+        assert tried == ["EADDRINUSE"]
+        assert console.port == port
+    finally:
+        await console.stop()
+
+
+async def test_a_console_on_a_host_that_does_not_resolve_never_starts_its_context(
+    sc: SparkContext,
+) -> None:
+    ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
+    ssc.queueStream([[1]]).foreachRDD(lambda rdd: None)
+    with pytest.raises(ListenError, match=r"cannot listen on host 'nosuch\.invalid'"):
+        await Console(ssc, "nosuch.invalid", 0, token="t").start()
+    assert ssc.state == "initialized"
+
+
+async def test_a_port_taken_between_bind_and_listen_moves_the_console_to_the_next(
+    sc: SparkContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sockets with SO_REUSEADDR may bind one port; the second to listen fails. Listening
+    was outside the port loop: a bare OSError, no next port, the socket left open."""
+    loop = asyncio.get_running_loop()
+    real = loop.create_server
+    rivals: list[socket.socket] = []
+
+    async def bound_then_taken(*args: Any, **options: Any) -> asyncio.Server:
+        server = await real(*args, **options)
+        if not rivals:  # another console, binding the same port, listens first
+            rival = socket.socket()
+            rival.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            rival.bind(("127.0.0.1", server.sockets[0].getsockname()[1]))
+            rival.listen()
+            rivals.append(rival)
+        return server
+
+    monkeypatch.setattr(loop, "create_server", bound_then_taken)
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    ssc = StreamingContext(sc, Seconds(1), clock=VirtualClock(T0))
+    ssc.queueStream([[1]]).foreachRDD(lambda rdd: None)
+    try:
+        console = await Console(ssc, "127.0.0.1", port, token="t").start()
+        try:
+            assert console.port == port + 1
+        finally:
+            await console.stop()
+    finally:
+        for rival in rivals:
+            rival.close()

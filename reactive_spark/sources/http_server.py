@@ -32,6 +32,7 @@ import asyncio
 import errno
 import logging
 import socket
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -58,6 +59,8 @@ IDLE_TIMEOUT = 15.0
 SHUTDOWN_TIMEOUT = 1.0
 #: Seconds the rest of a refused body is still read (so the client sees the answer), at most.
 LINGERING_TIME = 1.0
+#: Connections the kernel holds for the server before it accepts them (asyncio's default).
+BACKLOG = 128
 
 
 async def server_header(request: web.Request, response: web.StreamResponse) -> None:
@@ -152,7 +155,8 @@ class HttpServer:
         app.on_response_prepare.append(server_header)
         app[RAW_BODIES_KEY] = True  # read_json decompresses: bad bodies get JSON errors
         self._runner = web.AppRunner(app)  # the application's lifecycle; not its connections
-        self._connections: JsonErrorServer | None = None
+        self._connections: JsonErrorServer | None = None  # until it stops
+        self._factory: JsonErrorServer | None = None  # the same, kept for a late connection
         self._server: asyncio.Server | None = None
 
     @property
@@ -166,40 +170,61 @@ class HttpServer:
     async def start(self, host: str, port: int, *, attempts: int = 1) -> int:
         """Listen on `host:port` (or, when taken, the next of `attempts` ports); the port.
 
+        The port is bound and listened on before the application starts (a console's starts
+        its context), so a port that cannot be had stops it first; connections wait in the
+        backlog and are served once it has started.
+
         Raises:
             ListenError: `host` does not resolve, or no port could be bound; names them.
         """
-        await self._runner.setup()
         loop = asyncio.get_running_loop()
+        tries = attempts if port else 1
+        attempt = 0
+        while True:
+            wanted = port + attempt if port else 0
+            try:
+                server = await _listening(loop, self._connection, host, wanted)
+            except socket.gaierror as exc:
+                raise ListenError(f"cannot listen on host {host!r}: {exc.strerror}") from exc
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE and attempt < tries - 1:
+                    attempt += 1
+                    continue
+                taken = ", all taken" if exc.errno == errno.EADDRINUSE else ""
+                where, ports = (
+                    (f"{port}-{wanted}", f"ports {port} to {wanted}{taken}")
+                    if attempt
+                    else (f"{wanted}", f"port {wanted}")
+                )
+                raise ListenError(
+                    f"cannot listen on {host}:{where} (host {host!r}, {ports}): "
+                    f"{exc.strerror or exc}"
+                ) from exc
+            break
+        try:
+            await self._runner.setup()
+        except BaseException:
+            server.close()
+            raise
         assert self._runner.server is not None
-        self._connections = factory = JsonErrorServer(
+        self._connections = self._factory = JsonErrorServer(
             self._runner.server,
             access_log=None,
             auto_decompress=False,
             keepalive_timeout=IDLE_TIMEOUT,
             lingering_time=LINGERING_TIME,
         )
-        tries = attempts if port else 1
-        attempt = 0
-        while True:
-            wanted = port + attempt if port else 0
-            try:
-                self._server = await loop.create_server(
-                    factory, host, wanted, reuse_address=True, backlog=128
-                )
-            except socket.gaierror as exc:
-                await self._runner.cleanup()
-                raise ListenError(f"cannot listen on host {host!r}: {exc.strerror}") from exc
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE and attempt < tries - 1:
-                    attempt += 1
-                    continue
-                await self._runner.cleanup()
-                raise ListenError(
-                    f"cannot listen on {host}:{wanted} (host {host!r}, port {wanted}): "
-                    f"{exc.strerror or exc}"
-                ) from exc
-            return self.port or wanted
+        self._server = server
+        await server.start_serving()
+        return self.port or wanted
+
+    def _connection(self) -> web.RequestHandler:
+        """A protocol for a new connection: `loop.create_server` asks once serving.
+
+        Also for one accepted as the server stops: `stop` then ends it with the others.
+        """
+        assert self._factory is not None  # serving starts after it is made
+        return self._factory()
 
     async def stop(self) -> None:
         """Stop listening; running requests get `SHUTDOWN_TIMEOUT` seconds, then are cancelled.
@@ -217,3 +242,27 @@ class HttpServer:
         await self._runner.cleanup()
         if server is not None:
             await server.wait_closed()
+
+
+async def _listening(
+    loop: asyncio.AbstractEventLoop,
+    factory: Callable[[], asyncio.BaseProtocol],
+    host: str,
+    port: int,
+) -> asyncio.Server:
+    """A server bound and listening on `host:port` that serves nothing until `start_serving`.
+
+    Listening at once holds the port: one only bound is free to a socket with `SO_REUSEADDR`.
+    Connections wait in the backlog until served.
+    """
+    server = await loop.create_server(
+        factory, host, port, reuse_address=True, backlog=BACKLOG, start_serving=False
+    )
+    try:
+        for bound in server.sockets:
+            with bound.dup() as listening:
+                listening.listen(BACKLOG)
+    except OSError:
+        server.close()
+        raise
+    return server
