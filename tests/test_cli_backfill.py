@@ -248,6 +248,11 @@ MISTAKES = {
         ["--from", "2026-01-12", "--to", "2026-01-10"],
         "--from must not be after --to, got --from '2026-01-12', --to '2026-01-10'",
     ),
+    "a --to after now": (
+        ["--from", "2026-01-10", "--to", "2999-01-12"],
+        "--to 2999-01-12T00:00:00Z is after now: a backfill re-runs a past range, and the live "
+        "run fires what comes; give a --to that has passed",
+    ),
     "an empty source name": (
         ["--from", "2026-01-10", "--to", "2026-01-12", "--sources", "daily,"],
         "--sources must be comma-separated source names, got 'daily,'",

@@ -244,6 +244,27 @@ or 2026-01-12T06:00, got 'monday'
     return Time.fromDatetime(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
+def require_past(last: Time) -> None:
+    """Refuse a backfill's `--to` after now: the live run fires what comes.
+
+    A backfilled batch the live run then runs again is written twice (beside it, as another
+    batch of that time), and its `foreachRDD` functions are called twice.
+
+    Examples:
+        >>> require_past(instant("2999-01-01", "--to"))
+        Traceback (most recent call last):
+        ...
+        reactive_spark.errors.InvalidArgumentError: --to 2999-01-01T00:00:00Z is after now: a \
+backfill re-runs a past range, and the live run fires what comes; give a --to that has passed
+        >>> require_past(instant("2020-01-01", "--to"))
+    """
+    if last.milliseconds > time.time() * 1000:
+        raise InvalidArgumentError(
+            f"--to {last.isoformat()} is after now: a backfill re-runs a past range, and the "
+            "live run fires what comes; give a --to that has passed"
+        )
+
+
 def source_names(text: str | None) -> list[str] | None:
     """`--sources a,b`: the names, or None (every source) without it.
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from rich.progress import TextColumn
 
 from reactive_spark.backfill import Backfill, BackfillConflictError
-from reactive_spark.cli.arguments import instant, source_names
+from reactive_spark.cli.arguments import instant, require_past, source_names
 from reactive_spark.cli.output import print_error, progress_bar, terminal
 from reactive_spark.cli.program import build, load, on_path
 from reactive_spark.cli.spark_start import spark
@@ -29,6 +29,7 @@ async def backfill(args: argparse.Namespace) -> int:
         raise InvalidArgumentError(
             f"--from must not be after --to, got --from {args.start!r}, --to {args.end!r}"
         )
+    require_past(last)
     names = source_names(args.sources)
     py_files = [path for paths in args.py_files for path in paths.split(",") if path]
     on_path(py_files)
