@@ -155,8 +155,7 @@ class HttpServer:
         app.on_response_prepare.append(server_header)
         app[RAW_BODIES_KEY] = True  # read_json decompresses: bad bodies get JSON errors
         self._runner = web.AppRunner(app)  # the application's lifecycle; not its connections
-        self._connections: JsonErrorServer | None = None  # until it stops
-        self._factory: JsonErrorServer | None = None  # the same, kept for a late connection
+        self._connections: JsonErrorServer | None = None  # kept: a late connection needs it
         self._server: asyncio.Server | None = None
 
     @property
@@ -207,7 +206,7 @@ class HttpServer:
             server.close()
             raise
         assert self._runner.server is not None
-        self._connections = self._factory = JsonErrorServer(
+        self._connections = JsonErrorServer(
             self._runner.server,
             access_log=None,
             auto_decompress=False,
@@ -223,19 +222,18 @@ class HttpServer:
 
         Also for one accepted as the server stops: `stop` then ends it with the others.
         """
-        assert self._factory is not None  # serving starts after it is made
-        return self._factory()
+        assert self._connections is not None  # serving starts after it is made
+        return self._connections()
 
     async def stop(self) -> None:
         """Stop listening; running requests get `SHUTDOWN_TIMEOUT` seconds, then are cancelled.
 
         Connections still open then are aborted (see module), so no client holds a stop.
         """
-        server, self._server = self._server, None
-        connections, self._connections = self._connections, None
-        if server is not None:
+        server, self._server = self._server, None  # set once serving: a second stop skips
+        connections = self._connections
+        if server is not None and connections is not None:
             server.close()
-        if connections is not None:
             connections.pre_shutdown()  # idle keep-alive connections close now
             await connections.shutdown(SHUTDOWN_TIMEOUT)
             connections.abort_connections()
